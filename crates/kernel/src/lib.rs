@@ -1,1 +1,21 @@
-//! schedlab-kernel
+//! The modelled Linux kernel scheduler (fair class), a pure state machine.
+//!
+//! Files mirror kernel/sched/: `core` (ttwu, schedule, tick, fork), `fair`
+//! (entities, pick, preemption, select_task_rq_fair), `pelt`, `topology` (sched
+//! domains), `features` (the SCHED_FEAT table), `profile` (kernel versions as data).
+//!
+//! Architecture invariant: knows nothing about the event queue, clocks, costs
+//! or IO; every entry point takes `now` (ns) explicitly.
+
+pub mod core;
+pub mod cpumask;
+pub mod fair;
+pub mod features;
+pub mod pelt;
+pub mod profile;
+pub mod sched;
+pub mod topology;
+
+pub use crate::core::{Kernel, SwitchReason, SwitchResult, TaskParams, WakeFlags, WakeResult};
+pub use crate::sched::{TaskId, TaskState};
+pub use schedlab_topology::CpuId;

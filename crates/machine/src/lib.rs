@@ -1,1 +1,498 @@
-//! schedlab-machine
+//! schedlab-machine: machine descriptions.
+//!
+//! A [`Machine`] is what schedlab knows about a piece of hardware: the firmware's
+//! view of its CPUs ([`CpuTopology`], the only part the kernel model sees) plus the
+//! constants the cost model charges for the kernel's decisions ([`CacheSizes`],
+//! [`Costs`], [`IdleState`]).
+//!
+//! Machines come from four places, all through [`load`]:
+//! - built-in presets ([`presets`]), stored as TOML files under `presets/` and
+//!   embedded in the binary, so every preset is also an example of the file format
+//!   (docs/machine-format.md); their constants and sources are in docs/CALIBRATION.md;
+//! - a schedlab TOML file ([`from_toml_str`]);
+//! - an hwloc XML file from `lstopo --of xml` ([`from_hwloc_xml_str`]);
+//! - the machine schedlab runs on, from Linux sysfs ([`from_sysfs`]).
+//!
+//! Validation happens here, at the edge: a `Machine` that exists is consistent.
+
+use std::fmt;
+use std::path::Path;
+
+pub use schedlab_topology::{cpulist, parse_cpulist, CpuId, CpuInfo, CpuTopology};
+
+mod format;
+mod hwloc;
+mod sysfs;
+
+/// A modelled machine: topology plus the hardware constants of the cost model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Machine {
+    /// Preset name or file stem.
+    pub name: String,
+    /// One line, e.g. "AMD EPYC 7763 Milan 2x64C/128T, NPS4".
+    pub description: String,
+    /// One line: where the layout and constants come from.
+    pub source: String,
+    pub topology: CpuTopology,
+    pub caches: CacheSizes,
+    pub costs: Costs,
+    /// Shallowest first; at least one (POLL or C1).
+    pub idle_states: Vec<IdleState>,
+}
+
+/// Cache sizes. L1d and L2 are per core; the LLC size is per LLC instance.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSizes {
+    pub l1d_kib: u32,
+    /// Per core.
+    pub l2_kib: u32,
+    /// Per LLC instance.
+    pub llc_kib: u32,
+    /// Whether the LLC holds a copy of every line in the L1/L2 below it.
+    pub llc_inclusive: bool,
+}
+
+/// Hardware and software-path costs, all in nanoseconds unless named otherwise.
+/// Values and their sources per preset: docs/CALIBRATION.md.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Costs {
+    /// Nominal (base) core frequency.
+    pub freq_mhz: u32,
+    /// One context switch between tasks of the same mm.
+    pub context_switch_ns: u64,
+    /// Extra cost of switching to another process's mm (CR3 write + TLB refill at
+    /// a small footprint).
+    pub mm_switch_ns: u64,
+    /// IPI send -> handler entry on the target.
+    pub ipi_ns: u64,
+    /// One-way cache-line transfer between SMT siblings.
+    pub c2c_smt_ns: u64,
+    /// One-way cache-line transfer between cores sharing an LLC.
+    pub c2c_llc_ns: u64,
+    /// Same package, other LLC.
+    pub c2c_cross_llc_ns: u64,
+    /// Other package.
+    pub c2c_cross_package_ns: u64,
+    /// Idle load-to-use latency of local DRAM.
+    pub dram_local_ns: u64,
+    /// Idle load-to-use latency of the farthest node's DRAM.
+    pub dram_remote_ns: u64,
+    /// Throughput of a thread while its SMT sibling is busy, percent of solo.
+    pub smt_factor_pct: u32,
+    /// Sustainable memory bandwidth of one LLC instance (MB/s).
+    pub mem_bw_llc_mbps: u64,
+    /// Sustainable memory bandwidth of one NUMA node (MB/s).
+    pub mem_bw_node_mbps: u64,
+    /// Hold time of a remote enqueue under rq->lock.
+    pub rq_lock_hold_ns: u64,
+    /// Cost of examining one CPU in an idle search.
+    pub idle_scan_ns_per_cpu: u64,
+}
+
+/// One cpuidle state as the governor sees it.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleState {
+    pub name: String,
+    pub exit_latency_ns: u64,
+    pub target_residency_ns: u64,
+}
+
+/// A machine description that cannot be used; the message names the problem and
+/// the fix.
+#[derive(Debug)]
+pub struct MachineError(pub String);
+
+impl fmt::Display for MachineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for MachineError {}
+
+/// A built-in machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PresetInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+}
+
+struct Preset {
+    info: PresetInfo,
+    toml: &'static str,
+}
+
+macro_rules! presets {
+    ($($name:literal => $desc:literal,)*) => {
+        const PRESETS: &[Preset] = &[$(Preset {
+            info: PresetInfo { name: $name, description: $desc },
+            toml: include_str!(concat!("../presets/", $name, ".toml")),
+        },)*];
+        static PRESET_INFOS: &[PresetInfo] = &[$(PresetInfo { name: $name, description: $desc },)*];
+    };
+}
+
+// The descriptions must equal the `description` key of each file (pinned by a test).
+presets! {
+    "x86-12" => "2x Intel Xeon X5650-class Westmere-EP 6C, HT off: 12 CPUs, 2 nodes (the 2013 wakee_flips test box)",
+    "skylake-2s" => "2x Intel Xeon Platinum 8180 Skylake-SP 28C/56T: 112 CPUs, non-inclusive L3 per socket, 2 nodes",
+    "zen3-2s-nps1" => "2x AMD EPYC 7763 Milan 64C/128T, NPS1: 256 CPUs, 16 CCX LLCs of 16 CPUs, 2 nodes",
+    "zen3-2s-nps2" => "2x AMD EPYC 7763 Milan 64C/128T, NPS2: 256 CPUs, 16 CCX LLCs of 16 CPUs, 4 nodes",
+    "zen3-2s-nps4" => "2x AMD EPYC 7763 Milan 64C/128T, NPS4: 256 CPUs, 16 CCX LLCs of 16 CPUs, 8 nodes",
+    "spr-112" => "1x Intel Xeon Platinum 8480+ Sapphire Rapids 56C/112T: 112 CPUs in one LLC, 1 node",
+    "numa-2n-96" => "2x Intel Xeon Cascade Lake 24C/48T: 96 CPUs, 2 nodes, SLIT 10/21",
+    "laptop-4c8t" => "Intel Tiger Lake-class laptop, 4C/8T: 8 CPUs, one LLC, 1 node",
+}
+
+/// The built-in presets, in a stable order.
+pub fn presets() -> &'static [PresetInfo] {
+    PRESET_INFOS
+}
+
+fn preset_names() -> String {
+    PRESETS.iter().map(|p| p.info.name).collect::<Vec<_>>().join(", ")
+}
+
+/// Load a machine. `spec` is a preset name (see [`presets`]); `local` for the
+/// machine schedlab runs on (Linux sysfs under `/`); or a path ending in `.toml`
+/// (schedlab format, docs/machine-format.md) or `.xml` (hwloc, `lstopo --of xml`).
+pub fn load(spec: &str) -> Result<Machine, MachineError> {
+    if let Some(p) = PRESETS.iter().find(|p| p.info.name == spec) {
+        return from_toml_str(p.toml, p.info.name);
+    }
+    if spec == "local" {
+        return from_sysfs(Path::new("/"));
+    }
+    let lower = spec.to_ascii_lowercase();
+    let is_toml = lower.ends_with(".toml");
+    let is_xml = lower.ends_with(".xml");
+    if !is_toml && !is_xml {
+        return Err(MachineError(format!(
+            "unknown machine {spec:?}: not a preset, not \"local\", and not a file path ending in .toml or .xml; \
+             valid presets: {}; use \"local\" for this machine, a schedlab machine file (*.toml, see docs/machine-format.md) \
+             or an hwloc file from `lstopo --of xml` (*.xml)",
+            preset_names()
+        )));
+    }
+    let path = Path::new(spec);
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        MachineError(format!("cannot read machine file {spec:?}: {e}; check the path (presets: {})", preset_names()))
+    })?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or(spec);
+    if is_toml {
+        from_toml_str(&text, stem)
+    } else {
+        from_hwloc_xml_str(&text, stem)
+    }
+}
+
+/// Parse a schedlab machine file. `name` becomes [`Machine::name`] (if empty, the
+/// file's `name` key is used). Errors name the field and, where known, the line.
+pub fn from_toml_str(text: &str, name: &str) -> Result<Machine, MachineError> {
+    format::from_toml_str(text, name)
+}
+
+/// Import an hwloc 2.x (or 1.x) XML topology. Costs are generic ([assumed]).
+pub fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, MachineError> {
+    hwloc::from_hwloc_xml_str(text, name)
+}
+
+/// Read the machine described by Linux sysfs under `root` (`/` normally):
+/// `sys/devices/system/cpu` and `sys/devices/system/node`. Costs are generic
+/// ([assumed]).
+pub fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
+    sysfs::from_sysfs(root)
+}
+
+impl Machine {
+    /// The machine in schedlab's TOML format; `from_toml_str(&m.to_toml(), &m.name)`
+    /// gives back `m`. Uses the compact topology form when the topology is regular
+    /// and the explicit per-CPU list otherwise.
+    pub fn to_toml(&self) -> String {
+        format::to_toml(self)
+    }
+
+    /// Check the constants (the topology is checked by `CpuTopology::new`).
+    /// Field names in messages are those of the TOML format.
+    pub fn validate(&self) -> Result<(), MachineError> {
+        validate_parts(&self.caches, &self.costs, &self.idle_states).map_err(|(field, msg)| {
+            MachineError(format!("machine {:?}: {field}: {msg}", self.name))
+        })
+    }
+}
+
+/// Range checks on everything but the topology. Returns (field path, message with fix).
+pub(crate) fn validate_parts(caches: &CacheSizes, costs: &Costs, idle: &[IdleState]) -> Result<(), (String, String)> {
+    let e = |f: &str, m: String| Err((f.to_string(), m));
+    for (f, v) in [("caches.l1d_kib", caches.l1d_kib), ("caches.l2_kib", caches.l2_kib), ("caches.llc_kib", caches.llc_kib)] {
+        if v == 0 {
+            return e(f, "is 0; give the size in KiB (e.g. 32 for a 32 KiB L1d)".into());
+        }
+    }
+    if costs.freq_mhz == 0 {
+        return e("costs.freq_mhz", "is 0; give the nominal core clock in MHz (e.g. 2450)".into());
+    }
+    if costs.smt_factor_pct == 0 || costs.smt_factor_pct > 100 {
+        return e(
+            "costs.smt_factor_pct",
+            format!(
+                "is {}; it must be 1..=100: the throughput of a thread while its SMT sibling is busy, in percent of \
+                 running alone (typically 55-65; use 100 for no SMT penalty)",
+                costs.smt_factor_pct
+            ),
+        );
+    }
+    if costs.context_switch_ns == 0 {
+        return e("costs.context_switch_ns", "is 0; a context switch costs ~600-700 ns (calibration §3, L5)".into());
+    }
+    if costs.c2c_llc_ns == 0 {
+        return e("costs.c2c_llc_ns", "is 0; give the one-way cache-line transfer time between cores of one LLC".into());
+    }
+    if costs.dram_local_ns == 0 {
+        return e("costs.dram_local_ns", "is 0; give the idle local DRAM latency (~70-120 ns)".into());
+    }
+    if costs.dram_remote_ns < costs.dram_local_ns {
+        return e(
+            "costs.dram_remote_ns",
+            format!(
+                "is {} but dram_local_ns is {}; remote memory cannot be faster than local (on a one-node machine set them equal)",
+                costs.dram_remote_ns, costs.dram_local_ns
+            ),
+        );
+    }
+    if costs.mem_bw_llc_mbps == 0 {
+        return e("costs.mem_bw_llc_mbps", "is 0; give the sustainable bandwidth of one LLC in MB/s".into());
+    }
+    if costs.mem_bw_node_mbps == 0 {
+        return e("costs.mem_bw_node_mbps", "is 0; give the sustainable bandwidth of one NUMA node in MB/s".into());
+    }
+    if idle.is_empty() {
+        return e("idle_states", "is empty; give at least one state, e.g. name = \"POLL\", exit_latency_ns = 0, target_residency_ns = 0".into());
+    }
+    for (i, s) in idle.iter().enumerate() {
+        if s.name.trim().is_empty() {
+            return e(&format!("idle_states[{i}].name"), "is empty; name the state as cpuidle does (POLL, C1, C1E, C6...)".into());
+        }
+        if idle[..i].iter().any(|o| o.name == s.name) {
+            return e(&format!("idle_states[{i}].name"), format!("{:?} appears twice; state names must be unique", s.name));
+        }
+        if i > 0 && s.exit_latency_ns < idle[i - 1].exit_latency_ns {
+            return e(
+                &format!("idle_states[{i}].exit_latency_ns"),
+                format!(
+                    "{} is below the previous state's {}; list states shallowest first (non-decreasing exit latency)",
+                    s.exit_latency_ns,
+                    idle[i - 1].exit_latency_ns
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Generic costs for imported machines whose constants are unknown ([assumed],
+/// docs/CALIBRATION.md "local and imported machines"): a Skylake/Cascade Lake-class
+/// 2-socket server, with IPIs at the VM figure when running as a guest.
+pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
+    Costs {
+        freq_mhz,
+        context_switch_ns: 600,
+        mm_switch_ns: 60,
+        ipi_ns: if guest { 5000 } else { 1000 },
+        c2c_smt_ns: 8,
+        c2c_llc_ns: 40,
+        c2c_cross_llc_ns: 110,
+        c2c_cross_package_ns: 140,
+        dram_local_ns: 90,
+        dram_remote_ns: 140,
+        smt_factor_pct: 60,
+        mem_bw_llc_mbps: 40_000,
+        mem_bw_node_mbps: 80_000,
+        rq_lock_hold_ns: 300,
+        idle_scan_ns_per_cpu: 40,
+    }
+}
+
+/// Assign dense ids to keys in first-seen order (callers visit CPUs ascending, so
+/// ids follow the first CPU of each group, deterministically).
+pub(crate) struct Renumber<K: Ord> {
+    map: std::collections::BTreeMap<K, u32>,
+}
+
+impl<K: Ord> Default for Renumber<K> {
+    fn default() -> Self {
+        Renumber { map: std::collections::BTreeMap::new() }
+    }
+}
+
+impl<K: Ord> Renumber<K> {
+    pub(crate) fn id(&mut self, k: K) -> u32 {
+        let n = self.map.len() as u32;
+        *self.map.entry(k).or_insert(n)
+    }
+}
+
+/// Summary like "256 CPUs, 2 packages, 16 LLCs, 8 nodes, 2 threads/core".
+pub(crate) fn shape(t: &CpuTopology) -> String {
+    let n = |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
+    format!(
+        "{}, {}, {}, {}, {} threads/core",
+        n(t.nr_cpus(), "CPU"),
+        n(t.nr_packages(), "package"),
+        n(t.nr_llcs(), "LLC"),
+        n(t.nr_nodes(), "node"),
+        t.threads_per_core()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: impl Iterator<Item = CpuId>) -> Vec<u16> {
+        v.map(|c| c.0).collect()
+    }
+
+    #[test]
+    fn every_preset_loads_and_matches_its_description() {
+        for p in presets() {
+            let m = load(p.name).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+            assert_eq!(m.name, p.name);
+            assert_eq!(m.description, p.description, "{}: presets! description differs from the file", p.name);
+            assert!(!m.source.is_empty() && !m.source.contains('\n'));
+            assert!(!m.description.contains('\n'));
+            m.validate().unwrap();
+        }
+        assert_eq!(presets().len(), 8);
+    }
+
+    #[test]
+    fn preset_counts() {
+        let counts = |n: &str| {
+            let t = load(n).unwrap().topology;
+            (t.nr_cpus(), t.nr_packages(), t.nr_nodes(), t.nr_llcs(), t.threads_per_core())
+        };
+        assert_eq!(counts("x86-12"), (12, 2, 2, 2, 1));
+        assert_eq!(counts("skylake-2s"), (112, 2, 2, 2, 2));
+        assert_eq!(counts("zen3-2s-nps1"), (256, 2, 2, 16, 2));
+        assert_eq!(counts("zen3-2s-nps2"), (256, 2, 4, 16, 2));
+        assert_eq!(counts("zen3-2s-nps4"), (256, 2, 8, 16, 2));
+        assert_eq!(counts("spr-112"), (112, 1, 1, 1, 2));
+        assert_eq!(counts("numa-2n-96"), (96, 2, 2, 2, 2));
+        assert_eq!(counts("laptop-4c8t"), (8, 1, 1, 1, 2));
+    }
+
+    #[test]
+    fn zen3_nps4_layout() {
+        let t = load("zen3-2s-nps4").unwrap().topology;
+        assert_eq!(cpulist(t.ids_where(|c| c.node == 0)), "0-15,128-143");
+        assert_eq!(cpulist(t.ids_where(|c| c.node == 7)), "112-127,240-255");
+        assert_eq!(ids(t.smt_siblings(CpuId(5))), vec![5, 133]);
+        assert_eq!(cpulist(t.ids_where(|c| c.llc == 0)), "0-7,128-135");
+        assert_eq!(cpulist(t.ids_where(|c| c.package == 1)), "64-127,192-255");
+        assert_eq!(t.node_distance(0, 1), 12);
+        assert_eq!(t.node_distance(0, 3), 12);
+        assert_eq!(t.node_distance(0, 4), 32);
+        assert_eq!(t.nr_clusters(), 16);
+    }
+
+    #[test]
+    fn zen3_nps1_nps2_nodes() {
+        let t = load("zen3-2s-nps1").unwrap().topology;
+        assert_eq!(cpulist(t.ids_where(|c| c.node == 1)), "64-127,192-255");
+        assert_eq!(t.distance_matrix(), &[vec![10, 32], vec![32, 10]]);
+        let t = load("zen3-2s-nps2").unwrap().topology;
+        assert_eq!(cpulist(t.ids_where(|c| c.node == 1)), "32-63,160-191");
+        assert_eq!(t.node_distance(0, 1), 12);
+        assert_eq!(t.node_distance(1, 2), 32);
+    }
+
+    #[test]
+    fn spr_one_llc_of_112() {
+        let t = load("spr-112").unwrap().topology;
+        assert_eq!(t.ids_where(|c| c.llc == 0).count(), 112);
+        assert_eq!(ids(t.smt_siblings(CpuId(3))), vec![3, 59]);
+    }
+
+    #[test]
+    fn x86_12_two_nodes_of_six_no_smt() {
+        let m = load("x86-12").unwrap();
+        let t = &m.topology;
+        assert_eq!(cpulist(t.ids_where(|c| c.node == 0)), "0-5");
+        assert_eq!(cpulist(t.ids_where(|c| c.node == 1)), "6-11");
+        assert_eq!(t.threads_per_core(), 1);
+        assert_eq!(t.nr_cores(), 12);
+        assert_eq!(t.node_distance(0, 1), 20);
+        assert!(m.caches.llc_inclusive);
+    }
+
+    #[test]
+    fn numa_96_and_laptop_numbering() {
+        let t = load("numa-2n-96").unwrap().topology;
+        assert_eq!(cpulist(t.ids_where(|c| c.package == 0)), "0-23,48-71");
+        assert_eq!(ids(t.smt_siblings(CpuId(30))), vec![30, 78]);
+        assert_eq!(t.node_distance(0, 1), 21);
+        let t = load("laptop-4c8t").unwrap().topology;
+        assert_eq!(ids(t.smt_siblings(CpuId(2))), vec![2, 3]);
+        assert_eq!(t.nr_cores(), 4);
+    }
+
+    #[test]
+    fn skylake_numbering() {
+        let t = load("skylake-2s").unwrap().topology;
+        assert_eq!(cpulist(t.ids_where(|c| c.node == 0)), "0-27,56-83");
+        assert_eq!(t.node_distance(0, 1), 21);
+    }
+
+    #[test]
+    fn every_preset_round_trips() {
+        for p in presets() {
+            let m = load(p.name).unwrap();
+            let text = m.to_toml();
+            let back = from_toml_str(&text, p.name).unwrap_or_else(|e| panic!("{}: {e}\n{text}", p.name));
+            assert_eq!(back, m, "{}", p.name);
+            // compact form chosen for regular topologies
+            assert!(!text.contains("cpu = ["), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn unknown_preset_lists_presets() {
+        let e = load("zen4").unwrap_err().0;
+        for p in presets() {
+            assert!(e.contains(p.name), "{e}");
+        }
+        assert!(e.contains(".toml") && e.contains(".xml"), "{e}");
+    }
+
+    #[test]
+    fn missing_file_is_reported() {
+        let e = load("/nonexistent/dir/m.toml").unwrap_err().0;
+        assert!(e.contains("cannot read machine file"), "{e}");
+    }
+
+    #[test]
+    fn example_files_load() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/machines/");
+        let m = load(&format!("{dir}numa-8cpu-2s-smt2.toml")).unwrap();
+        assert_eq!(m.name, "numa-8cpu-2s-smt2");
+        assert_eq!(m.topology.nr_cpus(), 8);
+        assert_eq!(m.topology.nr_nodes(), 2);
+        assert_eq!(m.topology.threads_per_core(), 2);
+        assert_eq!(m.topology.node_distance(0, 1), 20);
+    }
+
+    #[test]
+    fn local_machine_loads() {
+        if !Path::new("/sys/devices/system/cpu").exists() {
+            return;
+        }
+        let m = load("local").unwrap();
+        assert!(m.topology.nr_cpus() >= 1);
+        assert_eq!(m.name, "local");
+        let back = from_toml_str(&m.to_toml(), "local").unwrap();
+        assert_eq!(back, m);
+    }
+}

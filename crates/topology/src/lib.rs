@@ -52,6 +52,7 @@ pub struct CpuInfo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuTopology {
     cpus: Vec<CpuInfo>,
+    vendor: CpuVendor,
     /// SLIT distances, `node_distance[a][b]`; nodes are numbered `0..nr_nodes`.
     node_distance: Vec<Vec<u32>>,
 }
@@ -66,6 +67,15 @@ impl fmt::Display for TopologyError {
     }
 }
 impl std::error::Error for TopologyError {}
+
+/// CPU vendor as the kernel sees it from CPUID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CpuVendor {
+    Intel,
+    Amd,
+    #[default]
+    Other,
+}
 
 /// Largest machine schedlab models.
 pub const MAX_CPUS: usize = 1024;
@@ -140,9 +150,18 @@ impl CpuTopology {
         nested(&cpus, |c| c.node, |c| c.package, "NUMA node")
             .or_else(|_| nested(&cpus, |c| c.package, |c| c.node, "package"))
             .map_err(|_| TopologyError("nodes and packages do not nest: a node must lie in one package or a package in one node".into()))?;
-        Ok(CpuTopology { cpus, node_distance })
+        Ok(CpuTopology { cpus, node_distance, vendor: CpuVendor::Other })
     }
 
+    /// Set the CPU vendor (the kernel reads it from CPUID; it changes e.g.
+    /// node_reclaim_distance on AMD).
+    pub fn with_vendor(mut self, vendor: CpuVendor) -> Self {
+        self.vendor = vendor;
+        self
+    }
+    pub fn vendor(&self) -> CpuVendor {
+        self.vendor
+    }
     #[inline]
     pub fn nr_cpus(&self) -> usize {
         self.cpus.len()

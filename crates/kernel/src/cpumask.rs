@@ -1,0 +1,100 @@
+//! `struct cpumask`: a fixed-size CPU bitmap (up to `MAX_CPUS` bits).
+
+use schedlab_topology::CpuId;
+
+/// A CPU bitmap sized for the machine. Iteration is ascending, as
+/// `for_each_cpu()` iterates.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct CpuMask {
+    words: Box<[u64]>,
+}
+
+impl CpuMask {
+    pub fn new(nr_cpus: usize) -> Self {
+        CpuMask { words: vec![0u64; nr_cpus.div_ceil(64)].into_boxed_slice() }
+    }
+    pub fn from_cpus(nr_cpus: usize, cpus: impl IntoIterator<Item = CpuId>) -> Self {
+        let mut m = Self::new(nr_cpus);
+        for c in cpus {
+            m.set(c);
+        }
+        m
+    }
+    #[inline]
+    pub fn set(&mut self, c: CpuId) {
+        self.words[c.idx() / 64] |= 1 << (c.idx() % 64);
+    }
+    #[inline]
+    pub fn clear(&mut self, c: CpuId) {
+        self.words[c.idx() / 64] &= !(1 << (c.idx() % 64));
+    }
+    #[inline]
+    pub fn test(&self, c: CpuId) -> bool {
+        self.words[c.idx() / 64] & (1 << (c.idx() % 64)) != 0
+    }
+    pub fn weight(&self) -> u32 {
+        self.words.iter().map(|w| w.count_ones()).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+    pub fn first(&self) -> Option<CpuId> {
+        self.iter().next()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| BitIter(w).map(move |b| CpuId((i * 64 + b) as u16)))
+    }
+    /// `cpumask_and` followed by iteration, without allocating.
+    pub fn iter_and<'a>(&'a self, other: &'a CpuMask) -> impl Iterator<Item = CpuId> + 'a {
+        self.words
+            .iter()
+            .zip(other.words.iter())
+            .enumerate()
+            .flat_map(|(i, (&a, &b))| BitIter(a & b).map(move |bit| CpuId((i * 64 + bit) as u16)))
+    }
+    /// Iterate from `start` (inclusive) wrapping around, as `for_each_cpu_wrap()`.
+    pub fn iter_wrap(&self, start: CpuId) -> impl Iterator<Item = CpuId> + '_ {
+        let s = start.0;
+        self.iter().filter(move |c| c.0 >= s).chain(self.iter().filter(move |c| c.0 < s))
+    }
+    pub fn is_subset_of(&self, other: &CpuMask) -> bool {
+        self.words.iter().zip(other.words.iter()).all(|(&a, &b)| a & !b == 0)
+    }
+    pub fn intersects(&self, other: &CpuMask) -> bool {
+        self.words.iter().zip(other.words.iter()).any(|(&a, &b)| a & b != 0)
+    }
+    pub fn or_with(&mut self, other: &CpuMask) {
+        for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
+            *a |= b;
+        }
+    }
+}
+
+struct BitIter(u64);
+impl Iterator for BitIter {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let b = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn set_iter_wrap() {
+        let m = CpuMask::from_cpus(130, [1, 64, 65, 129].map(CpuId));
+        assert_eq!(m.weight(), 4);
+        assert_eq!(m.iter().map(|c| c.0).collect::<Vec<_>>(), vec![1, 64, 65, 129]);
+        assert_eq!(m.iter_wrap(CpuId(65)).map(|c| c.0).collect::<Vec<_>>(), vec![65, 129, 1, 64]);
+        let o = CpuMask::from_cpus(130, [64, 129].map(CpuId));
+        assert!(o.is_subset_of(&m));
+        assert_eq!(m.iter_and(&o).count(), 2);
+    }
+}

@@ -1,0 +1,264 @@
+//! Kernel profiles: a named release = feature bits + tunables + the variant of
+//! each algorithm it runs. Versions are data, not `if version >= ...` scattered
+//! through the policy code: the policy code asks the profile which variant to run.
+
+use crate::features::{SchedFeat, SchedFeatures};
+use SchedFeat::*;
+
+/// Which picking algorithm the fair class runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PickAlgo {
+    /// Classic CFS: vruntime order, sched_latency / min_granularity slices (<= v6.5).
+    Cfs,
+    /// EEVDF: eligibility + virtual deadlines (v6.6+).
+    Eevdf,
+}
+
+/// How sched_init() sizes domains (spec §2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SdInitVariant {
+    /// Per-arch SD_*_INIT macros of v3.x: imbalance_pct 125 (SMT 110), busy_factor 64 (NUMA 32).
+    V3,
+    /// sd_init() v4.x-v5.9: imbalance_pct 125 (SMT 110, LLC 117), busy_factor 32.
+    V4,
+    /// sd_init() v5.10+: imbalance_pct 117 (SMT 110), busy_factor 16.
+    V5_10,
+}
+
+/// Which form of the fork/exec slow path (find_idlest_group) runs (spec §4.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FindIdlestVariant {
+    /// Pre-v5.5: least loaded group unless the local group is within imbalance_pct.
+    LoadBased,
+    /// v5.5+: group classification (has_spare / fully_busy / overloaded), idle CPU counts.
+    GroupType,
+}
+
+/// Where a fork places the child's entity in EEVDF (spec §7.2 "Fork").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForkPlacement {
+    /// CFS: task_fork_fair copies the parent's vruntime, START_DEBIT, child_runs_first.
+    CfsTaskFork,
+    /// v6.6-v6.11: placed in task_fork_fair; the enqueue in wake_up_new_task
+    /// re-places it without ENQUEUE_INITIAL (full slice).
+    EevdfTaskFork,
+    /// v6.12+: placed at wake_up_new_task with ENQUEUE_INITIAL (half slice).
+    EevdfWakeUpNew,
+}
+
+/// Sched-domain level names of that release (`/proc/schedstat`, debugfs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LevelNames {
+    pub smt: &'static str,
+    pub cls: &'static str,
+    pub mc: &'static str,
+    pub pkg: &'static str,
+}
+
+/// sysctl tunables at their *normalized* values (before the log2(ncpus) factor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tunables {
+    /// EEVDF request size, sysctl_sched_base_slice.
+    pub base_slice_ns: u64,
+    /// CFS sysctl_sched_latency.
+    pub latency_ns: u64,
+    /// CFS sysctl_sched_min_granularity.
+    pub min_granularity_ns: u64,
+    /// CFS sysctl_sched_wakeup_granularity.
+    pub wakeup_granularity_ns: u64,
+    /// sysctl_sched_migration_cost (not scaled).
+    pub migration_cost_ns: u64,
+    /// sysctl_sched_child_runs_first (CFS).
+    pub child_runs_first: bool,
+    /// CONFIG_HZ.
+    pub hz: u32,
+    /// node_reclaim_distance (RECLAIM_DISTANCE); AMD Zen raises it to 32 from v5.4.
+    pub reclaim_distance: u32,
+    /// v5.4+: arch code sets node_reclaim_distance = 32 on AMD family 17h+.
+    pub amd_reclaim_distance_32: bool,
+}
+
+/// A named kernel release as schedlab models it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelProfile {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub version: (u32, u32),
+    pub features: SchedFeatures,
+    pub tunables: Tunables,
+    pub pick: PickAlgo,
+    pub sd_init: SdInitVariant,
+    pub find_idlest: FindIdlestVariant,
+    pub fork_placement: ForkPlacement,
+    pub level_names: LevelNames,
+    /// CONFIG_SCHED_CLUSTER exists (v5.16+).
+    pub has_cluster_level: bool,
+    /// wakee_flips halved (v4.5+) instead of reset (v3.12-v4.4) every second; None before v3.11.
+    pub has_wakee_flips: bool,
+}
+
+const TUNABLES_CFS: Tunables = Tunables {
+    base_slice_ns: 750_000,
+    latency_ns: 6_000_000,
+    min_granularity_ns: 750_000,
+    wakeup_granularity_ns: 1_000_000,
+    migration_cost_ns: 500_000,
+    child_runs_first: false,
+    hz: 250,
+    reclaim_distance: 30,
+    amd_reclaim_distance_32: false,
+};
+
+const NAMES_V3: LevelNames = LevelNames { smt: "SIBLING", cls: "CLS", mc: "MC", pkg: "CPU" };
+const NAMES_V5: LevelNames = LevelNames { smt: "SMT", cls: "CLS", mc: "MC", pkg: "DIE" };
+const NAMES_V6_7: LevelNames = LevelNames { smt: "SMT", cls: "CLS", mc: "MC", pkg: "PKG" };
+
+/// Feature bits that exist only in EEVDF kernels.
+const EEVDF_ONLY: &[SchedFeat] = &[PLACE_LAG, PLACE_DEADLINE_INITIAL, RUN_TO_PARITY];
+const V6_12_ONLY: &[SchedFeat] = &[PLACE_REL_DEADLINE, PREEMPT_SHORT, DELAY_DEQUEUE, DELAY_ZERO];
+const CFS_ONLY: &[SchedFeat] = &[LAST_BUDDY, GENTLE_FAIR_SLEEPERS, START_DEBIT];
+const WA_BITS: &[SchedFeat] = &[WA_IDLE, WA_WEIGHT, WA_BIAS];
+
+fn v3_10() -> KernelProfile {
+    let features = SchedFeatures::empty()
+        .with(&[NEXT_BUDDY, SIS_UTIL, SIS_PROP, SIS_AVG_CPU, UTIL_EST, UTIL_EST_FASTUP, SIS_SHORT, PICK_BUDDY], false)
+        .with(&[WAKEUP_PREEMPTION, TTWU_QUEUE, CACHE_HOT_BUDDY], true)
+        .with(CFS_ONLY, true)
+        .with(WA_BITS, false);
+    KernelProfile {
+        name: "v3.10",
+        summary: "CFS; blind wake_affine (no wakee_flips); select_idle_sibling idle-group walk; load-index balancer",
+        version: (3, 10),
+        features,
+        tunables: TUNABLES_CFS,
+        pick: PickAlgo::Cfs,
+        sd_init: SdInitVariant::V3,
+        find_idlest: FindIdlestVariant::LoadBased,
+        fork_placement: ForkPlacement::CfsTaskFork,
+        level_names: NAMES_V3,
+        has_cluster_level: false,
+        has_wakee_flips: false,
+    }
+}
+
+fn v6_6() -> KernelProfile {
+    let features = SchedFeatures::empty()
+        .with(EEVDF_ONLY, true)
+        .with(&[WAKEUP_PREEMPTION, TTWU_QUEUE, CACHE_HOT_BUDDY, SIS_UTIL, UTIL_EST, UTIL_EST_FASTUP], true)
+        .with(WA_BITS, true)
+        .with(&[NEXT_BUDDY, SIS_PROP, SIS_AVG_CPU, SIS_SHORT, PICK_BUDDY], false);
+    KernelProfile {
+        name: "v6.6",
+        summary: "first EEVDF release (lag, virtual deadlines, RUN_TO_PARITY); SIS_UTIL; select_idle_smt(prev)",
+        version: (6, 6),
+        features,
+        tunables: Tunables { amd_reclaim_distance_32: true, ..TUNABLES_CFS },
+        pick: PickAlgo::Eevdf,
+        sd_init: SdInitVariant::V5_10,
+        find_idlest: FindIdlestVariant::GroupType,
+        fork_placement: ForkPlacement::EevdfTaskFork,
+        level_names: NAMES_V5,
+        has_cluster_level: true,
+        has_wakee_flips: true,
+    }
+}
+
+fn v6_12() -> KernelProfile {
+    let mut p = v6_6();
+    p.name = "v6.12";
+    p.summary = "EEVDF with delayed dequeue, PREEMPT_SHORT, placement of new tasks at wake_up_new_task";
+    p.version = (6, 12);
+    p.features = p.features.with(V6_12_ONLY, true);
+    p.fork_placement = ForkPlacement::EevdfWakeUpNew;
+    p.level_names = NAMES_V6_7;
+    p
+}
+
+/// Every profile schedlab knows, oldest first.
+pub fn profiles() -> Vec<KernelProfile> {
+    vec![v3_10(), v6_6(), v6_12()]
+}
+
+/// Look a profile up by name (`v6.6`, `6.6`).
+pub fn profile(name: &str) -> Result<KernelProfile, String> {
+    let want = name.trim().trim_start_matches('v');
+    profiles().into_iter().find(|p| p.name.trim_start_matches('v') == want).ok_or_else(|| {
+        format!(
+            "unknown kernel {name:?}; known profiles: {} (see `schedlab kernels`)",
+            profiles().iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+impl KernelProfile {
+    /// Apply `--features NO_X,Y` the way /sys/kernel/debug/sched/features takes them.
+    pub fn apply_features(&mut self, spec: &str) -> Result<(), String> {
+        for tok in spec.split(',').filter(|t| !t.trim().is_empty()) {
+            self.features.apply(tok)?;
+        }
+        Ok(())
+    }
+
+    /// `sysctl_sched_tunable_scaling = SCHED_TUNABLESCALING_LOG`: factor = 1 + ilog2(min(ncpus, 8)).
+    pub fn tunable_factor(nr_cpus: usize) -> u64 {
+        let n = nr_cpus.clamp(1, 8) as u64;
+        1 + (63 - n.leading_zeros() as u64)
+    }
+
+    /// The tick period, TICK_NSEC.
+    pub fn tick_ns(&self) -> u64 {
+        1_000_000_000 / self.tunables.hz as u64
+    }
+}
+
+/// Tunables after scaling for the machine's CPU count (what the kernel uses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EffectiveTunables {
+    pub base_slice_ns: u64,
+    pub latency_ns: u64,
+    pub min_granularity_ns: u64,
+    pub wakeup_granularity_ns: u64,
+    /// sched_nr_latency = latency / min_granularity.
+    pub nr_latency: u64,
+    pub migration_cost_ns: u64,
+    pub tick_ns: u64,
+}
+
+impl EffectiveTunables {
+    pub fn new(p: &KernelProfile, nr_cpus: usize) -> Self {
+        let f = KernelProfile::tunable_factor(nr_cpus);
+        let t = &p.tunables;
+        let latency = t.latency_ns * f;
+        let min_gran = t.min_granularity_ns * f;
+        EffectiveTunables {
+            base_slice_ns: t.base_slice_ns * f,
+            latency_ns: latency,
+            min_granularity_ns: min_gran,
+            wakeup_granularity_ns: t.wakeup_granularity_ns * f,
+            nr_latency: latency.div_ceil(min_gran),
+            migration_cost_ns: t.migration_cost_ns,
+            tick_ns: p.tick_ns(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn lookup_and_factor() {
+        assert_eq!(profile("6.6").unwrap().pick, PickAlgo::Eevdf);
+        assert_eq!(profile("v3.10").unwrap().pick, PickAlgo::Cfs);
+        assert!(profile("v9.9").unwrap_err().contains("v6.12"));
+        // spec §1.3: 1 CPU:1, 2:2, 4:3, >=8:4
+        assert_eq!([1, 2, 4, 8, 256].map(KernelProfile::tunable_factor), [1, 2, 3, 4, 4]);
+        let t = EffectiveTunables::new(&profile("v6.6").unwrap(), 256);
+        assert_eq!(t.base_slice_ns, 3_000_000);
+        assert_eq!(t.nr_latency, 8);
+    }
+    #[test]
+    fn v6_12_has_delayed_dequeue_v6_6_not() {
+        assert!(profile("v6.12").unwrap().features.has(DELAY_DEQUEUE));
+        assert!(!profile("v6.6").unwrap().features.has(DELAY_DEQUEUE));
+    }
+}

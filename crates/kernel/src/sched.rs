@@ -1,0 +1,177 @@
+//! The kernel's per-object state (kernel/sched/sched.h, include/linux/sched.h;
+//! spec §1.4): `task_struct` (the scheduler's part of it), `sched_entity`,
+//! `cfs_rq` and `rq`.
+
+use crate::cpumask::CpuMask;
+use crate::pelt::SchedAvg;
+use schedlab_topology::CpuId;
+
+/// Dense task id (the simulator's pid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskId(pub u32);
+
+impl TaskId {
+    #[inline]
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// `sched_prio_to_weight[]`, nice -20..19 (spec §1.2).
+pub const SCHED_PRIO_TO_WEIGHT: [u64; 40] = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277, 1024,
+    820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+];
+/// `NICE_0_LOAD` at user scale.
+pub const NICE_0_LOAD: u64 = 1024;
+/// `WEIGHT_IDLEPRIO`: the weight of a SCHED_IDLE task.
+pub const WEIGHT_IDLEPRIO: u64 = 3;
+
+/// Scheduling policy of a fair task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Policy {
+    #[default]
+    Normal,
+    Batch,
+    Idle,
+}
+
+/// Weight of a task from its nice value and policy (`set_load_weight()`).
+pub fn task_weight(nice: i8, policy: Policy) -> u64 {
+    if policy == Policy::Idle {
+        return WEIGHT_IDLEPRIO;
+    }
+    SCHED_PRIO_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+/// Where a task is, from the scheduler's point of view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// Created, not yet woken by `wake_up_new_task()`.
+    New,
+    /// On a runqueue, waiting for a CPU.
+    Runnable,
+    /// `rq->curr` of its CPU.
+    Running,
+    /// Blocked (possibly still queued as `sched_delayed`, v6.12+).
+    Sleeping,
+    /// Exited.
+    Dead,
+}
+
+/// `struct sched_entity` (task entities only; see FIDELITY F-002 for groups).
+#[derive(Clone, Debug, Default)]
+pub struct SchedEntity {
+    pub weight: u64,
+    /// Wrapping u64 as in the kernel; compare with `(a - b) as i64`.
+    pub vruntime: u64,
+    pub deadline: u64,
+    /// EEVDF lag at dequeue; while curr, a copy of the deadline (slice protection).
+    pub vlag: i64,
+    pub slice: u64,
+    pub on_rq: bool,
+    pub sched_delayed: bool,
+    /// PLACE_REL_DEADLINE: `deadline` holds deadline - vruntime.
+    pub rel_deadline: bool,
+    /// CFS: vruntime is relative to the old cfs_rq's min_vruntime (migration / waking).
+    pub vruntime_relative: bool,
+    pub exec_start: u64,
+    pub sum_exec_runtime: u64,
+    pub prev_sum_exec_runtime: u64,
+    pub avg: SchedAvg,
+}
+
+/// The scheduler's part of `struct task_struct`.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub id: TaskId,
+    pub se: SchedEntity,
+    pub nice: i8,
+    pub policy: Policy,
+    /// `task_cpu(p)`.
+    pub cpu: CpuId,
+    pub state: TaskState,
+    /// `p->cpus_ptr`; `None` = all CPUs.
+    pub cpus_allowed: Option<CpuMask>,
+    /// Process (mm) the task belongs to: threads of one process share it.
+    pub mm: u32,
+    pub wakee_flips: u32,
+    pub wakee_flip_decay_ts: u64,
+    pub last_wakee: Option<TaskId>,
+    pub recent_used_cpu: CpuId,
+    /// Voluntary / involuntary context switches (`nvcsw`, `nivcsw`).
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    /// `se.nr_migrations`
+    pub nr_migrations: u64,
+    /// `sched_info`: total time spent runnable but waiting, and the count of waits.
+    pub run_delay: u64,
+    pub pcount: u64,
+    /// `sched_info.last_queued`: when the current wait started.
+    pub last_queued: Option<u64>,
+}
+
+impl Task {
+    #[inline]
+    pub fn allowed(&self, c: CpuId) -> bool {
+        self.cpus_allowed.as_ref().is_none_or(|m| m.test(c))
+    }
+}
+
+/// `struct cfs_rq` (the root one of a CPU).
+#[derive(Clone, Debug, Default)]
+pub struct CfsRq {
+    /// Queued entities except `curr` (the rbtree). Kept in insertion order so
+    /// that ties break as the rbtree breaks them (later insert goes right).
+    pub queue: Vec<TaskId>,
+    pub curr: Option<TaskId>,
+    /// Sum of the weights of queued entities including curr.
+    pub load_weight: u64,
+    /// `nr_running` (v6.12: includes delayed entities).
+    pub nr_running: u32,
+    /// Entities queued as `sched_delayed` (v6.12+).
+    pub h_nr_delayed: u32,
+    pub min_vruntime: u64,
+    /// EEVDF: sum of (v_i - min_vruntime) * w_i over the tree (not curr).
+    pub avg_vruntime: i64,
+    /// EEVDF: sum of w_i over the tree (not curr).
+    pub avg_load: i64,
+    pub next: Option<TaskId>,
+    pub last: Option<TaskId>,
+    pub skip: Option<TaskId>,
+    pub avg: SchedAvg,
+    /// Sum of util_est of enqueued tasks (`avg.util_est` of the root cfs_rq).
+    pub util_est_enqueued: u64,
+}
+
+/// `struct rq` (fair class only; other classes are not modelled).
+#[derive(Clone, Debug)]
+pub struct Rq {
+    pub cpu: CpuId,
+    /// `rq->curr`; `None` is the idle task.
+    pub curr: Option<TaskId>,
+    pub cfs: CfsRq,
+    /// TIF_NEED_RESCHED of `rq->curr`.
+    pub need_resched: bool,
+    /// `rq->idle_stamp`: when the CPU last went idle (0 = not idle).
+    pub idle_stamp: u64,
+    pub avg_idle: u64,
+    pub max_idle_balance_cost: u64,
+    /// When the CPU entered idle (for idle-time accounting).
+    pub idle_since: Option<u64>,
+    pub nr_switches: u64,
+    /// schedstat: `ttwu_count` (wakeups of tasks that ended up here) and
+    /// `ttwu_local` (of those, woken by this CPU).
+    pub ttwu_count: u64,
+    pub ttwu_local: u64,
+    /// schedstat: `sched_goidle`.
+    pub sched_goidle: u64,
+}
+
+impl Rq {
+    /// `rq->nr_running` (fair tasks only).
+    #[inline]
+    pub fn nr_running(&self) -> u32 {
+        self.cfs.nr_running
+    }
+}

@@ -1,0 +1,419 @@
+//! Scheduling domains: what `build_sched_domains()` (kernel/sched/topology.c)
+//! builds from the firmware topology, per kernel profile (spec §2).
+//!
+//! Levels bottom-up: SMT, CLS, MC, PKG (or NODE when a package holds several NUMA
+//! nodes), then one NUMA level per distinct SLIT distance. Useless levels are
+//! degenerated away as `sd_degenerate()` / `sd_parent_degenerate()` do.
+
+use crate::cpumask::CpuMask;
+use crate::profile::{KernelProfile, SdInitVariant};
+use schedlab_topology::{CpuId, CpuTopology, CpuVendor};
+use std::collections::BTreeMap;
+
+pub const SD_BALANCE_NEWIDLE: u32 = 0x1;
+pub const SD_BALANCE_EXEC: u32 = 0x2;
+pub const SD_BALANCE_FORK: u32 = 0x4;
+pub const SD_BALANCE_WAKE: u32 = 0x8;
+pub const SD_WAKE_AFFINE: u32 = 0x10;
+pub const SD_ASYM_CPUCAPACITY: u32 = 0x20;
+pub const SD_SHARE_CPUCAPACITY: u32 = 0x80;
+pub const SD_CLUSTER: u32 = 0x100;
+/// `SD_SHARE_PKG_RESOURCES` before ~v6.10.
+pub const SD_SHARE_LLC: u32 = 0x200;
+pub const SD_SERIALIZE: u32 = 0x400;
+pub const SD_ASYM_PACKING: u32 = 0x800;
+pub const SD_PREFER_SIBLING: u32 = 0x1000;
+pub const SD_OVERLAP: u32 = 0x2000;
+pub const SD_NUMA: u32 = 0x4000;
+
+const FLAG_NAMES: &[(u32, &str)] = &[
+    (SD_BALANCE_NEWIDLE, "SD_BALANCE_NEWIDLE"),
+    (SD_BALANCE_EXEC, "SD_BALANCE_EXEC"),
+    (SD_BALANCE_FORK, "SD_BALANCE_FORK"),
+    (SD_BALANCE_WAKE, "SD_BALANCE_WAKE"),
+    (SD_WAKE_AFFINE, "SD_WAKE_AFFINE"),
+    (SD_ASYM_CPUCAPACITY, "SD_ASYM_CPUCAPACITY"),
+    (SD_SHARE_CPUCAPACITY, "SD_SHARE_CPUCAPACITY"),
+    (SD_CLUSTER, "SD_CLUSTER"),
+    (SD_SHARE_LLC, "SD_SHARE_LLC"),
+    (SD_SERIALIZE, "SD_SERIALIZE"),
+    (SD_ASYM_PACKING, "SD_ASYM_PACKING"),
+    (SD_PREFER_SIBLING, "SD_PREFER_SIBLING"),
+    (SD_OVERLAP, "SD_OVERLAP"),
+    (SD_NUMA, "SD_NUMA"),
+];
+
+/// Render flags as the kernel's debugfs `flags` file does.
+pub fn flag_names(flags: u32) -> String {
+    FLAG_NAMES.iter().filter(|(f, _)| flags & f != 0).map(|(_, n)| *n).collect::<Vec<_>>().join(" ")
+}
+
+/// What a level is, before naming.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LevelKind {
+    Smt,
+    Cls,
+    Mc,
+    Pkg,
+    /// NUMA-in-package: the node level x86 uses instead of PKG.
+    Node,
+    /// A NUMA level; the value is its SLIT distance.
+    Numa(u32),
+}
+
+/// One `struct sched_domain`. All CPUs with the same span at a level share one
+/// (their per-CPU balancing state lives elsewhere).
+#[derive(Clone, Debug)]
+pub struct SchedDomain {
+    pub name: &'static str,
+    pub kind: LevelKind,
+    pub span: CpuMask,
+    pub span_weight: u32,
+    pub flags: u32,
+    pub imbalance_pct: u32,
+    pub busy_factor: u32,
+    pub cache_nice_tries: u32,
+    /// ms
+    pub min_interval: u32,
+    /// ms
+    pub max_interval: u32,
+    /// v5.18+ NUMA imbalance allowance (0 where it does not apply).
+    pub imb_numa_nr: u32,
+    /// The sched groups: spans of the child domains covering this span (single
+    /// CPUs at the lowest level), first group the one holding the span's first CPU.
+    pub groups: Vec<CpuMask>,
+}
+
+/// The domain hierarchy of the machine plus the per-CPU cached pointers of
+/// `update_top_cache_domain()`.
+#[derive(Clone, Debug)]
+pub struct SchedDomains {
+    pub domains: Vec<SchedDomain>,
+    /// Per CPU, domain ids bottom-up (`for_each_domain`).
+    pub per_cpu: Vec<Vec<u32>>,
+    /// Per CPU: index into `per_cpu[cpu]` of `sd_llc`, if any.
+    pub sd_llc_level: Vec<Option<u8>>,
+    pub sd_llc_size: Vec<u32>,
+    pub sd_llc_id: Vec<u16>,
+    /// Per CPU SMT sibling mask (`cpu_smt_mask`).
+    pub smt_mask: Vec<CpuMask>,
+    pub nr_cpus: usize,
+}
+
+fn level_flags(kind: LevelKind) -> u32 {
+    match kind {
+        LevelKind::Smt => SD_SHARE_CPUCAPACITY | SD_SHARE_LLC,
+        LevelKind::Cls => SD_CLUSTER | SD_SHARE_LLC,
+        LevelKind::Mc => SD_SHARE_LLC,
+        LevelKind::Pkg | LevelKind::Node => 0,
+        LevelKind::Numa(_) => SD_NUMA | SD_SERIALIZE | SD_OVERLAP,
+    }
+}
+
+/// `sd_init()`: flags and tunables of one level (spec §2.2).
+fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_distance: u32) -> SchedDomain {
+    let mut flags = SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING | level_flags(kind);
+    let (mut imbalance_pct, mut busy_factor) = match profile.sd_init {
+        SdInitVariant::V3 => (125, 64),
+        SdInitVariant::V4 => (125, 32),
+        SdInitVariant::V5_10 => (117, 16),
+    };
+    let mut cache_nice_tries = 1;
+    match kind {
+        LevelKind::Smt => {
+            imbalance_pct = 110;
+            cache_nice_tries = 0;
+            flags &= !SD_PREFER_SIBLING;
+            if profile.sd_init == SdInitVariant::V3 {
+                busy_factor = 2;
+            }
+        }
+        LevelKind::Cls | LevelKind::Mc => {
+            if profile.sd_init != SdInitVariant::V3 {
+                imbalance_pct = 117;
+            }
+        }
+        LevelKind::Numa(d) => {
+            cache_nice_tries = 2;
+            flags &= !SD_PREFER_SIBLING;
+            if profile.sd_init == SdInitVariant::V3 {
+                busy_factor = 32;
+            }
+            if d > reclaim_distance {
+                flags &= !(SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE);
+            }
+        }
+        LevelKind::Pkg | LevelKind::Node => {}
+    }
+    SchedDomain {
+        name: "",
+        kind,
+        span: CpuMask::default(),
+        span_weight,
+        flags,
+        imbalance_pct,
+        busy_factor,
+        cache_nice_tries,
+        min_interval: span_weight,
+        max_interval: 2 * span_weight,
+        imb_numa_nr: 0,
+        groups: Vec::new(),
+    }
+}
+
+impl SchedDomains {
+    /// `build_sched_domains()` for every CPU.
+    pub fn build(topo: &CpuTopology, profile: &KernelProfile) -> SchedDomains {
+        let n = topo.nr_cpus();
+        let cpus = topo.cpus();
+        let reclaim_distance =
+            if profile.tunables.amd_reclaim_distance_32 && topo.vendor() == CpuVendor::Amd { 32 } else { profile.tunables.reclaim_distance };
+        // Distinct SLIT distances above LOCAL_DISTANCE, ascending: one NUMA level each.
+        let mut dists: Vec<u32> = topo.distance_matrix().iter().flatten().copied().filter(|&d| d > 10).collect();
+        dists.sort_unstable();
+        dists.dedup();
+        let numa_in_package = cpus.iter().any(|a| cpus.iter().any(|b| a.package == b.package && a.node != b.node));
+
+        let mut kinds = vec![LevelKind::Smt];
+        if profile.has_cluster_level {
+            kinds.push(LevelKind::Cls);
+        }
+        kinds.push(LevelKind::Mc);
+        kinds.push(if numa_in_package { LevelKind::Node } else { LevelKind::Pkg });
+        kinds.extend(dists.iter().map(|&d| LevelKind::Numa(d)));
+
+        let span_of = |kind: LevelKind, c: usize| -> CpuMask {
+            let me = cpus[c];
+            let ids = topo.ids_where(|o| match kind {
+                LevelKind::Smt => o.core == me.core,
+                LevelKind::Cls => o.cluster == me.cluster,
+                LevelKind::Mc => o.llc == me.llc,
+                // cpu_cpu_mask() is cpumask_of_node(): the PKG level spans the node.
+                LevelKind::Pkg | LevelKind::Node => o.node == me.node,
+                LevelKind::Numa(d) => topo.node_distance(me.node, o.node) <= d,
+            });
+            CpuMask::from_cpus(n, ids)
+        };
+
+        let mut arena: Vec<SchedDomain> = Vec::new();
+        let mut index: BTreeMap<(LevelKind, Vec<u16>), u32> = BTreeMap::new();
+        let mut per_cpu = Vec::with_capacity(n);
+        for c in 0..n {
+            // Degeneration: drop span-1 levels, and a parent with the same span as
+            // its child (a single group adds nothing; the child keeps its flags).
+            let mut kept: Vec<(LevelKind, CpuMask)> = Vec::new();
+            for &k in &kinds {
+                if k == LevelKind::Cls {
+                    // A cluster equal to the core or the LLC degenerates (x86 without clusters).
+                    let s = span_of(k, c);
+                    if s == span_of(LevelKind::Smt, c) || s == span_of(LevelKind::Mc, c) {
+                        continue;
+                    }
+                }
+                let s = span_of(k, c);
+                if s.weight() <= 1 {
+                    continue;
+                }
+                if let Some((_, prev)) = kept.last() {
+                    if *prev == s {
+                        continue;
+                    }
+                }
+                kept.push((k, s));
+            }
+            let mut ids = Vec::new();
+            for (k, s) in kept {
+                let key = (k, s.iter().map(|c| c.0).collect::<Vec<_>>());
+                let id = *index.entry(key).or_insert_with(|| {
+                    let mut sd = sd_init(profile, k, s.weight(), reclaim_distance);
+                    sd.name = match k {
+                        LevelKind::Smt => profile.level_names.smt,
+                        LevelKind::Cls => profile.level_names.cls,
+                        LevelKind::Mc => profile.level_names.mc,
+                        LevelKind::Pkg => profile.level_names.pkg,
+                        LevelKind::Node => "NODE",
+                        LevelKind::Numa(_) => "NUMA",
+                    };
+                    sd.span = s.clone();
+                    arena.push(sd);
+                    (arena.len() - 1) as u32
+                });
+                ids.push(id);
+            }
+            per_cpu.push(ids);
+        }
+        // Groups: the child domain spans of the CPUs in the span (single CPUs at the bottom).
+        for id in 0..arena.len() {
+            let span = arena[id].span.clone();
+            let mut groups: Vec<CpuMask> = Vec::new();
+            for c in span.iter() {
+                let lvls = &per_cpu[c.idx()];
+                let pos = lvls.iter().position(|&x| x as usize == id).expect("cpu in span has the domain");
+                let g = if pos == 0 { CpuMask::from_cpus(n, [c]) } else { arena[lvls[pos - 1] as usize].span.clone() };
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+            }
+            arena[id].groups = groups;
+        }
+        let mut sd = SchedDomains {
+            domains: arena,
+            per_cpu,
+            sd_llc_level: vec![None; n],
+            sd_llc_size: vec![1; n],
+            sd_llc_id: (0..n as u16).collect(),
+            smt_mask: (0..n).map(|c| CpuMask::from_cpus(n, topo.smt_siblings(CpuId(c as u16)))).collect(),
+            nr_cpus: n,
+        };
+        for c in 0..n {
+            // update_top_cache_domain(): highest domain with SD_SHARE_LLC.
+            let llc = sd.per_cpu[c].iter().rposition(|&id| sd.domains[id as usize].flags & SD_SHARE_LLC != 0);
+            if let Some(l) = llc {
+                let d = &sd.domains[sd.per_cpu[c][l] as usize];
+                sd.sd_llc_level[c] = Some(l as u8);
+                sd.sd_llc_size[c] = d.span_weight;
+                sd.sd_llc_id[c] = d.span.first().unwrap().0;
+            }
+        }
+        if profile.version >= (5, 18) {
+            sd.set_imb_numa_nr();
+        }
+        sd
+    }
+
+    /// `imb_numa_nr` (v5.18+, spec §2.5) for the domains above the LLC.
+    fn set_imb_numa_nr(&mut self) {
+        for c in 0..self.nr_cpus {
+            let lvls = self.per_cpu[c].clone();
+            let mut imb = 0u32;
+            let mut imb_span = 1u32;
+            for (i, &id) in lvls.iter().enumerate() {
+                if i == 0 {
+                    continue;
+                }
+                let child = &self.domains[lvls[i - 1] as usize];
+                let sd = &self.domains[id as usize];
+                if sd.flags & SD_SHARE_LLC != 0 {
+                    continue;
+                }
+                if child.flags & SD_SHARE_LLC != 0 {
+                    let nr_llcs = sd.span_weight / child.span_weight;
+                    imb = if nr_llcs == 1 { sd.span_weight >> 3 } else { nr_llcs }.max(1);
+                    // imb_span: span of the first SD_NUMA ancestor, else this span.
+                    imb_span = lvls[i..]
+                        .iter()
+                        .map(|&x| &self.domains[x as usize])
+                        .find(|d| d.flags & SD_NUMA != 0)
+                        .map_or(sd.span_weight, |d| d.span_weight);
+                    self.domains[id as usize].imb_numa_nr = imb;
+                } else if imb > 0 {
+                    let f = (sd.span_weight / imb_span).max(1);
+                    self.domains[id as usize].imb_numa_nr = imb * f;
+                }
+            }
+        }
+    }
+
+    /// Domains of `cpu`, bottom-up (`for_each_domain(cpu, sd)`).
+    #[inline]
+    pub fn of(&self, cpu: CpuId) -> impl DoubleEndedIterator<Item = &SchedDomain> + '_ {
+        self.per_cpu[cpu.idx()].iter().map(|&id| &self.domains[id as usize])
+    }
+    /// `sd_llc` of `cpu`.
+    pub fn sd_llc(&self, cpu: CpuId) -> Option<&SchedDomain> {
+        self.sd_llc_level[cpu.idx()].map(|l| &self.domains[self.per_cpu[cpu.idx()][l as usize] as usize])
+    }
+    /// `cpus_share_cache()`.
+    #[inline]
+    pub fn cpus_share_cache(&self, a: CpuId, b: CpuId) -> bool {
+        a == b || self.sd_llc_id[a.idx()] == self.sd_llc_id[b.idx()]
+    }
+    /// The level names present on `cpu`, bottom-up.
+    pub fn level_names(&self, cpu: CpuId) -> Vec<&'static str> {
+        self.of(cpu).map(|d| d.name).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::profile;
+    use schedlab_topology::CpuInfo;
+
+    /// zen3-2s-nps4 as Linux numbers it: 2 packages x 64 cores, CCX of 8 cores
+    /// (16 CPUs), node = 2 CCX, SMT siblings at +128; SLIT 10/12/32.
+    pub(crate) fn zen3_nps4() -> CpuTopology {
+        let mut cpus = Vec::new();
+        for cpu in 0..256u32 {
+            let core = cpu % 128;
+            let package = core / 64;
+            let llc = core / 8;
+            let node = core / 16;
+            cpus.push(CpuInfo { core, cluster: llc, llc, node, package });
+        }
+        let dist = (0..8)
+            .map(|a: u32| (0..8).map(|b: u32| if a == b { 10 } else if a / 4 == b / 4 { 12 } else { 32 }).collect())
+            .collect();
+        CpuTopology::new(cpus, dist).unwrap().with_vendor(CpuVendor::Amd)
+    }
+
+    /// spr-112: one package, 56 cores x 2 threads, one LLC, one node.
+    pub(crate) fn spr112() -> CpuTopology {
+        let cpus = (0..112u32).map(|c| CpuInfo { core: c % 56, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap().with_vendor(CpuVendor::Intel)
+    }
+
+    // spec §2.1/§2.2: zen3-2s-nps4 has SMT span 2, MC span 16, then the node
+    // (NUMA in package: NODE, 32), the socket (NUMA distance 12, 128) and the
+    // machine (NUMA distance 32, 256).
+    #[test]
+    fn zen3_nps4_domains() {
+        let sd = SchedDomains::build(&zen3_nps4(), &profile("v6.6").unwrap());
+        let spans: Vec<(&str, u32)> = sd.of(CpuId(0)).map(|d| (d.name, d.span_weight)).collect();
+        assert_eq!(spans, vec![("SMT", 2), ("MC", 16), ("NODE", 32), ("NUMA", 128), ("NUMA", 256)]);
+        let smt = sd.of(CpuId(0)).next().unwrap();
+        assert_eq!(smt.span.iter().map(|c| c.0).collect::<Vec<_>>(), vec![0, 128]);
+        assert_eq!(smt.imbalance_pct, 110);
+        assert_eq!(sd.sd_llc_size[0], 16);
+        assert_eq!(sd.sd_llc_size[200], 16);
+        // node 0 = CPUs 0-15 and 128-143
+        let node = sd.of(CpuId(0)).nth(2).unwrap();
+        assert!(node.span.test(CpuId(143)) && !node.span.test(CpuId(16)));
+        // Zen raises node_reclaim_distance to 32 (v5.4+): the distance-32 level keeps SD_WAKE_AFFINE.
+        let top = sd.of(CpuId(0)).last().unwrap();
+        assert!(top.flags & SD_WAKE_AFFINE != 0 && top.flags & SD_NUMA != 0);
+        assert_eq!(top.groups.len(), 2);
+        // MC groups are the 8 SMT cores of the CCX.
+        assert_eq!(sd.of(CpuId(0)).nth(1).unwrap().groups.len(), 8);
+        // imb_numa_nr: NODE (first above LLC) has 2 LLCs -> 2
+        assert_eq!(node.imb_numa_nr, 2);
+    }
+
+    // v3.10 (no AMD reclaim-distance fix): the distance-32 level loses SD_WAKE_AFFINE.
+    #[test]
+    fn zen3_v3_10_no_cross_socket_wake_affine() {
+        let sd = SchedDomains::build(&zen3_nps4(), &profile("v3.10").unwrap());
+        let top = sd.of(CpuId(0)).last().unwrap();
+        assert_eq!(top.flags & (SD_WAKE_AFFINE | SD_BALANCE_FORK), 0);
+        assert_eq!(top.imbalance_pct, 125);
+        assert_eq!(sd.level_names(CpuId(0))[0], "SIBLING");
+    }
+
+    // spec §2.1: spr-112 has MC span 112 and PKG degenerates into it.
+    #[test]
+    fn spr112_domains() {
+        let sd = SchedDomains::build(&spr112(), &profile("v6.12").unwrap());
+        let spans: Vec<(&str, u32)> = sd.of(CpuId(5)).map(|d| (d.name, d.span_weight)).collect();
+        assert_eq!(spans, vec![("SMT", 2), ("MC", 112)]);
+        assert_eq!(sd.sd_llc_size[5], 112);
+        assert!(sd.cpus_share_cache(CpuId(0), CpuId(111)));
+    }
+
+    #[test]
+    fn single_cpu_has_no_domains() {
+        let t = CpuTopology::new(vec![CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }], vec![vec![10]]).unwrap();
+        let sd = SchedDomains::build(&t, &profile("v6.6").unwrap());
+        assert!(sd.per_cpu[0].is_empty());
+        assert_eq!(sd.sd_llc_size[0], 1);
+    }
+}
