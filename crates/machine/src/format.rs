@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 
 use crate::{
-    validate_parts, CacheSizes, Costs, CpuInfo, CpuTopology, IdleState, Machine, MachineError,
+    validate_parts, CacheSizes, Costs, CpuInfo, CpuTopology, CpuVendor, IdleState, Machine,
+    MachineError,
 };
 
 #[derive(Deserialize)]
@@ -16,6 +17,9 @@ struct FileMachine {
     name: Option<String>,
     description: String,
     source: String,
+    /// "intel" | "amd" | "other"; checked by hand so the error names the field.
+    #[serde(default)]
+    vendor: Option<String>,
     topology: FileTopology,
     caches: CacheSizes,
     costs: Costs,
@@ -46,6 +50,21 @@ struct FileCpu {
     llc: u32,
     node: u32,
     package: u32,
+}
+
+/// The `vendor` key's values, in the order the error message lists them.
+const VENDORS: [(&str, CpuVendor); 3] = [
+    ("intel", CpuVendor::Intel),
+    ("amd", CpuVendor::Amd),
+    ("other", CpuVendor::Other),
+];
+
+fn vendor_str(v: CpuVendor) -> &'static str {
+    match v {
+        CpuVendor::Intel => "intel",
+        CpuVendor::Amd => "amd",
+        CpuVendor::Other => "other",
+    }
 }
 
 /// How Linux enumerates SMT siblings.
@@ -229,7 +248,23 @@ pub(crate) fn from_toml_str(text: &str, name: &str) -> Result<Machine, MachineEr
             return Err(cx.err(f, "must be one non-empty line"));
         }
     }
-    let topology = build_topology(&cx, &file.topology)?;
+    let vendor = match file.vendor.as_deref() {
+        None => CpuVendor::Other,
+        Some(v) => VENDORS
+            .iter()
+            .find(|(s, _)| *s == v)
+            .map(|(_, x)| *x)
+            .ok_or_else(|| {
+                cx.err(
+                    "vendor",
+                    format!(
+                        "is {v:?}; valid values: \"intel\", \"amd\", \"other\" (lower case; the CPUID vendor, \
+                         e.g. \"amd\" for EPYC/Zen, or leave it out for \"other\")"
+                    ),
+                )
+            })?,
+    };
+    let topology = build_topology(&cx, &file.topology)?.with_vendor(vendor);
     validate_parts(&file.caches, &file.costs, &file.idle_states).map_err(|(f, m)| cx.err(&f, m))?;
     Ok(Machine {
         name,
@@ -460,6 +495,7 @@ pub(crate) fn to_toml(m: &Machine) -> String {
     let _ = writeln!(s, "name = {}", q(&m.name));
     let _ = writeln!(s, "description = {}", q(&m.description));
     let _ = writeln!(s, "source = {}", q(&m.source));
+    let _ = writeln!(s, "vendor = {}", q(vendor_str(t.vendor())));
     let _ = writeln!(s, "\n[topology]");
     if let Some(c) = Compact::infer(t) {
         let _ = writeln!(s, "packages = {}", c.packages);
@@ -632,6 +668,37 @@ mod tests {
         assert!(e.contains("missing field `ipi_ns`"), "{e}");
         let e = err(&GOOD.replace("clusters_per_llc = 1", "clusters_per_llc = 3"));
         assert!(e.contains("topology.clusters_per_llc"), "{e}");
+    }
+
+    #[test]
+    fn vendor_key() {
+        assert_eq!(
+            from_toml_str(GOOD, "t").unwrap().topology.vendor(),
+            CpuVendor::Intel
+        );
+        let text = GOOD.replace("vendor = \"intel\"", "vendor = \"amd\"");
+        assert_ne!(text, GOOD);
+        let m = from_toml_str(&text, "t").unwrap();
+        assert_eq!(m.topology.vendor(), CpuVendor::Amd);
+        assert!(m.to_toml().contains("vendor = \"amd\""));
+        assert_eq!(from_toml_str(&m.to_toml(), "t").unwrap(), m);
+        // absent: "other"
+        let m = from_toml_str(&GOOD.replace("vendor = \"intel\"\n", ""), "t").unwrap();
+        assert_eq!(m.topology.vendor(), CpuVendor::Other);
+        assert_eq!(from_toml_str(&m.to_toml(), "t").unwrap(), m);
+        // unknown values and wrong case are rejected, naming the field, line and valid values
+        let bad = GOOD.replace("vendor = \"intel\"", "vendor = \"zhaoxin\"");
+        let e = err(&bad);
+        let line = bad.lines().position(|l| l.starts_with("vendor")).unwrap() + 1;
+        assert!(e.contains("vendor") && e.contains("\"zhaoxin\""), "{e}");
+        assert!(e.contains(&format!("(line {line})")), "{e}");
+        for v in ["\"intel\"", "\"amd\"", "\"other\""] {
+            assert!(e.contains(v), "{e}");
+        }
+        let e = err(&GOOD.replace("vendor = \"intel\"", "vendor = \"Intel\""));
+        assert!(e.contains("vendor"), "{e}");
+        let e = err(&GOOD.replace("vendor = \"intel\"", "vendor = 1"));
+        assert!(e.contains("vendor") || e.contains("string"), "{e}");
     }
 
     #[test]

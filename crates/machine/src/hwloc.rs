@@ -16,8 +16,8 @@ use roxmltree::{Document, Node, ParsingOptions};
 
 use crate::format::default_distance;
 use crate::{
-    generic_costs, shape, CacheSizes, CpuInfo, CpuTopology, IdleState, Machine, MachineError,
-    Renumber,
+    generic_costs, shape, vendor_from_cpuid, CacheSizes, CpuInfo, CpuTopology, IdleState, Machine,
+    MachineError, Renumber,
 };
 
 /// Parse an hwloc bitmap ("0x00000003", "0x000000ff,0xffffffff", with "0xf...f"
@@ -239,8 +239,21 @@ pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, Mach
     let distance = distances(&doc, &numa)
         .map_err(|e| err(name, e))?
         .unwrap_or_else(|| default_distance(nr_nodes));
+    // Vendor: the CPUVendor info of the first Package that has one (hwloc puts it
+    // on every Package on x86); none -> Other.
+    let vendor = objects
+        .iter()
+        .filter(|n| ty(n) == "Package")
+        .find_map(|p| {
+            p.children()
+                .find(|c| c.has_tag_name("info") && c.attribute("name") == Some("CPUVendor"))
+                .and_then(|c| c.attribute("value"))
+        })
+        .map(vendor_from_cpuid)
+        .unwrap_or_default();
     let topology = CpuTopology::new(base, distance)
-        .map_err(|e| err(name, format!("inconsistent topology: {e}")))?;
+        .map_err(|e| err(name, format!("inconsistent topology: {e}")))?
+        .with_vendor(vendor);
 
     // Caches of PU 0.
     let pu0 = pus[&0];
@@ -435,6 +448,7 @@ mod tests {
             }
         );
         assert!(m.description.contains("Xeon"), "{}", m.description);
+        assert_eq!(t.vendor(), crate::CpuVendor::Intel);
         assert_eq!(crate::from_toml_str(&m.to_toml(), &m.name).unwrap(), m);
         // through load(), named after the file stem
         let path = concat!(
@@ -451,6 +465,22 @@ mod tests {
         assert_eq!((t.nr_cpus(), t.nr_nodes(), t.nr_llcs()), (2, 1, 1));
         assert_eq!(t.threads_per_core(), 1);
         assert_eq!(m.caches.llc_kib, 32 * 1024);
+        assert_eq!(t.vendor(), crate::CpuVendor::Amd);
+        assert_eq!(crate::from_toml_str(&m.to_toml(), &m.name).unwrap(), m);
+    }
+
+    #[test]
+    fn vendor_from_package_info() {
+        let hygon = HAND.replace("GenuineIntel", "HygonGenuine");
+        let m = from_hwloc_xml_str(&hygon, "x").unwrap();
+        assert_eq!(m.topology.vendor(), crate::CpuVendor::Amd);
+        let other = HAND.replace("GenuineIntel", "CentaurHauls");
+        let m = from_hwloc_xml_str(&other, "x").unwrap();
+        assert_eq!(m.topology.vendor(), crate::CpuVendor::Other);
+        let none = HAND.replace(r#"<info name="CPUVendor" value="GenuineIntel"/>"#, "");
+        assert_ne!(none, HAND);
+        let m = from_hwloc_xml_str(&none, "x").unwrap();
+        assert_eq!(m.topology.vendor(), crate::CpuVendor::Other);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 use std::fmt;
 use std::path::Path;
 
-pub use schedlab_topology::{cpulist, parse_cpulist, CpuId, CpuInfo, CpuTopology};
+pub use schedlab_topology::{cpulist, parse_cpulist, CpuId, CpuInfo, CpuTopology, CpuVendor};
 
 mod format;
 mod hwloc;
@@ -357,6 +357,18 @@ pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
     }
 }
 
+/// The vendor from a CPUID vendor string, as in `/proc/cpuinfo` `vendor_id` or
+/// hwloc's `CPUVendor` info: `GenuineIntel` -> Intel, `AuthenticAMD` and
+/// `HygonGenuine` (Hygon Dhyana, a Zen derivative the kernel treats like AMD) ->
+/// Amd, anything else -> Other.
+pub(crate) fn vendor_from_cpuid(s: &str) -> CpuVendor {
+    match s.trim() {
+        "GenuineIntel" => CpuVendor::Intel,
+        "AuthenticAMD" | "HygonGenuine" => CpuVendor::Amd,
+        _ => CpuVendor::Other,
+    }
+}
+
 /// Assign dense ids to keys in first-seen order (callers visit CPUs ascending, so
 /// ids follow the first CPU of each group, deterministically).
 pub(crate) struct Renumber<K: Ord> {
@@ -514,6 +526,32 @@ mod tests {
     }
 
     #[test]
+    fn preset_vendors() {
+        assert_eq!(
+            load("zen3-2s-nps4").unwrap().topology.vendor(),
+            CpuVendor::Amd
+        );
+        assert_eq!(load("spr-112").unwrap().topology.vendor(), CpuVendor::Intel);
+        for p in presets() {
+            let want = if p.name.starts_with("zen3-") {
+                CpuVendor::Amd
+            } else {
+                CpuVendor::Intel
+            };
+            assert_eq!(load(p.name).unwrap().topology.vendor(), want, "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn cpuid_vendor_strings() {
+        assert_eq!(vendor_from_cpuid("GenuineIntel"), CpuVendor::Intel);
+        assert_eq!(vendor_from_cpuid("AuthenticAMD"), CpuVendor::Amd);
+        assert_eq!(vendor_from_cpuid("HygonGenuine"), CpuVendor::Amd);
+        assert_eq!(vendor_from_cpuid("CentaurHauls"), CpuVendor::Other);
+        assert_eq!(vendor_from_cpuid(""), CpuVendor::Other);
+    }
+
+    #[test]
     fn unknown_preset_lists_presets() {
         let e = load("zen4").unwrap_err().0;
         for p in presets() {
@@ -537,6 +575,7 @@ mod tests {
         assert_eq!(m.topology.nr_nodes(), 2);
         assert_eq!(m.topology.threads_per_core(), 2);
         assert_eq!(m.topology.node_distance(0, 1), 20);
+        assert_eq!(m.topology.vendor(), CpuVendor::Intel);
     }
 
     #[test]

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use crate::format::default_distance;
 use crate::{
-    generic_costs, parse_cpulist, shape, CacheSizes, CpuInfo, CpuTopology, IdleState, Machine,
-    MachineError, Renumber,
+    generic_costs, parse_cpulist, shape, vendor_from_cpuid, CacheSizes, CpuInfo, CpuTopology,
+    IdleState, Machine, MachineError, Renumber,
 };
 
 fn read(p: &Path) -> Option<String> {
@@ -304,6 +304,10 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
     };
     let guest = field("flags").is_some_and(|f| f.split_whitespace().any(|x| x == "hypervisor"));
     let model = field("model name").unwrap_or_else(|| "unknown CPU".into());
+    // No cpuinfo (or no x86 vendor_id line, e.g. arm64): Other.
+    let topology = topology.with_vendor(vendor_from_cpuid(
+        field("vendor_id").as_deref().unwrap_or(""),
+    ));
     let freq_mhz = read(&cpu_root.join("cpu0/cpufreq/cpuinfo_max_freq"))
         .and_then(|k| k.parse::<u64>().ok())
         .map(|khz| (khz / 1000) as u32)
@@ -457,7 +461,7 @@ pub(crate) mod tests {
         put(
             root,
             "proc/cpuinfo",
-            "processor\t: 0\nmodel name\t: Fake Xeon\nflags\t\t: fpu sse2\n",
+            "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Fake Xeon\nflags\t\t: fpu sse2\n",
         );
     }
 
@@ -501,6 +505,7 @@ pub(crate) mod tests {
         assert_eq!(m.idle_states.len(), 4);
         assert_eq!(m.idle_states[3].exit_latency_ns, 290_000);
         assert!(m.description.contains("Fake Xeon"), "{}", m.description);
+        assert_eq!(t.vendor(), crate::CpuVendor::Intel);
         // round trip, compact form recognised
         let text = m.to_toml();
         assert!(text.contains("numbering = \"smt-last\""), "{text}");
@@ -513,6 +518,41 @@ pub(crate) mod tests {
         fake_tree(&dir.0, false);
         let m = from_sysfs(&dir.0).unwrap();
         assert_eq!(m.topology.distance_matrix(), &[vec![10]]);
+    }
+
+    #[test]
+    fn vendor_from_proc_cpuinfo() {
+        let dir = TempDir::new("sysfs-vendor");
+        fake_tree(&dir.0, true);
+        let cpuinfo = |v: &str| {
+            format!("processor\t: 0\nvendor_id\t: {v}\nmodel name\t: X\n\nprocessor\t: 1\nvendor_id\t: {v}\n")
+        };
+        for (v, want) in [
+            ("AuthenticAMD", crate::CpuVendor::Amd),
+            ("HygonGenuine", crate::CpuVendor::Amd),
+            ("GenuineIntel", crate::CpuVendor::Intel),
+            ("CentaurHauls", crate::CpuVendor::Other),
+        ] {
+            put(&dir.0, "proc/cpuinfo", &cpuinfo(v));
+            let m = from_sysfs(&dir.0).unwrap();
+            assert_eq!(m.topology.vendor(), want, "{v}");
+            assert_eq!(crate::from_toml_str(&m.to_toml(), "local").unwrap(), m);
+        }
+        // arm64-style cpuinfo without vendor_id, and no cpuinfo at all
+        put(
+            &dir.0,
+            "proc/cpuinfo",
+            "processor\t: 0\nCPU implementer\t: 0x41\n",
+        );
+        assert_eq!(
+            from_sysfs(&dir.0).unwrap().topology.vendor(),
+            crate::CpuVendor::Other
+        );
+        fs::remove_file(dir.0.join("proc/cpuinfo")).unwrap();
+        assert_eq!(
+            from_sysfs(&dir.0).unwrap().topology.vendor(),
+            crate::CpuVendor::Other
+        );
     }
 
     #[test]
