@@ -1,1 +1,321 @@
-fn main() {}
+//! The `schedlab` command: the only place (with a later Python package) that
+//! does IO. Everything here is glue: parse, validate at the edge, call the
+//! engine, print.
+
+mod bench;
+mod output;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use schedlab_engine::SimConfig;
+use schedlab_kernel::profile::{self, KernelProfile};
+use schedlab_kernel::topology::{flag_names, SchedDomains};
+use schedlab_machine::Machine;
+use schedlab_topology::{cpulist, CpuId};
+use schedlab_workload::{builtin, Params, Workload};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "schedlab",
+    version,
+    about = "A deterministic laboratory for Linux fair-scheduler task placement"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// List machine presets.
+    Machines,
+    /// Show a machine and the sched domains the kernel builds for it.
+    Machine {
+        #[command(subcommand)]
+        cmd: MachineCmd,
+    },
+    /// List kernel profiles.
+    Kernels,
+    /// Show a kernel profile: feature bits, tunables, algorithm variants.
+    Kernel {
+        #[command(subcommand)]
+        cmd: KernelCmd,
+    },
+    /// List built-in workloads with their parameters.
+    Workloads,
+    /// Run one simulation.
+    Run(RunArgs),
+    /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
+    Bench {
+        /// Print a JSON list instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Run only scenarios whose name contains this string.
+        #[arg(long)]
+        filter: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum MachineCmd {
+    /// Print the machine and its sched-domain hierarchy (preset name, `local`, or a .toml/.xml file).
+    Show {
+        name: String,
+        /// Kernel profile whose sched_init() rules to apply.
+        #[arg(long, default_value = "v6.12")]
+        kernel: String,
+        /// Print the machine as TOML (the documented file format) instead.
+        #[arg(long)]
+        toml: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum KernelCmd {
+    Show { name: String },
+}
+
+#[derive(clap::Args, Clone)]
+pub struct RunArgs {
+    /// Machine preset, `local`, or a .toml / .xml (hwloc) file.
+    #[arg(long, default_value = "x86-12")]
+    pub machine: String,
+    /// Kernel profile (`schedlab kernels`).
+    #[arg(long, default_value = "v6.12")]
+    pub kernel: String,
+    /// Feature bits to flip, as /sys/kernel/debug/sched/features takes them: NO_PLACE_LAG,NEXT_BUDDY.
+    #[arg(long)]
+    pub features: Option<String>,
+    /// Built-in workload (`schedlab workloads`).
+    #[arg(long, default_value = "hackbench")]
+    pub workload: String,
+    /// Workload parameters key=value[,key=value...]; may be repeated.
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Simulated run time for time-bounded workloads (e.g. 2s, 500ms); a cap for the others.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("schedlab: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Machines => {
+            println!("{:<16} DESCRIPTION", "NAME");
+            for p in schedlab_machine::presets() {
+                println!("{:<16} {}", p.name, p.description);
+            }
+            println!(
+                "{:<16} this machine, from /sys/devices/system/cpu and /sys/devices/system/node",
+                "local"
+            );
+            println!("\nAlso: --machine FILE.toml (docs/machine-format.md) or FILE.xml (hwloc: lstopo --of xml).");
+            Ok(())
+        }
+        Cmd::Machine {
+            cmd: MachineCmd::Show { name, kernel, toml },
+        } => {
+            let m = load_machine(&name)?;
+            if toml {
+                print!("{}", m.to_toml());
+                return Ok(());
+            }
+            let k = load_kernel(&kernel, None)?;
+            print!("{}", output::machine_show(&m, &k));
+            Ok(())
+        }
+        Cmd::Kernels => {
+            for p in profile::profiles() {
+                println!("{:<8} {}", p.name, p.summary);
+            }
+            Ok(())
+        }
+        Cmd::Kernel {
+            cmd: KernelCmd::Show { name },
+        } => {
+            let k = load_kernel(&name, None)?;
+            print!("{}", output::kernel_show(&k));
+            Ok(())
+        }
+        Cmd::Workloads => {
+            for b in builtin::BUILTINS {
+                println!("{}: {}\n  metric: {}", b.name, b.summary, b.metric);
+                for p in b.params {
+                    println!("  --set {}={:<10} {}", p.key, p.default, p.help);
+                }
+                println!();
+            }
+            Ok(())
+        }
+        Cmd::Run(args) => {
+            let prep = prepare(&args)?;
+            let res = schedlab_engine::run(
+                &prep.machine,
+                prep.kernel.clone(),
+                &prep.workload,
+                &prep.cfg,
+            );
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&output::run_json(&prep, &args, &res))?
+                );
+            } else {
+                print!("{}", output::run_summary(&prep, &args, &res));
+            }
+            Ok(())
+        }
+        Cmd::Bench { json, filter } => bench::bench(json, filter.as_deref()),
+    }
+}
+
+pub struct Prepared {
+    pub machine: Machine,
+    pub kernel: KernelProfile,
+    pub workload: Workload,
+    pub cfg: SimConfig,
+    pub duration_defaulted: bool,
+}
+
+pub fn load_machine(name: &str) -> Result<Machine> {
+    schedlab_machine::load(name).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+pub fn load_kernel(name: &str, features: Option<&str>) -> Result<KernelProfile> {
+    let mut k = profile::profile(name).map_err(anyhow::Error::msg)?;
+    if let Some(f) = features {
+        k.apply_features(f).map_err(anyhow::Error::msg)?;
+    }
+    Ok(k)
+}
+
+/// CPUs of each core, cores in order of their first CPU (hwloc logical order).
+pub fn cores_of(m: &Machine) -> Vec<Vec<u16>> {
+    let mut cores: Vec<(u32, Vec<u16>)> = Vec::new();
+    for (i, c) in m.topology.cpus().iter().enumerate() {
+        match cores.iter_mut().find(|(id, _)| *id == c.core) {
+            Some((_, v)) => v.push(i as u16),
+            None => cores.push((c.core, vec![i as u16])),
+        }
+    }
+    cores.into_iter().map(|(_, v)| v).collect()
+}
+
+/// Parse a duration: `2s`, `500ms`, `250us`, `1000ns`, `1.5s`.
+pub fn parse_duration(s: &str) -> Result<u64> {
+    let s = s.trim();
+    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        bail!("duration {s:?} needs a unit: e.g. 2s, 500ms, 250us");
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .with_context(|| format!("duration {s:?} is not a number with a unit (e.g. 2s)"))?;
+    if !(v > 0.0) || !v.is_finite() {
+        bail!("duration {s:?} must be positive");
+    }
+    let ns = v * mult;
+    if ns > 3600e9 {
+        bail!("duration {s:?} is longer than one simulated hour; use a shorter run");
+    }
+    Ok(ns as u64)
+}
+
+pub fn prepare(args: &RunArgs) -> Result<Prepared> {
+    let machine = load_machine(&args.machine)?;
+    let kernel = load_kernel(&args.kernel, args.features.as_deref())?;
+    let params = Params::parse(&args.set.join(",")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let cores = cores_of(&machine);
+    let workload =
+        schedlab_workload::build(&args.workload, &params, machine.topology.nr_cpus(), &cores)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for t in &workload.tasks {
+        if let Some(c) = &t.cpus {
+            if let Some(bad) = c
+                .iter()
+                .find(|&&x| x as usize >= machine.topology.nr_cpus())
+            {
+                bail!(
+                    "task {} is bound to CPU {bad}, but {} has {} CPUs",
+                    t.name,
+                    machine.name,
+                    machine.topology.nr_cpus()
+                );
+            }
+        }
+    }
+    let mut duration_ns = args.duration.as_deref().map(parse_duration).transpose()?;
+    let mut duration_defaulted = false;
+    if workload.time_bounded && duration_ns.is_none() {
+        duration_ns = Some(1_000_000_000);
+        duration_defaulted = true;
+    }
+    Ok(Prepared {
+        machine,
+        kernel,
+        workload,
+        cfg: SimConfig {
+            seed: args.seed,
+            duration_ns,
+        },
+        duration_defaulted,
+    })
+}
+
+/// Domains for display (`machine show`).
+pub fn domains(m: &Machine, k: &KernelProfile) -> SchedDomains {
+    SchedDomains::build(&m.topology, k)
+}
+
+pub fn fmt_span(sd: &schedlab_kernel::topology::SchedDomain) -> String {
+    cpulist(sd.span.iter())
+}
+
+pub fn fmt_flags(f: u32) -> String {
+    flag_names(f)
+}
+
+pub fn cpu0() -> CpuId {
+    CpuId(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("2s").unwrap(), 2_000_000_000);
+        assert_eq!(parse_duration("500ms").unwrap(), 500_000_000);
+        assert_eq!(parse_duration("1.5s").unwrap(), 1_500_000_000);
+        assert!(parse_duration("2")
+            .unwrap_err()
+            .to_string()
+            .contains("unit"));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("xs").is_err());
+    }
+}

@@ -1,1 +1,836 @@
-//! schedlab-engine
+//! The engine: clock, event queue, PRNGs and the run loop that drives the
+//! kernel model, charges the machine model and executes the workload.
+//!
+//! Architecture invariant: sole owner of simulated time and of randomness.
+//! Events are ordered by `(at, seq)`; `seq` is a global insertion counter, so
+//! simultaneous events run in the order they were scheduled, identically on
+//! every run. An operation that neither blocks nor wakes anyone costs no event:
+//! the interpreter runs zero-time ops inline and only schedules an event when a
+//! task needs CPU time, sleeps, or a remote CPU must react.
+
+pub mod metrics;
+pub mod rng;
+
+use metrics::Histogram;
+use rng::Pcg32;
+use schedlab_kernel::{
+    CpuId, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult,
+};
+use schedlab_machine::Machine;
+use schedlab_workload::{ChannelKind, MetricSpec, Op, Workload};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Run options.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    /// Stop at this simulated time (required for time-bounded workloads).
+    pub duration_ns: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum EvKind {
+    /// The running task of `cpu` reaches the end of its current CPU segment.
+    SegEnd { cpu: u16, gen: u32 },
+    /// `cpu` reacts to TIF_NEED_RESCHED (IPI delivered / idle exit done).
+    Resched { cpu: u16 },
+    /// Scheduler tick on `cpu`.
+    Tick { cpu: u16, gen: u32 },
+    /// A sleeping task's timer expires.
+    Timer { task: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    at: u64,
+    seq: u64,
+    kind: EvKind,
+}
+
+/// Per-CPU engine state (what the hardware is doing).
+#[derive(Clone, Debug, Default)]
+struct Cpu {
+    running: Option<TaskId>,
+    /// When the running task's current CPU segment started (after switch costs).
+    seg_start: u64,
+    seg_gen: u32,
+    tick_gen: u32,
+    tick_armed: bool,
+    /// Busy/idle interval bookkeeping.
+    busy_ns: u64,
+    idle_ns: u64,
+    since: u64,
+    /// mm of the last task that ran (lazy TLB across idle).
+    last_mm: Option<u32>,
+    /// EWMA of idle interval lengths (menu-governor-like prediction).
+    idle_pred_ns: u64,
+    resched_pending: bool,
+}
+
+/// Per-task interpreter state.
+#[derive(Clone, Debug)]
+struct TaskRt {
+    program: u32,
+    pc: u32,
+    /// 0: cost of the current op not yet charged / effect not done; 1: in progress.
+    stage: u8,
+    /// CPU work left in the current segment (ns).
+    remaining: u64,
+    loops: Vec<(u32, u64)>,
+    parent: Option<TaskId>,
+    unreaped: u32,
+    waiting_child: bool,
+    live_children: u32,
+}
+
+#[derive(Clone, Debug)]
+struct ChanRt {
+    count: u32,
+    readers: Vec<TaskId>,
+    writers: Vec<TaskId>,
+}
+
+#[derive(Clone, Debug)]
+struct SemRt {
+    count: u64,
+    waiters: Vec<TaskId>,
+}
+
+/// Results of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunResult {
+    pub metric_name: String,
+    pub metric_value: f64,
+    pub metric_unit: String,
+    pub higher_is_better: bool,
+    pub simulated_ns: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub migrations: u64,
+    pub wakeups: u64,
+    pub run_delay_p50: u64,
+    pub run_delay_p90: u64,
+    pub run_delay_p99: u64,
+    pub run_delay_max: u64,
+    /// (busy_ns, idle_ns) per CPU.
+    pub cpus: Vec<(u64, u64)>,
+    pub events: u64,
+    pub tasks_created: u64,
+    pub tasks_exited: u64,
+    /// Tasks woken but never run by the end (0 unless the run was cut by --duration).
+    pub woken_never_ran: u64,
+    pub mm_switches: u64,
+    pub idle_exit_ns: u64,
+}
+
+/// A simulation in progress.
+pub struct Sim<'a> {
+    pub kernel: Kernel,
+    machine: &'a Machine,
+    wl: &'a Workload,
+    now: u64,
+    seq: u64,
+    heap: BinaryHeap<Reverse<Event>>,
+    cpus: Vec<Cpu>,
+    rt: Vec<TaskRt>,
+    chans: Vec<ChanRt>,
+    sems: Vec<SemRt>,
+    marks: Vec<Option<u64>>,
+    counters: Vec<u64>,
+    rng: Pcg32,
+    run_delay: Histogram,
+    events: u64,
+    alive: u64,
+    exited: u64,
+    created: u64,
+    mm_switches: u64,
+    idle_exit_ns: u64,
+    tick_ns: u64,
+    /// `Kernel` task id -> index in rt (same numbering: tasks are created in order).
+    jitter_pct: u32,
+}
+
+const INF: u64 = u64::MAX;
+
+impl<'a> Sim<'a> {
+    pub fn new(machine: &'a Machine, kernel: Kernel, wl: &'a Workload, cfg: &SimConfig) -> Sim<'a> {
+        let n = machine.topology.nr_cpus();
+        let tick_ns = kernel.tun.tick_ns;
+        let mut s = Sim {
+            kernel,
+            machine,
+            wl,
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::with_capacity(4 * n + 64),
+            cpus: vec![Cpu::default(); n],
+            rt: Vec::with_capacity(wl.tasks.len()),
+            chans: wl
+                .channels
+                .iter()
+                .map(|_| ChanRt {
+                    count: 0,
+                    readers: Vec::new(),
+                    writers: Vec::new(),
+                })
+                .collect(),
+            sems: wl
+                .sems
+                .iter()
+                .map(|s| SemRt {
+                    count: s.initial as u64,
+                    waiters: Vec::new(),
+                })
+                .collect(),
+            marks: vec![None; 8],
+            counters: vec![0; 8],
+            rng: Pcg32::new(cfg.seed, 0x5c4ed1ab),
+            run_delay: Histogram::default(),
+            events: 0,
+            alive: 0,
+            exited: 0,
+            created: 0,
+            mm_switches: 0,
+            idle_exit_ns: 0,
+            tick_ns,
+            jitter_pct: wl.jitter_pct,
+        };
+        // Tasks that exist at time 0 are started from CPU 0, as a shell would fork them.
+        for (i, t) in wl.tasks.iter().enumerate() {
+            if t.start {
+                s.create_task(i as u32, None, CpuId(0));
+            }
+        }
+        s
+    }
+
+    #[inline]
+    fn push(&mut self, at: u64, kind: EvKind) {
+        self.seq += 1;
+        self.heap.push(Reverse(Event {
+            at,
+            seq: self.seq,
+            kind,
+        }));
+    }
+
+    #[inline]
+    fn jitter(&mut self, ns: u64) -> u64 {
+        if self.jitter_pct == 0 || ns == 0 {
+            return ns;
+        }
+        let span = 2 * self.jitter_pct + 1;
+        let pct = 100 - self.jitter_pct + self.rng.below(span);
+        ns * pct as u64 / 100
+    }
+
+    /// Run to completion (every task exited) or to the duration limit.
+    pub fn run(mut self, cfg: &SimConfig) -> RunResult {
+        let limit = cfg.duration_ns.unwrap_or(INF);
+        while let Some(Reverse(ev)) = self.heap.pop() {
+            if ev.at > limit {
+                break;
+            }
+            self.now = ev.at;
+            self.events += 1;
+            match ev.kind {
+                EvKind::SegEnd { cpu, gen } => {
+                    let c = CpuId(cpu);
+                    if self.cpus[c.idx()].seg_gen != gen {
+                        continue;
+                    }
+                    if let Some(t) = self.cpus[c.idx()].running {
+                        self.rt[t.idx()].remaining = 0;
+                        self.run_ops(c, t);
+                    }
+                }
+                EvKind::Resched { cpu } => {
+                    let c = CpuId(cpu);
+                    self.cpus[c.idx()].resched_pending = false;
+                    if self.kernel.need_resched(c) {
+                        self.do_schedule(c, SwitchReason::Preempt);
+                    }
+                }
+                EvKind::Tick { cpu, gen } => {
+                    let c = CpuId(cpu);
+                    if self.cpus[c.idx()].tick_gen != gen {
+                        continue;
+                    }
+                    self.cpus[c.idx()].tick_armed = false;
+                    if self.cpus[c.idx()].running.is_none() {
+                        continue; // NOHZ: an idle CPU stops its tick
+                    }
+                    if self.kernel.scheduler_tick(c, self.now) {
+                        self.do_schedule(c, SwitchReason::Preempt);
+                    }
+                    if self.cpus[c.idx()].running.is_some() {
+                        self.arm_tick(c);
+                    }
+                }
+                EvKind::Timer { task } => {
+                    let p = TaskId(task);
+                    let cpu = self.kernel.task_cpu(p);
+                    self.wake(p, cpu, None, WakeFlags::default());
+                }
+            }
+            if self.alive == 0 {
+                break;
+            }
+        }
+        let end = if self.alive == 0 {
+            self.now
+        } else {
+            limit.min(self.now.max(if limit == INF { self.now } else { limit }))
+        };
+        self.finish(end)
+    }
+
+    fn arm_tick(&mut self, c: CpuId) {
+        let cpu = &mut self.cpus[c.idx()];
+        if cpu.tick_armed {
+            return;
+        }
+        cpu.tick_armed = true;
+        cpu.tick_gen = cpu.tick_gen.wrapping_add(1);
+        let gen = cpu.tick_gen;
+        // Ticks are aligned to jiffies on every CPU (sched_skew_tick = 0).
+        let at = (self.now / self.tick_ns + 1) * self.tick_ns;
+        self.push(at, EvKind::Tick { cpu: c.0, gen });
+    }
+
+    // ------------------------------------------------------------ tasks
+
+    fn create_task(&mut self, spec: u32, parent: Option<TaskId>, cpu: CpuId) -> WakeResult {
+        let ts = &self.wl.tasks[spec as usize];
+        let params = TaskParams {
+            nice: ts.nice,
+            policy: Default::default(),
+            mm: ts.mm,
+            cpus_allowed: ts
+                .cpus
+                .as_ref()
+                .map(|v| v.iter().map(|&c| CpuId(c)).collect()),
+        };
+        let p = self.kernel.sched_fork(&params, parent, cpu, self.now);
+        debug_assert_eq!(p.idx(), self.rt.len());
+        self.rt.push(TaskRt {
+            program: ts.program,
+            pc: 0,
+            stage: 0,
+            remaining: 0,
+            loops: Vec::new(),
+            parent,
+            unreaped: 0,
+            waiting_child: false,
+            live_children: 0,
+        });
+        if let Some(pp) = parent {
+            self.rt[pp.idx()].live_children += 1;
+        }
+        self.alive += 1;
+        self.created += 1;
+        let r = self.kernel.wake_up_new_task(p, cpu, self.now);
+        self.after_wake(r, cpu);
+        r
+    }
+
+    /// Wake `p` from `this_cpu` (waker = the task running there, if any).
+    fn wake(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags) {
+        let r = self.kernel.try_to_wake_up(p, this_cpu, waker, wf, self.now);
+        self.after_wake(r, this_cpu);
+    }
+
+    /// The hardware side of a wakeup: a remote CPU that must reschedule gets an
+    /// IPI (and leaves its idle state); the local CPU reschedules at the next
+    /// op boundary of its running task.
+    fn after_wake(&mut self, r: WakeResult, this_cpu: CpuId) {
+        if !r.resched {
+            return;
+        }
+        let target = r.cpu;
+        let cpu = &self.cpus[target.idx()];
+        if cpu.resched_pending {
+            return;
+        }
+        let idle = cpu.running.is_none();
+        if target == this_cpu && !idle {
+            return; // handled by the interpreter after the current op
+        }
+        let mut lat = 0;
+        if target != this_cpu {
+            lat += self.machine.costs.ipi_ns;
+        }
+        if idle {
+            let exit = self.idle_exit_latency(target);
+            self.idle_exit_ns += exit;
+            lat += exit;
+        }
+        self.cpus[target.idx()].resched_pending = true;
+        self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
+    }
+
+    /// Exit latency of the idle state the governor chose for `c`: the deepest
+    /// state whose target residency fits the predicted idle length.
+    ///
+    /// FIDELITY(F-005): the menu/teo governors use timer and history-based
+    /// predictions; we use an EWMA of this CPU's past idle intervals.
+    fn idle_exit_latency(&self, c: CpuId) -> u64 {
+        let pred = self.cpus[c.idx()].idle_pred_ns;
+        let mut lat = self
+            .machine
+            .idle_states
+            .first()
+            .map_or(0, |s| s.exit_latency_ns);
+        for s in &self.machine.idle_states {
+            if s.target_residency_ns <= pred {
+                lat = s.exit_latency_ns;
+            }
+        }
+        lat
+    }
+
+    /// Call `__schedule()` on `c` and switch to whatever it picks.
+    fn do_schedule(&mut self, c: CpuId, reason: SwitchReason) {
+        let now = self.now;
+        // Account the progress of the running task up to now.
+        if let Some(t) = self.cpus[c.idx()].running {
+            if reason == SwitchReason::Preempt {
+                let done = now.saturating_sub(self.cpus[c.idx()].seg_start);
+                let r = &mut self.rt[t.idx()];
+                r.remaining = r.remaining.saturating_sub(done);
+            }
+        }
+        let res = self.kernel.schedule(c, reason, now);
+        if let Some(d) = res.next_run_delay {
+            self.run_delay.record(d);
+        }
+        self.switch_to(c, res.prev, res.next);
+    }
+
+    fn switch_to(&mut self, c: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
+        let now = self.now;
+        let was_idle = self.cpus[c.idx()].running.is_none();
+        let cpu = &mut self.cpus[c.idx()];
+        cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
+        match next {
+            None => {
+                if !was_idle {
+                    cpu.busy_ns += now - cpu.since;
+                    cpu.since = now;
+                }
+                cpu.running = None;
+                cpu.tick_gen = cpu.tick_gen.wrapping_add(1);
+                cpu.tick_armed = false;
+            }
+            Some(nx) => {
+                if was_idle {
+                    let idle_len = now - cpu.since;
+                    cpu.idle_ns += idle_len;
+                    cpu.idle_pred_ns = (cpu.idle_pred_ns * 7 + idle_len) / 8;
+                    cpu.since = now;
+                }
+                let mut cost = 0;
+                if prev != next {
+                    cost += self.machine.costs.context_switch_ns;
+                    let mm = self.kernel.tasks[nx.idx()].mm;
+                    if cpu.last_mm != Some(mm) {
+                        cost += self.machine.costs.mm_switch_ns;
+                        if cpu.last_mm.is_some() {
+                            self.mm_switches += 1;
+                        }
+                        cpu.last_mm = Some(mm);
+                    }
+                }
+                cpu.running = Some(nx);
+                cpu.seg_start = now + cost;
+                let gen = cpu.seg_gen;
+                let at = cpu.seg_start + self.rt[nx.idx()].remaining;
+                self.push(at, EvKind::SegEnd { cpu: c.0, gen });
+                self.arm_tick(c);
+            }
+        }
+    }
+
+    /// Block the running task of `c` and reschedule.
+    fn block(&mut self, c: CpuId) {
+        self.do_schedule(c, SwitchReason::Block);
+    }
+
+    /// Interpret the program of `t`, running on `c`, from its current state.
+    fn run_ops(&mut self, c: CpuId, t: TaskId) {
+        let wl = self.wl;
+        loop {
+            if self.rt[t.idx()].remaining > 0 {
+                let gen = self.cpus[c.idx()].seg_gen;
+                self.cpus[c.idx()].seg_start = self.now;
+                let at = self.now + self.rt[t.idx()].remaining;
+                self.push(at, EvKind::SegEnd { cpu: c.0, gen });
+                return;
+            }
+            let r = &self.rt[t.idx()];
+            let prog = &wl.programs[r.program as usize];
+            let Some(&op) = prog.get(r.pc as usize) else {
+                // Falling off the end of a program is an exit.
+                self.exit_task(c, t);
+                return;
+            };
+            let stage = r.stage;
+            match op {
+                Op::Run { ns } => {
+                    if stage == 0 {
+                        let j = self.jitter(ns);
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                    } else {
+                        self.advance(t);
+                    }
+                }
+                Op::Write { chan, cost } => {
+                    if stage == 0 {
+                        let j = self.jitter(cost);
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                        continue;
+                    }
+                    let ch = &mut self.chans[chan as usize];
+                    let spec = &wl.channels[chan as usize];
+                    if ch.count >= spec.capacity {
+                        ch.writers.push(t);
+                        self.block(c);
+                        return;
+                    }
+                    ch.count += 1;
+                    let reader = (!ch.readers.is_empty()).then(|| ch.readers.remove(0));
+                    self.advance(t);
+                    let mut woke = false;
+                    if let Some(reader) = reader {
+                        self.wake(
+                            reader,
+                            c,
+                            Some(t),
+                            if spec.sync {
+                                WakeFlags::SYNC
+                            } else {
+                                WakeFlags::default()
+                            },
+                        );
+                        woke = true;
+                    }
+                    // pipe_write(): a woken writer wakes the next one if space remains.
+                    let ch = &mut self.chans[chan as usize];
+                    if matches!(spec.kind, ChannelKind::Pipe { .. })
+                        && ch.count < spec.capacity
+                        && !ch.writers.is_empty()
+                    {
+                        let w = ch.writers.remove(0);
+                        self.wake(
+                            w,
+                            c,
+                            Some(t),
+                            if spec.sync {
+                                WakeFlags::SYNC
+                            } else {
+                                WakeFlags::default()
+                            },
+                        );
+                        woke = true;
+                    }
+                    if woke && self.preempt_point(c) {
+                        return;
+                    }
+                }
+                Op::Read { chan, cost } => {
+                    if stage == 0 {
+                        let ch = &mut self.chans[chan as usize];
+                        let spec = &wl.channels[chan as usize];
+                        if ch.count == 0 {
+                            ch.readers.push(t);
+                            self.block(c);
+                            return;
+                        }
+                        ch.count -= 1;
+                        let j = self.jitter(cost);
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                        // Wake blocked writers as the channel kind does.
+                        let ch = &mut self.chans[chan as usize];
+                        let sync = if spec.sync {
+                            WakeFlags::SYNC
+                        } else {
+                            WakeFlags::default()
+                        };
+                        let mut woke = false;
+                        match spec.kind {
+                            ChannelKind::Pipe { msgs_per_page } => {
+                                if !ch.writers.is_empty()
+                                    && ch.count + msgs_per_page <= spec.capacity
+                                {
+                                    let w = ch.writers.remove(0);
+                                    self.wake(w, c, Some(t), sync);
+                                    woke = true;
+                                }
+                            }
+                            ChannelKind::Socket => {
+                                if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity {
+                                    let ws = std::mem::take(&mut ch.writers);
+                                    for w in ws {
+                                        self.wake(w, c, Some(t), sync);
+                                    }
+                                    woke = true;
+                                }
+                            }
+                        }
+                        if woke && self.preempt_point(c) {
+                            return;
+                        }
+                    } else {
+                        self.advance(t);
+                    }
+                }
+                Op::Sleep { ns } => {
+                    self.advance(t);
+                    let at = self.now + ns;
+                    self.push(at, EvKind::Timer { task: t.0 });
+                    self.block(c);
+                    return;
+                }
+                Op::SemWait { sem } => {
+                    let s = &mut self.sems[sem as usize];
+                    if s.count > 0 {
+                        s.count -= 1;
+                        self.advance(t);
+                    } else {
+                        s.waiters.push(t);
+                        self.block(c);
+                        return;
+                    }
+                }
+                Op::SemPost { sem, n } => {
+                    self.advance(t);
+                    let sync = if wl.sems[sem as usize].sync {
+                        WakeFlags::SYNC
+                    } else {
+                        WakeFlags::default()
+                    };
+                    let s = &mut self.sems[sem as usize];
+                    let ws: Vec<TaskId> = if n == u32::MAX {
+                        s.count = u64::MAX / 2;
+                        std::mem::take(&mut s.waiters)
+                    } else {
+                        let k = (n as usize).min(s.waiters.len());
+                        s.count += (n as usize - k) as u64;
+                        s.waiters.drain(..k).collect()
+                    };
+                    let woke = !ws.is_empty();
+                    for w in ws {
+                        // futex/semaphore hand-off: the woken waiter owns the count it waited for.
+                        self.advance(w);
+                        self.wake(w, c, Some(t), sync);
+                    }
+                    if woke && self.preempt_point(c) {
+                        return;
+                    }
+                }
+                Op::Fork { spec, cost } => {
+                    if stage == 0 {
+                        let j = self.jitter(cost);
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                        continue;
+                    }
+                    self.advance(t);
+                    self.create_task(spec, Some(t), c);
+                    if self.preempt_point(c) {
+                        return;
+                    }
+                }
+                Op::WaitChild => {
+                    let r = &mut self.rt[t.idx()];
+                    if r.unreaped > 0 {
+                        r.unreaped -= 1;
+                        self.advance(t);
+                    } else if r.live_children == 0 {
+                        // wait() with no children returns ECHILD.
+                        self.advance(t);
+                    } else {
+                        r.waiting_child = true;
+                        self.block(c);
+                        return;
+                    }
+                }
+                Op::Loop { count } => {
+                    let r = &mut self.rt[t.idx()];
+                    r.pc += 1;
+                    r.loops.push((r.pc, count));
+                }
+                Op::EndLoop => {
+                    let r = &mut self.rt[t.idx()];
+                    let top = r.loops.last_mut().expect("validated loops");
+                    if top.1 != u64::MAX {
+                        top.1 -= 1;
+                    }
+                    if top.1 == 0 {
+                        r.loops.pop();
+                        r.pc += 1;
+                    } else {
+                        r.pc = top.0;
+                    }
+                }
+                Op::Mark { id } => {
+                    self.marks[id as usize] = Some(self.now);
+                    self.advance(t);
+                }
+                Op::Count { id, n } => {
+                    self.counters[id as usize] += n;
+                    self.advance(t);
+                }
+                Op::Exit { cost } => {
+                    if stage == 0 {
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = cost;
+                        r.stage = 1;
+                        continue;
+                    }
+                    self.exit_task(c, t);
+                    return;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn advance(&mut self, t: TaskId) {
+        let r = &mut self.rt[t.idx()];
+        r.pc += 1;
+        r.stage = 0;
+    }
+
+    /// After an op that woke someone: preempt the current task if the kernel
+    /// set need_resched on this CPU (return to user space is a preemption point).
+    fn preempt_point(&mut self, c: CpuId) -> bool {
+        if self.kernel.need_resched(c) {
+            self.do_schedule(c, SwitchReason::Preempt);
+            return true;
+        }
+        false
+    }
+
+    fn exit_task(&mut self, c: CpuId, t: TaskId) {
+        self.alive -= 1;
+        self.exited += 1;
+        let parent = self.rt[t.idx()].parent;
+        if let Some(pp) = parent {
+            let pr = &mut self.rt[pp.idx()];
+            pr.live_children -= 1;
+            pr.unreaped += 1;
+            if pr.waiting_child {
+                pr.waiting_child = false;
+                pr.unreaped -= 1;
+                pr.pc += 1;
+                pr.stage = 0;
+                // do_notify_parent() wakes the parent with a sync wakeup.
+                self.kernel_wake_parent(pp, c, t);
+            }
+        }
+        self.do_schedule(c, SwitchReason::Exit);
+    }
+
+    fn kernel_wake_parent(&mut self, pp: TaskId, c: CpuId, t: TaskId) {
+        self.wake(pp, c, Some(t), WakeFlags::SYNC);
+    }
+
+    fn finish(mut self, end: u64) -> RunResult {
+        // Close the busy/idle intervals.
+        for cpu in &mut self.cpus {
+            let d = end.saturating_sub(cpu.since);
+            if cpu.running.is_some() {
+                cpu.busy_ns += d;
+            } else {
+                cpu.idle_ns += d;
+            }
+            cpu.since = end;
+        }
+        let mut vol = 0;
+        let mut invol = 0;
+        let mut migr = 0;
+        let mut never_ran = 0;
+        for t in &self.kernel.tasks {
+            vol += t.nvcsw;
+            invol += t.nivcsw;
+            migr += t.nr_migrations;
+            if t.state == TaskState::Runnable && t.last_queued.is_some() {
+                never_ran += 1;
+            }
+            // Waits still open at the end count up to the end.
+        }
+        // Run delay samples: each task's waits are summarised by the kernel's
+        // sched_info; per-wait samples are recorded by the engine.
+        let wakeups = self.kernel.rqs.iter().map(|r| r.ttwu_count).sum();
+        let (name, value, unit) = match &self.wl.metric {
+            MetricSpec::Elapsed {
+                name,
+                start,
+                end: e,
+            } => {
+                let s = self.marks[*start as usize].unwrap_or(0);
+                let f = self.marks[*e as usize].unwrap_or(end);
+                (name.clone(), (f - s) as f64 / 1e9, "s".to_string())
+            }
+            MetricSpec::Rate {
+                name,
+                unit,
+                counter,
+                start,
+                end: e,
+            } => {
+                let s = start.and_then(|m| self.marks[m as usize]).unwrap_or(0);
+                let f = e.and_then(|m| self.marks[m as usize]).unwrap_or(end);
+                let secs = (f.saturating_sub(s)) as f64 / 1e9;
+                let v = if secs > 0.0 {
+                    self.counters[*counter as usize] as f64 / secs
+                } else {
+                    0.0
+                };
+                (name.clone(), v, unit.clone())
+            }
+        };
+        RunResult {
+            metric_name: name,
+            metric_value: value,
+            metric_unit: unit,
+            higher_is_better: self.wl.metric.higher_is_better(),
+            simulated_ns: end,
+            voluntary_switches: vol,
+            involuntary_switches: invol,
+            migrations: migr,
+            wakeups,
+            run_delay_p50: self.run_delay.quantile(0.50),
+            run_delay_p90: self.run_delay.quantile(0.90),
+            run_delay_p99: self.run_delay.quantile(0.99),
+            run_delay_max: self.run_delay.max(),
+            cpus: self.cpus.iter().map(|c| (c.busy_ns, c.idle_ns)).collect(),
+            events: self.events,
+            tasks_created: self.created,
+            tasks_exited: self.exited,
+            woken_never_ran: never_ran,
+            mm_switches: self.mm_switches,
+            idle_exit_ns: self.idle_exit_ns,
+        }
+    }
+}
+
+/// Build the kernel for `machine` and run `wl` under `cfg`.
+pub fn run(
+    machine: &Machine,
+    profile: schedlab_kernel::profile::KernelProfile,
+    wl: &Workload,
+    cfg: &SimConfig,
+) -> RunResult {
+    let kernel = Kernel::new(&machine.topology, profile);
+    Sim::new(machine, kernel, wl, cfg).run(cfg)
+}

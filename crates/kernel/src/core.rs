@@ -76,6 +76,8 @@ pub enum SwitchReason {
 pub struct SwitchResult {
     pub prev: Option<TaskId>,
     pub next: Option<TaskId>,
+    /// How long `next` waited on the runqueue for this switch-in (sched_info run delay).
+    pub next_run_delay: Option<u64>,
 }
 
 /// The modelled kernel: runqueues, tasks, sched domains, for one profile.
@@ -110,7 +112,15 @@ impl Kernel {
                 sched_goidle: 0,
             })
             .collect();
-        Kernel { feats: profile.features, profile, tun, sd, rqs, tasks: Vec::new(), nr_cpus: n }
+        Kernel {
+            feats: profile.features,
+            profile,
+            tun,
+            sd,
+            rqs,
+            tasks: Vec::new(),
+            nr_cpus: n,
+        }
     }
 
     pub fn nr_cpus(&self) -> usize {
@@ -119,11 +129,24 @@ impl Kernel {
 
     /// Create a task (`copy_process()` / `sched_fork()`); it is not runnable
     /// until `wake_up_new_task()`. `cpu` is where it is created (the parent's CPU).
-    pub fn sched_fork(&mut self, params: &TaskParams, parent: Option<TaskId>, cpu: CpuId, now: u64) -> TaskId {
+    pub fn sched_fork(
+        &mut self,
+        params: &TaskParams,
+        parent: Option<TaskId>,
+        cpu: CpuId,
+        now: u64,
+    ) -> TaskId {
         let id = TaskId(self.tasks.len() as u32);
         let weight = task_weight(params.nice, params.policy);
-        let cpus_allowed = params.cpus_allowed.as_ref().map(|v| CpuMask::from_cpus(self.nr_cpus, v.iter().copied()));
-        let mut se = SchedEntity { weight, slice: self.tun.base_slice_ns, ..Default::default() };
+        let cpus_allowed = params
+            .cpus_allowed
+            .as_ref()
+            .map(|v| CpuMask::from_cpus(self.nr_cpus, v.iter().copied()));
+        let mut se = SchedEntity {
+            weight,
+            slice: self.tun.base_slice_ns,
+            ..Default::default()
+        };
         se.avg.last_update_time = now;
         // init_entity_runnable_average(): a new task starts at its full weight.
         se.avg.load_avg = weight;
@@ -207,7 +230,8 @@ impl Kernel {
         debug_assert_eq!(self.tasks[p.idx()].state, TaskState::New);
         let prev = self.tasks[p.idx()].cpu;
         let cpu = self.select_task_rq(p, prev, this_cpu, WakeFlags::FORK);
-        self.set_task_cpu(p, cpu, false);
+        // __set_task_cpu(): placing a new task is not a migration.
+        self.tasks[p.idx()].cpu = cpu;
         self.post_init_entity_util_avg(cpu, p);
         self.attach_entity_load_avg(cpu, p);
         self.tasks[p.idx()].se.avg.last_update_time = now;
@@ -217,7 +241,11 @@ impl Kernel {
         };
         self.activate_task(cpu, p, flags, now);
         self.check_preempt_wakeup(cpu, p, true, now);
-        WakeResult { cpu, migrated: cpu != prev, resched: self.rqs[cpu.idx()].need_resched }
+        WakeResult {
+            cpu,
+            migrated: cpu != prev,
+            resched: self.rqs[cpu.idx()].need_resched,
+        }
     }
 
     /// `select_task_rq()`: the class hook unless the task may run on one CPU only.
@@ -234,15 +262,13 @@ impl Kernel {
     }
 
     /// `set_task_cpu()`: migrate accounting (PELT detach/attach, nr_migrations).
-    fn set_task_cpu(&mut self, p: TaskId, cpu: CpuId, attached: bool) {
+    fn set_task_cpu(&mut self, p: TaskId, cpu: CpuId) {
         let old = self.tasks[p.idx()].cpu;
         if old == cpu {
             return;
         }
-        if attached {
-            self.detach_entity_load_avg(old, p);
-            self.attach_entity_load_avg(cpu, p);
-        }
+        self.detach_entity_load_avg(old, p);
+        self.attach_entity_load_avg(cpu, p);
         let t = &mut self.tasks[p.idx()];
         t.cpu = cpu;
         t.nr_migrations += 1;
@@ -273,10 +299,21 @@ impl Kernel {
     ///
     /// Fidelity: F-004 — TTWU_QUEUE wake lists are not modelled: the enqueue is
     /// done at once by the waker; the engine charges the IPI and idle exit.
-    pub fn try_to_wake_up(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
+    pub fn try_to_wake_up(
+        &mut self,
+        p: TaskId,
+        this_cpu: CpuId,
+        waker: Option<TaskId>,
+        wf: WakeFlags,
+        now: u64,
+    ) -> WakeResult {
         let _ = waker;
         let t = &self.tasks[p.idx()];
-        debug_assert_eq!(t.state, TaskState::Sleeping, "waking a task that is not asleep");
+        debug_assert_eq!(
+            t.state,
+            TaskState::Sleeping,
+            "waking a task that is not asleep"
+        );
         let prev = t.cpu;
         if t.se.on_rq {
             // ttwu_runnable(): a sched_delayed task is still queued: requeue, no CPU selection.
@@ -287,7 +324,11 @@ impl Kernel {
             t.last_queued = Some(now);
             self.account_ttwu(prev, this_cpu);
             self.check_preempt_wakeup(prev, p, false, now);
-            return WakeResult { cpu: prev, migrated: false, resched: self.rqs[prev.idx()].need_resched };
+            return WakeResult {
+                cpu: prev,
+                migrated: false,
+                resched: self.rqs[prev.idx()].need_resched,
+            };
         }
         if !self.eevdf() {
             // task_waking_fair(): vruntime relative to the old cfs_rq.
@@ -302,12 +343,21 @@ impl Kernel {
             // Bring PELT up to date on the old CPU before detaching (migrate_task_rq_fair).
             let se = &mut self.tasks[p.idx()].se;
             se.avg.update(now, 0, se.weight, 0, false);
-            self.set_task_cpu(p, cpu, true);
+            self.set_task_cpu(p, cpu);
         }
-        self.activate_task(cpu, p, ENQUEUE_WAKEUP | if migrated { ENQUEUE_MIGRATED } else { 0 }, now);
+        self.activate_task(
+            cpu,
+            p,
+            ENQUEUE_WAKEUP | if migrated { ENQUEUE_MIGRATED } else { 0 },
+            now,
+        );
         self.account_ttwu(cpu, this_cpu);
         self.check_preempt_wakeup(cpu, p, false, now);
-        WakeResult { cpu, migrated, resched: self.rqs[cpu.idx()].need_resched }
+        WakeResult {
+            cpu,
+            migrated,
+            resched: self.rqs[cpu.idx()].need_resched,
+        }
     }
 
     fn account_ttwu(&mut self, cpu: CpuId, this_cpu: CpuId) {
@@ -337,7 +387,11 @@ impl Kernel {
                     // deactivate_task(): DEQUEUE_SLEEP (may be delayed in v6.12).
                     let dequeued = self.dequeue_entity(cpu, pv, DEQUEUE_SLEEP, now);
                     let t = &mut self.tasks[pv.idx()];
-                    t.state = if reason == SwitchReason::Exit { TaskState::Dead } else { TaskState::Sleeping };
+                    t.state = if reason == SwitchReason::Exit {
+                        TaskState::Dead
+                    } else {
+                        TaskState::Sleeping
+                    };
                     if !dequeued && reason == SwitchReason::Exit {
                         // An exiting task never stays delayed.
                         self.dequeue_entity(cpu, pv, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
@@ -349,6 +403,7 @@ impl Kernel {
         let next = self.pick_next_task_fair(cpu, now);
         let rq = &mut self.rqs[cpu.idx()];
         rq.curr = next;
+        let mut next_run_delay = None;
         if prev != next {
             rq.nr_switches += 1;
             if let Some(pv) = prev {
@@ -367,6 +422,7 @@ impl Kernel {
                 if let Some(q) = t.last_queued.take() {
                     t.run_delay += now - q;
                     t.pcount += 1;
+                    next_run_delay = Some(now - q);
                 }
             }
         } else if let Some(nx) = next {
@@ -377,7 +433,11 @@ impl Kernel {
             rq.idle_stamp = now.max(1);
             rq.sched_goidle += 1;
         }
-        SwitchResult { prev, next }
+        SwitchResult {
+            prev,
+            next,
+            next_run_delay,
+        }
     }
 
     /// `scheduler_tick()` → `task_tick_fair()`. Returns true if the current task must be preempted.

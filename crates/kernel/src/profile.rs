@@ -109,9 +109,24 @@ const TUNABLES_CFS: Tunables = Tunables {
     amd_reclaim_distance_32: false,
 };
 
-const NAMES_V3: LevelNames = LevelNames { smt: "SIBLING", cls: "CLS", mc: "MC", pkg: "CPU" };
-const NAMES_V5: LevelNames = LevelNames { smt: "SMT", cls: "CLS", mc: "MC", pkg: "DIE" };
-const NAMES_V6_7: LevelNames = LevelNames { smt: "SMT", cls: "CLS", mc: "MC", pkg: "PKG" };
+const NAMES_V3: LevelNames = LevelNames {
+    smt: "SIBLING",
+    cls: "CLS",
+    mc: "MC",
+    pkg: "CPU",
+};
+const NAMES_V5: LevelNames = LevelNames {
+    smt: "SMT",
+    cls: "CLS",
+    mc: "MC",
+    pkg: "DIE",
+};
+const NAMES_V6_7: LevelNames = LevelNames {
+    smt: "SMT",
+    cls: "CLS",
+    mc: "MC",
+    pkg: "PKG",
+};
 
 /// Feature bits that exist only in EEVDF kernels.
 const EEVDF_ONLY: &[SchedFeat] = &[PLACE_LAG, PLACE_DEADLINE_INITIAL, RUN_TO_PARITY];
@@ -121,7 +136,19 @@ const WA_BITS: &[SchedFeat] = &[WA_IDLE, WA_WEIGHT, WA_BIAS];
 
 fn v3_10() -> KernelProfile {
     let features = SchedFeatures::empty()
-        .with(&[NEXT_BUDDY, SIS_UTIL, SIS_PROP, SIS_AVG_CPU, UTIL_EST, UTIL_EST_FASTUP, SIS_SHORT, PICK_BUDDY], false)
+        .with(
+            &[
+                NEXT_BUDDY,
+                SIS_UTIL,
+                SIS_PROP,
+                SIS_AVG_CPU,
+                UTIL_EST,
+                UTIL_EST_FASTUP,
+                SIS_SHORT,
+                PICK_BUDDY,
+            ],
+            false,
+        )
         .with(&[WAKEUP_PREEMPTION, TTWU_QUEUE, CACHE_HOT_BUDDY], true)
         .with(CFS_ONLY, true)
         .with(WA_BITS, false);
@@ -144,9 +171,22 @@ fn v3_10() -> KernelProfile {
 fn v6_6() -> KernelProfile {
     let features = SchedFeatures::empty()
         .with(EEVDF_ONLY, true)
-        .with(&[WAKEUP_PREEMPTION, TTWU_QUEUE, CACHE_HOT_BUDDY, SIS_UTIL, UTIL_EST, UTIL_EST_FASTUP], true)
+        .with(
+            &[
+                WAKEUP_PREEMPTION,
+                TTWU_QUEUE,
+                CACHE_HOT_BUDDY,
+                SIS_UTIL,
+                UTIL_EST,
+                UTIL_EST_FASTUP,
+            ],
+            true,
+        )
         .with(WA_BITS, true)
-        .with(&[NEXT_BUDDY, SIS_PROP, SIS_AVG_CPU, SIS_SHORT, PICK_BUDDY], false);
+        .with(
+            &[NEXT_BUDDY, SIS_PROP, SIS_AVG_CPU, SIS_SHORT, PICK_BUDDY],
+            false,
+        );
     KernelProfile {
         name: "v6.6",
         summary: "first EEVDF release (lag, virtual deadlines, RUN_TO_PARITY); SIS_UTIL; select_idle_smt(prev)",
@@ -166,7 +206,8 @@ fn v6_6() -> KernelProfile {
 fn v6_12() -> KernelProfile {
     let mut p = v6_6();
     p.name = "v6.12";
-    p.summary = "EEVDF with delayed dequeue, PREEMPT_SHORT, placement of new tasks at wake_up_new_task";
+    p.summary =
+        "EEVDF with delayed dequeue, PREEMPT_SHORT, placement of new tasks at wake_up_new_task";
     p.version = (6, 12);
     p.features = p.features.with(V6_12_ONLY, true);
     p.fork_placement = ForkPlacement::EevdfWakeUpNew;
@@ -182,12 +223,19 @@ pub fn profiles() -> Vec<KernelProfile> {
 /// Look a profile up by name (`v6.6`, `6.6`).
 pub fn profile(name: &str) -> Result<KernelProfile, String> {
     let want = name.trim().trim_start_matches('v');
-    profiles().into_iter().find(|p| p.name.trim_start_matches('v') == want).ok_or_else(|| {
-        format!(
-            "unknown kernel {name:?}; known profiles: {} (see `schedlab kernels`)",
-            profiles().iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
-        )
-    })
+    profiles()
+        .into_iter()
+        .find(|p| p.name.trim_start_matches('v') == want)
+        .ok_or_else(|| {
+            format!(
+                "unknown kernel {name:?}; known profiles: {} (see `schedlab kernels`)",
+                profiles()
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
 }
 
 impl KernelProfile {
@@ -251,7 +299,10 @@ mod tests {
         assert_eq!(profile("v3.10").unwrap().pick, PickAlgo::Cfs);
         assert!(profile("v9.9").unwrap_err().contains("v6.12"));
         // spec §1.3: 1 CPU:1, 2:2, 4:3, >=8:4
-        assert_eq!([1, 2, 4, 8, 256].map(KernelProfile::tunable_factor), [1, 2, 3, 4, 4]);
+        assert_eq!(
+            [1, 2, 4, 8, 256].map(KernelProfile::tunable_factor),
+            [1, 2, 3, 4, 4]
+        );
         let t = EffectiveTunables::new(&profile("v6.6").unwrap(), 256);
         assert_eq!(t.base_slice_ns, 3_000_000);
         assert_eq!(t.nr_latency, 8);

@@ -1,1 +1,266 @@
-//! schedlab-workload
+//! Workloads: what tasks do, never where they run.
+//!
+//! A [`Workload`] is a fully expanded task graph: task specs (each with its
+//! program, its process, nice value and affinity), channels (pipes and
+//! sockets), semaphores (futex-style wait/post, also used for poll gates) and
+//! the metric to report. Programs are short op lists with loops; the engine
+//! interprets them. Built-in benchmarks (`builtin/`) construct workloads from
+//! `--set key=value` parameters.
+//!
+//! Architecture invariant: tasks express intent (run, block, wake, fork, exit);
+//! a workload never names a CPU except as user-requested affinity.
+
+pub mod builtin;
+pub mod params;
+
+pub use params::Params;
+
+/// Index of a task spec in [`Workload::tasks`].
+pub type SpecId = u32;
+
+/// One operation of a task program. Costs are CPU time at nominal speed (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Compute for `ns`.
+    Run {
+        ns: u64,
+    },
+    /// Spend `cost` ns in the syscall, then put one message in the channel;
+    /// blocks while the channel is full. Wakes a blocked reader (WF_SYNC if the
+    /// channel is sync).
+    Write {
+        chan: u32,
+        cost: u64,
+    },
+    /// Take one message from the channel (blocking while it is empty), then
+    /// spend `cost` ns copying it. Wakes blocked writers as the channel's kind does.
+    Read {
+        chan: u32,
+        cost: u64,
+    },
+    /// Block for `ns` (a timer wakes the task, not WF_SYNC).
+    Sleep {
+        ns: u64,
+    },
+    /// Futex-style wait: take one count of the semaphore or block.
+    SemWait {
+        sem: u32,
+    },
+    /// Post `n` counts, waking up to `n` waiters; `n == u32::MAX` opens the
+    /// semaphore as a gate (wakes every waiter, later waits pass).
+    SemPost {
+        sem: u32,
+        n: u32,
+    },
+    /// Spend `cost` ns in fork/clone, then create the task `spec` as a child.
+    Fork {
+        spec: SpecId,
+        cost: u64,
+    },
+    /// Reap one exited child (`wait()`), blocking until one has exited.
+    WaitChild,
+    /// Start a loop body executed `count` times (`u64::MAX` = forever); ends at the matching `EndLoop`.
+    Loop {
+        count: u64,
+    },
+    EndLoop,
+    /// Record the current time under mark `id` (metric start/stop).
+    Mark {
+        id: u32,
+    },
+    /// Add `n` to counter `id`.
+    Count {
+        id: u32,
+        n: u64,
+    },
+    /// Exit (`do_exit`), after `cost` ns.
+    Exit {
+        cost: u64,
+    },
+}
+
+/// How a blocked writer is woken when a reader frees space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelKind {
+    /// `pipe_read()`: one exclusive writer is woken when a page's worth of
+    /// space frees up; a woken writer wakes the next if space remains.
+    Pipe { msgs_per_page: u32 },
+    /// AF_UNIX stream: `unix_write_space()` wakes all writers once the send
+    /// buffer is at most a quarter full.
+    Socket,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelSpec {
+    /// Capacity in messages.
+    pub capacity: u32,
+    /// Wakeups carry WF_SYNC.
+    pub sync: bool,
+    pub kind: ChannelKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SemSpec {
+    pub initial: u32,
+    /// Wakeups carry WF_SYNC (a poll() gate woken by a pipe write does; futexes do not).
+    pub sync: bool,
+}
+
+/// A task to create: at start (`start == true`) or by a `Fork` op of another task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskSpec {
+    pub name: String,
+    pub program: u32,
+    /// Process id: tasks with the same `mm` are threads of one process.
+    pub mm: u32,
+    pub nice: i8,
+    /// Affinity (CPU numbers); None = all CPUs.
+    pub cpus: Option<Vec<u16>>,
+    /// Created at time 0 rather than forked.
+    pub start: bool,
+}
+
+/// How the reported metric is computed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetricSpec {
+    /// Seconds between two marks (hackbench "Time:").
+    Elapsed { name: String, start: u32, end: u32 },
+    /// Counter per second between two marks, or over the whole run when the
+    /// marks are absent (time-bounded workloads).
+    Rate {
+        name: String,
+        unit: String,
+        counter: u32,
+        start: Option<u32>,
+        end: Option<u32>,
+    },
+}
+
+impl MetricSpec {
+    pub fn higher_is_better(&self) -> bool {
+        matches!(self, MetricSpec::Rate { .. })
+    }
+}
+
+/// A fully expanded workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub name: String,
+    /// Parameters as resolved (defaults filled in), for reports.
+    pub params: Vec<(String, String)>,
+    pub programs: Vec<Vec<Op>>,
+    pub tasks: Vec<TaskSpec>,
+    pub channels: Vec<ChannelSpec>,
+    pub sems: Vec<SemSpec>,
+    pub metric: MetricSpec,
+    /// Runs until `--duration` rather than to completion.
+    pub time_bounded: bool,
+    /// Uniform jitter applied to every cost, in percent (+/-), drawn from the seeded RNG.
+    pub jitter_pct: u32,
+}
+
+/// A workload that cannot be built; names the parameter and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadError(pub String);
+
+impl std::fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for WorkloadError {}
+
+impl Workload {
+    /// Structural checks: ids in range, loops balanced, forks of non-start specs.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        let err = |s: String| Err(WorkloadError(format!("workload {}: {s}", self.name)));
+        if !self.tasks.iter().any(|t| t.start) {
+            return err("no task starts at time 0".into());
+        }
+        for (pi, prog) in self.programs.iter().enumerate() {
+            let mut depth = 0i32;
+            for op in prog {
+                match *op {
+                    Op::Loop { count } => {
+                        if count == 0 {
+                            return err(format!("program {pi}: a loop with count 0"));
+                        }
+                        depth += 1
+                    }
+                    Op::EndLoop => {
+                        depth -= 1;
+                        if depth < 0 {
+                            return err(format!("program {pi}: EndLoop without Loop"));
+                        }
+                    }
+                    Op::Write { chan, .. } | Op::Read { chan, .. }
+                        if chan as usize >= self.channels.len() =>
+                    {
+                        return err(format!("program {pi}: channel {chan} does not exist"));
+                    }
+                    Op::SemWait { sem } | Op::SemPost { sem, .. }
+                        if sem as usize >= self.sems.len() =>
+                    {
+                        return err(format!("program {pi}: semaphore {sem} does not exist"));
+                    }
+                    Op::Fork { spec, .. } => {
+                        if spec as usize >= self.tasks.len() || self.tasks[spec as usize].start {
+                            return err(format!("program {pi}: fork of task spec {spec}, which is not a forkable spec"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if depth != 0 {
+                return err(format!("program {pi}: Loop without EndLoop"));
+            }
+        }
+        for t in &self.tasks {
+            if t.program as usize >= self.programs.len() {
+                return err(format!(
+                    "task {}: program {} does not exist",
+                    t.name, t.program
+                ));
+            }
+            if let Some(c) = &t.cpus {
+                if c.is_empty() {
+                    return err(format!("task {}: empty CPU affinity", t.name));
+                }
+            }
+        }
+        for (i, c) in self.channels.iter().enumerate() {
+            if c.capacity == 0 {
+                return err(format!("channel {i}: capacity 0"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of task specs (the tasks that will exist over the run).
+    pub fn nr_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+}
+
+/// Build a built-in workload by name with `--set` parameters.
+pub fn build(
+    name: &str,
+    params: &Params,
+    nr_cpus: usize,
+    cores: &[Vec<u16>],
+) -> Result<Workload, WorkloadError> {
+    let b = builtin::find(name).ok_or_else(|| {
+        WorkloadError(format!(
+            "unknown workload {name:?}; built-ins: {} (see `schedlab workloads`)",
+            builtin::BUILTINS
+                .iter()
+                .map(|b| b.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    params.check_known(b.name, b.params)?;
+    let w = (b.build)(params, nr_cpus, cores)?;
+    w.validate()?;
+    Ok(w)
+}

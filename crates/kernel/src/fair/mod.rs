@@ -48,7 +48,10 @@ impl Kernel {
 
     #[inline]
     fn entity_key(&self, cpu: CpuId, p: TaskId) -> i64 {
-        vdiff(self.tasks[p.idx()].se.vruntime, self.rqs[cpu.idx()].cfs.min_vruntime)
+        vdiff(
+            self.tasks[p.idx()].se.vruntime,
+            self.rqs[cpu.idx()].cfs.min_vruntime,
+        )
     }
 
     fn avg_vruntime_add(&mut self, cpu: CpuId, p: TaskId) {
@@ -125,7 +128,11 @@ impl Kernel {
             }
         }
         if let Some(l) = left {
-            v = if curr.is_none() || vdiff(l, v) < 0 { l } else { v };
+            v = if curr.is_none() || vdiff(l, v) < 0 {
+                l
+            } else {
+                v
+            };
         }
         let delta = vdiff(v, cfs.min_vruntime);
         if delta > 0 {
@@ -161,11 +168,18 @@ impl Kernel {
         if let Some(p) = p {
             let se = &mut self.tasks[p.idx()].se;
             let runnable = se.on_rq && !se.sched_delayed;
-            se.avg.update(now, se.on_rq as u64, se.weight, runnable as u64, curr == Some(p));
+            se.avg.update(
+                now,
+                se.on_rq as u64,
+                se.weight,
+                runnable as u64,
+                curr == Some(p),
+            );
         }
         let cfs = &mut rq.cfs;
         let runnable = (cfs.nr_running - cfs.h_nr_delayed) as u64;
-        cfs.avg.update(now, cfs.load_weight, 1, runnable, curr.is_some());
+        cfs.avg
+            .update(now, cfs.load_weight, 1, runnable, curr.is_some());
     }
 
     /// `attach_entity_load_avg()`: a migrated task brings its averages along.
@@ -198,7 +212,9 @@ impl Kernel {
 
     /// `update_curr()` (spec §7.2 / §7.3).
     pub(crate) fn update_curr(&mut self, cpu: CpuId, now: u64) {
-        let Some(c) = self.rqs[cpu.idx()].cfs.curr else { return };
+        let Some(c) = self.rqs[cpu.idx()].cfs.curr else {
+            return;
+        };
         let se = &mut self.tasks[c.idx()].se;
         let delta = now.saturating_sub(se.exec_start);
         if delta == 0 {
@@ -216,7 +232,9 @@ impl Kernel {
         let mut resched = false;
         if vdiff(se.vruntime, se.deadline) >= 0 {
             se.slice = self.tun.base_slice_ns;
-            se.deadline = se.vruntime.wrapping_add(calc_delta_fair(se.slice, se.weight));
+            se.deadline = se
+                .vruntime
+                .wrapping_add(calc_delta_fair(se.slice, se.weight));
             resched = true;
         }
         self.update_min_vruntime(cpu);
@@ -255,7 +273,11 @@ impl Kernel {
         let cfs = &self.rqs[cpu.idx()].cfs;
         let se = &self.tasks[p.idx()].se;
         let nr = cfs.nr_running as u64 + (!se.on_rq) as u64;
-        let period = if nr > self.tun.nr_latency { nr * self.tun.min_granularity_ns } else { self.tun.latency_ns };
+        let period = if nr > self.tun.nr_latency {
+            nr * self.tun.min_granularity_ns
+        } else {
+            self.tun.latency_ns
+        };
         let load = cfs.load_weight + if se.on_rq { 0 } else { se.weight };
         let mut slice = (period as u128 * se.weight as u128 / load.max(1) as u128) as u64;
         if self.profile.version >= (5, 13) && self.feats.has(BASE_SLICE) {
@@ -525,7 +547,8 @@ impl Kernel {
             return curr.or_else(|| cfs.queue.first().copied());
         }
         // v6.12 (before PICK_BUDDY): the next buddy under NEXT_BUDDY; ~v6.14+: PICK_BUDDY.
-        let buddy_on = self.feats.has(NEXT_BUDDY) || (self.profile.version >= (6, 14) && self.feats.has(PICK_BUDDY));
+        let buddy_on = self.feats.has(NEXT_BUDDY)
+            || (self.profile.version >= (6, 14) && self.feats.has(PICK_BUDDY));
         if self.profile.version >= (6, 12) && buddy_on {
             if let Some(n) = cfs.next {
                 if self.entity_eligible(cpu, n) {
@@ -667,7 +690,9 @@ impl Kernel {
                     self.update_curr(cpu, now);
                 }
             }
-            let se = self.pick_eevdf(cpu).expect("a non-empty cfs_rq has an eligible entity");
+            let se = self
+                .pick_eevdf(cpu)
+                .expect("a non-empty cfs_rq has an eligible entity");
             if self.tasks[se.idx()].se.sched_delayed {
                 // pick_next_entity(): finish the delayed dequeue and pick again.
                 self.dequeue_entity(cpu, se, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
@@ -690,7 +715,9 @@ impl Kernel {
     /// `entity_tick()` / `task_tick_fair()`: EEVDF has no separate tick check
     /// (update_curr renews the request and reschedules); CFS runs `check_preempt_tick()`.
     pub(crate) fn task_tick_fair(&mut self, cpu: CpuId, now: u64) {
-        let Some(curr) = self.rqs[cpu.idx()].cfs.curr else { return };
+        let Some(curr) = self.rqs[cpu.idx()].cfs.curr else {
+            return;
+        };
         self.update_curr(cpu, now);
         self.update_load_avg(cpu, Some(curr), now);
         if self.eevdf() || self.rqs[cpu.idx()].cfs.nr_running <= 1 {
@@ -709,11 +736,19 @@ impl Kernel {
             return;
         }
         let cfs = &self.rqs[cpu.idx()].cfs;
-        let Some(first) = cfs.queue.iter().copied().min_by(|a, b| vdiff(self.tasks[a.idx()].se.vruntime, self.tasks[b.idx()].se.vruntime).cmp(&0))
-        else {
+        let Some(first) = cfs.queue.iter().copied().min_by(|a, b| {
+            vdiff(
+                self.tasks[a.idx()].se.vruntime,
+                self.tasks[b.idx()].se.vruntime,
+            )
+            .cmp(&0)
+        }) else {
             return;
         };
-        let d = vdiff(self.tasks[curr.idx()].se.vruntime, self.tasks[first.idx()].se.vruntime);
+        let d = vdiff(
+            self.tasks[curr.idx()].se.vruntime,
+            self.tasks[first.idx()].se.vruntime,
+        );
         if d < 0 {
             return;
         }
@@ -724,7 +759,13 @@ impl Kernel {
 
     /// `check_preempt_wakeup()` (CFS, v3.x-v6.5) / `check_preempt_wakeup_fair()`
     /// (EEVDF): may the freshly enqueued `p` preempt the current task of `cpu`?
-    pub(crate) fn check_preempt_wakeup(&mut self, cpu: CpuId, p: TaskId, wake_fork: bool, now: u64) {
+    pub(crate) fn check_preempt_wakeup(
+        &mut self,
+        cpu: CpuId,
+        p: TaskId,
+        wake_fork: bool,
+        now: u64,
+    ) {
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             // The idle task is always preempted by a fair task.
             self.resched_curr(cpu);

@@ -37,7 +37,13 @@ impl Kernel {
     ///
     /// Fidelity: F-001 — `wake_affine()`, `wake_wide()`, `record_wakee()` and
     /// `select_idle_sibling()` are not modelled yet: a wakeup returns `prev_cpu`.
-    pub fn select_task_rq_fair(&mut self, p: TaskId, prev_cpu: CpuId, this_cpu: CpuId, wf: WakeFlags) -> CpuId {
+    pub fn select_task_rq_fair(
+        &mut self,
+        p: TaskId,
+        prev_cpu: CpuId,
+        this_cpu: CpuId,
+        wf: WakeFlags,
+    ) -> CpuId {
         let sd_flag = wf.sd_flag();
         let want_affine = wf.contains(WakeFlags::TTWU) && self.tasks[p.idx()].allowed(this_cpu);
         let mut new_cpu = prev_cpu;
@@ -66,7 +72,14 @@ impl Kernel {
 
     /// `find_idlest_cpu()` / `sched_balance_find_dst_cpu()` (spec §4.4): descend
     /// from `sd` through the idlest groups to the idlest CPU.
-    fn find_idlest_cpu(&self, sd_id: u32, p: TaskId, mut cpu: CpuId, prev_cpu: CpuId, sd_flag: u32) -> CpuId {
+    fn find_idlest_cpu(
+        &self,
+        sd_id: u32,
+        p: TaskId,
+        mut cpu: CpuId,
+        prev_cpu: CpuId,
+        sd_flag: u32,
+    ) -> CpuId {
         let task = &self.tasks[p.idx()];
         let sd0 = &self.sd.domains[sd_id as usize];
         if let Some(m) = &task.cpus_allowed {
@@ -163,11 +176,22 @@ impl Kernel {
         } else {
             GroupType::HasSpare
         };
-        GroupStats { group_type, avg_load: load * 1024 / cap.max(1), idle_cpus: idle, group_util: util, nr_running: nr }
+        GroupStats {
+            group_type,
+            avg_load: load * 1024 / cap.max(1),
+            idle_cpus: idle,
+            group_util: util,
+            nr_running: nr,
+        }
     }
 
     /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form (spec §4.4).
-    fn find_idlest_group<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> Option<&'a CpuMask> {
+    fn find_idlest_group<'a>(
+        &self,
+        sd: &'a SchedDomain,
+        p: TaskId,
+        this_cpu: CpuId,
+    ) -> Option<&'a CpuMask> {
         let task = &self.tasks[p.idx()];
         let mut local: Option<(&CpuMask, GroupStats)> = None;
         let mut idlest: Option<(&CpuMask, GroupStats)> = None;
@@ -191,9 +215,13 @@ impl Kernel {
                             st.group_type < b.group_type
                         } else {
                             match st.group_type {
-                                GroupType::Overloaded | GroupType::FullyBusy => st.avg_load < b.avg_load,
+                                GroupType::Overloaded | GroupType::FullyBusy => {
+                                    st.avg_load < b.avg_load
+                                }
                                 GroupType::HasSpare => {
-                                    st.idle_cpus > b.idle_cpus || (st.idle_cpus == b.idle_cpus && st.group_util < b.group_util)
+                                    st.idle_cpus > b.idle_cpus
+                                        || (st.idle_cpus == b.idle_cpus
+                                            && st.group_util < b.group_util)
                                 }
                             }
                         }
@@ -205,7 +233,9 @@ impl Kernel {
             }
         }
         let (ig, is) = idlest?;
-        let Some((_, ls)) = local else { return Some(ig) };
+        let Some((_, ls)) = local else {
+            return Some(ig);
+        };
         let pct = sd.imbalance_pct as u64;
         match self.profile.find_idlest {
             FindIdlestVariant::LoadBased => {

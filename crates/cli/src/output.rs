@@ -1,0 +1,243 @@
+//! Human-readable and JSON renderings. Everything printed is a function of the
+//! inputs and the seed: no wall-clock values, so output is byte-identical across runs.
+
+use crate::{domains, fmt_flags, fmt_span, Prepared, RunArgs};
+use schedlab_engine::RunResult;
+use schedlab_kernel::features::SchedFeat;
+use schedlab_kernel::profile::{EffectiveTunables, KernelProfile};
+use schedlab_machine::Machine;
+use schedlab_topology::{cpulist, CpuId};
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+pub fn machine_show(m: &Machine, k: &KernelProfile) -> String {
+    let t = &m.topology;
+    let mut o = String::new();
+    let _ = writeln!(o, "{}: {}", m.name, m.description);
+    let _ = writeln!(o, "source: {}", m.source);
+    let _ = writeln!(
+        o,
+        "{} CPUs: {} packages, {} NUMA nodes, {} LLCs, {} cores, {} threads/core; vendor {:?}",
+        t.nr_cpus(),
+        t.nr_packages(),
+        t.nr_nodes(),
+        t.nr_llcs(),
+        t.nr_cores(),
+        t.threads_per_core(),
+        t.vendor()
+    );
+    let _ = writeln!(
+        o,
+        "caches: L1d {} KiB, L2 {} KiB/core, LLC {} KiB per instance ({})",
+        m.caches.l1d_kib,
+        m.caches.l2_kib,
+        m.caches.llc_kib,
+        if m.caches.llc_inclusive {
+            "inclusive"
+        } else {
+            "non-inclusive"
+        }
+    );
+    for n in 0..t.nr_nodes() as u32 {
+        let cpus = t.ids_where(|c| c.node == n);
+        let d: Vec<String> = t.distance_matrix()[n as usize]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        let _ = writeln!(
+            o,
+            "node {n}: cpus {}  distances {}",
+            cpulist(cpus),
+            d.join(" ")
+        );
+    }
+    let sd = domains(m, k);
+    let _ = writeln!(
+        o,
+        "\nsched domains of cpu0 as {} builds them (bottom-up):",
+        k.name
+    );
+    for (i, d) in sd.of(CpuId(0)).enumerate() {
+        let _ = writeln!(
+            o,
+            "  domain{i} {:<8} span {:<20} weight {:>4}  groups {:>3}  imbalance_pct {}  busy_factor {}  cache_nice_tries {}{}",
+            d.name,
+            fmt_span(d),
+            d.span_weight,
+            d.groups.len(),
+            d.imbalance_pct,
+            d.busy_factor,
+            d.cache_nice_tries,
+            if d.imb_numa_nr > 0 { format!("  imb_numa_nr {}", d.imb_numa_nr) } else { String::new() }
+        );
+        let _ = writeln!(o, "          flags {}", fmt_flags(d.flags));
+    }
+    if sd.per_cpu[0].is_empty() {
+        let _ = writeln!(o, "  (none: a single CPU has no sched domains)");
+    }
+    let _ = writeln!(
+        o,
+        "sd_llc_size {} (cpu0); distinct domains on the machine: {}",
+        sd.sd_llc_size[0],
+        sd.domains.len()
+    );
+    o
+}
+
+pub fn kernel_show(k: &KernelProfile) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{}: {}", k.name, k.summary);
+    let _ = writeln!(
+        o,
+        "pick: {:?}; sd_init: {:?}; find_idlest_group: {:?}; fork placement: {:?}",
+        k.pick, k.sd_init, k.find_idlest, k.fork_placement
+    );
+    let _ = writeln!(
+        o,
+        "level names: {} {} {} {}",
+        k.level_names.smt, k.level_names.cls, k.level_names.mc, k.level_names.pkg
+    );
+    let t = &k.tunables;
+    let _ = writeln!(
+        o,
+        "tunables (normalized): base_slice {} ns, latency {} ns, min_granularity {} ns, wakeup_granularity {} ns, migration_cost {} ns, HZ {}",
+        t.base_slice_ns, t.latency_ns, t.min_granularity_ns, t.wakeup_granularity_ns, t.migration_cost_ns, t.hz
+    );
+    let e = EffectiveTunables::new(k, 8);
+    let _ = writeln!(
+        o,
+        "effective on >= 8 CPUs (factor 4): base_slice {} ns, latency {} ns, min_granularity {} ns",
+        e.base_slice_ns, e.latency_ns, e.min_granularity_ns
+    );
+    let _ = writeln!(o, "features:");
+    for f in SchedFeat::ALL {
+        let _ = writeln!(
+            o,
+            "  {}{}",
+            if k.features.has(*f) { "" } else { "NO_" },
+            f.name()
+        );
+    }
+    o
+}
+
+fn util(res: &RunResult) -> (f64, f64, f64) {
+    let u: Vec<f64> = res
+        .cpus
+        .iter()
+        .map(|&(b, i)| {
+            if b + i == 0 {
+                0.0
+            } else {
+                b as f64 / (b + i) as f64
+            }
+        })
+        .collect();
+    let avg = u.iter().sum::<f64>() / u.len().max(1) as f64;
+    let min = u.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = u.iter().cloned().fold(0.0, f64::max);
+    (avg, min, max)
+}
+
+fn params_str(p: &Prepared) -> String {
+    p.workload
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "schedlab run: {} {} on {} ({} CPUs), kernel {}{}, seed {}",
+        p.workload.name,
+        params_str(p),
+        p.machine.name,
+        p.machine.topology.nr_cpus(),
+        p.kernel.name,
+        args.features
+            .as_deref()
+            .map(|f| format!(" [{f}]"))
+            .unwrap_or_default(),
+        args.seed
+    );
+    if p.duration_defaulted {
+        let _ = writeln!(
+            o,
+            "  (time-bounded workload: --duration not given, simulating 1s)"
+        );
+    }
+    let dir = if r.higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
+    let _ = writeln!(
+        o,
+        "  {:<22} {:.6} {}   ({dir})",
+        r.metric_name, r.metric_value, r.metric_unit
+    );
+    let _ = writeln!(
+        o,
+        "  {:<22} {:.3} ms",
+        "simulated time",
+        r.simulated_ns as f64 / 1e6
+    );
+    let _ = writeln!(
+        o,
+        "  {:<22} {} voluntary, {} involuntary",
+        "context switches", r.voluntary_switches, r.involuntary_switches
+    );
+    let _ = writeln!(o, "  {:<22} {}", "wakeups", r.wakeups);
+    let _ = writeln!(o, "  {:<22} {}", "migrations", r.migrations);
+    let _ = writeln!(o, "  {:<22} {}", "mm switches", r.mm_switches);
+    let _ = writeln!(
+        o,
+        "  {:<22} p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
+        "run delay (us)",
+        r.run_delay_p50 as f64 / 1e3,
+        r.run_delay_p90 as f64 / 1e3,
+        r.run_delay_p99 as f64 / 1e3,
+        r.run_delay_max as f64 / 1e3
+    );
+    let (avg, min, max) = util(r);
+    let _ = writeln!(
+        o,
+        "  {:<22} avg {:.1}%  min {:.1}%  max {:.1}%",
+        "CPU busy",
+        avg * 100.0,
+        min * 100.0,
+        max * 100.0
+    );
+    let _ = writeln!(
+        o,
+        "  {:<22} {} created, {} exited, {} simulation events",
+        "tasks", r.tasks_created, r.tasks_exited, r.events
+    );
+    o
+}
+
+pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
+    json!({
+        "schedlab_version": env!("CARGO_PKG_VERSION"),
+        "machine": p.machine.name,
+        "kernel": p.kernel.name,
+        "features": args.features.clone().unwrap_or_default(),
+        "workload": p.workload.name,
+        "params": p.workload.params.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
+        "seed": args.seed,
+        "metric": { "name": r.metric_name, "value": r.metric_value, "unit": r.metric_unit, "higher_is_better": r.higher_is_better },
+        "simulated_ns": r.simulated_ns,
+        "context_switches": { "voluntary": r.voluntary_switches, "involuntary": r.involuntary_switches },
+        "migrations": r.migrations,
+        "wakeups": r.wakeups,
+        "run_delay_ns": { "p50": r.run_delay_p50, "p90": r.run_delay_p90, "p99": r.run_delay_p99, "max": r.run_delay_max },
+        "cpus": r.cpus.iter().enumerate().map(|(i, &(b, idle))| json!({"cpu": i, "busy_ns": b, "idle_ns": idle})).collect::<Vec<_>>(),
+        "tasks": { "created": r.tasks_created, "exited": r.tasks_exited },
+        "machine_counters": { "mm_switches": r.mm_switches, "idle_exit_ns": r.idle_exit_ns },
+        "events": r.events,
+    })
+}

@@ -1,0 +1,42 @@
+//! Per-operation CPU costs of the built-ins, at nominal speed. Each constant is
+//! sourced in docs/CALIBRATION.md ("Per-operation CPU costs of workloads"); the
+//! machine model adds context-switch, mm-switch and wakeup costs on top.
+
+/// AF_UNIX stream write of 100 bytes incl. syscall, skb alloc, queueing and the
+/// reader wakeup work (hackbench sockets: 3-4 us per message in all, §1.3).
+pub const UNIX_WRITE_NS: u64 = 2_000;
+/// AF_UNIX stream read of 100 bytes (the other ~1.5 us of the 3-4 us).
+pub const UNIX_READ_NS: u64 = 1_500;
+/// pipe write of a small message (hackbench pipes: 0.8-2 us per message, §1.3).
+pub const PIPE_WRITE_NS: u64 = 800;
+/// pipe read of a small message.
+pub const PIPE_READ_NS: u64 = 700;
+/// fork() of a small process (copy_process + mm dup), on the parent.
+pub const FORK_PROCESS_NS: u64 = 30_000;
+/// clone() of a thread (pthread_create), on the parent.
+pub const FORK_THREAD_NS: u64 = 8_000;
+/// do_exit() of a small task.
+pub const EXIT_NS: u64 = 5_000;
+/// Time a child spends between creation and its first blocking call
+/// (hackbench ready-pipe write + poll setup).
+pub const CHILD_SETUP_NS: u64 = 2_000;
+
+/// Pipe geometry: 16 buffers of one 4 KiB page (PIPE_DEF_BUFFERS); small writes
+/// merge into the tail page.
+pub const PIPE_BUFFERS: u32 = 16;
+pub const PAGE_SIZE: u32 = 4096;
+/// AF_UNIX send buffer (net.core.wmem_default = 212992) and the truesize of a
+/// small skb (data + sk_buff + shared info, ~768 B for 100 B of payload).
+pub const UNIX_SNDBUF: u32 = 212_992;
+pub const UNIX_SKB_OVERHEAD: u32 = 668;
+
+/// Messages of `size` bytes that fit in a pipe.
+pub fn pipe_capacity(size: u32) -> (u32, u32) {
+    let per_page = (PAGE_SIZE / size.max(1)).max(1);
+    (PIPE_BUFFERS * per_page, per_page)
+}
+
+/// Messages of `size` bytes that fit in an AF_UNIX stream socket's send buffer.
+pub fn unix_capacity(size: u32) -> u32 {
+    (UNIX_SNDBUF / (size + UNIX_SKB_OVERHEAD)).max(1)
+}

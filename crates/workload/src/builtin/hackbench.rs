@@ -1,0 +1,280 @@
+//! hackbench (rt-tests) / `perf bench sched messaging` (benchmark-workloads §1).
+//!
+//! G groups of 20 senders and 20 receivers. Receiver j of a group owns one
+//! channel; every sender of the group writes `loops` messages of 100 bytes to
+//! each of the 20 channels in turn. All children first signal readiness and
+//! wait on a poll gate; the main task opens the gate (one sync wakeup of every
+//! child), starts the clock, reaps every child and stops the clock.
+
+use super::costs::*;
+use super::{Builtin, MARK_END, MARK_START};
+use crate::params::{ParamDoc, Params};
+use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
+
+pub const BUILTIN: Builtin = Builtin {
+    name: "hackbench",
+    summary: "rt-tests hackbench / perf bench sched messaging: groups of 20 senders x 20 receivers",
+    metric: "time (s, lower is better)",
+    params: &[
+        ParamDoc {
+            key: "groups",
+            default: "10",
+            help: "number of groups (-g)",
+        },
+        ParamDoc {
+            key: "loops",
+            default: "100",
+            help: "messages each sender sends to each receiver (-l)",
+        },
+        ParamDoc {
+            key: "fds",
+            default: "20",
+            help: "senders = receivers per group (-f)",
+        },
+        ParamDoc {
+            key: "datasize",
+            default: "100",
+            help: "message size in bytes (-s)",
+        },
+        ParamDoc {
+            key: "pipe",
+            default: "0",
+            help: "1: pipes instead of AF_UNIX socketpairs (-p)",
+        },
+        ParamDoc {
+            key: "threads",
+            default: "0",
+            help: "1: threads instead of processes (-T)",
+        },
+    ],
+    build,
+};
+
+fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
+    let groups = p.u64_in("groups", 10, 1, 4096)? as u32;
+    let loops = p.u64_in("loops", 100, 1, 1 << 40)?;
+    let fds = p.u64_in("fds", 20, 1, 1024)? as u32;
+    let datasize = p.u64_in("datasize", 100, 1, 65536)? as u32;
+    let pipe = p.flag("pipe", false)?;
+    let threads = p.flag("threads", false)?;
+    let nr_children = groups * fds * 2;
+    if nr_children > 100_000 {
+        return Err(WorkloadError(format!(
+            "groups={groups}, fds={fds} makes {nr_children} tasks; schedlab allows 100000"
+        )));
+    }
+
+    let (write_cost, read_cost, kind, capacity) = if pipe {
+        let (cap, per_page) = pipe_capacity(datasize);
+        (
+            PIPE_WRITE_NS,
+            PIPE_READ_NS,
+            ChannelKind::Pipe {
+                msgs_per_page: per_page,
+            },
+            cap,
+        )
+    } else {
+        (
+            UNIX_WRITE_NS,
+            UNIX_READ_NS,
+            ChannelKind::Socket,
+            unix_capacity(datasize),
+        )
+    };
+    let fork_cost = if threads {
+        FORK_THREAD_NS
+    } else {
+        FORK_PROCESS_NS
+    };
+
+    let mut w = Workload {
+        name: "hackbench".into(),
+        params: vec![
+            ("groups".into(), groups.to_string()),
+            ("loops".into(), loops.to_string()),
+            ("fds".into(), fds.to_string()),
+            ("datasize".into(), datasize.to_string()),
+            ("pipe".into(), (pipe as u8).to_string()),
+            ("threads".into(), (threads as u8).to_string()),
+        ],
+        programs: Vec::new(),
+        tasks: Vec::new(),
+        channels: Vec::new(),
+        // sem 0: the ready pipe (children -> main), sem 1: the wakefd poll gate (sync: a pipe write wakes the pollers).
+        sems: vec![
+            SemSpec {
+                initial: 0,
+                sync: true,
+            },
+            SemSpec {
+                initial: 0,
+                sync: true,
+            },
+        ],
+        metric: MetricSpec::Elapsed {
+            name: "time".into(),
+            start: MARK_START,
+            end: MARK_END,
+        },
+        time_bounded: false,
+        jitter_pct: 10,
+    };
+    const READY: u32 = 0;
+    const GATE: u32 = 1;
+    let prologue = [
+        Op::Run { ns: CHILD_SETUP_NS },
+        Op::SemPost { sem: READY, n: 1 },
+        Op::SemWait { sem: GATE },
+    ];
+
+    // Main task: program 0.
+    w.programs.push(Vec::new());
+    let main_mm = 0;
+    w.tasks.push(TaskSpec {
+        name: "hackbench".into(),
+        program: 0,
+        mm: main_mm,
+        nice: 0,
+        cpus: None,
+        start: true,
+    });
+    let mut main_ops = Vec::new();
+    let mut next_mm = 1;
+    for g in 0..groups {
+        let chan0 = w.channels.len() as u32;
+        for _ in 0..fds {
+            w.channels.push(ChannelSpec {
+                capacity,
+                sync: true,
+                kind,
+            });
+        }
+        // Receivers first, as hackbench creates them.
+        for j in 0..fds {
+            let mut prog = prologue.to_vec();
+            prog.push(Op::Loop {
+                count: loops * fds as u64,
+            });
+            prog.push(Op::Read {
+                chan: chan0 + j,
+                cost: read_cost,
+            });
+            prog.push(Op::EndLoop);
+            prog.push(Op::Exit { cost: EXIT_NS });
+            w.programs.push(prog);
+            let spec = w.tasks.len() as u32;
+            let mm = if threads { main_mm } else { next_mm };
+            next_mm += 1;
+            w.tasks.push(TaskSpec {
+                name: format!("hackbench-r{g}.{j}"),
+                program: w.programs.len() as u32 - 1,
+                mm,
+                nice: 0,
+                cpus: None,
+                start: false,
+            });
+            main_ops.push(Op::Fork {
+                spec,
+                cost: fork_cost,
+            });
+        }
+        // One sender program per group: loop { for each receiver: write }.
+        let mut prog = prologue.to_vec();
+        prog.push(Op::Loop { count: loops });
+        for j in 0..fds {
+            prog.push(Op::Write {
+                chan: chan0 + j,
+                cost: write_cost,
+            });
+        }
+        prog.push(Op::EndLoop);
+        prog.push(Op::Exit { cost: EXIT_NS });
+        w.programs.push(prog);
+        let sender_prog = w.programs.len() as u32 - 1;
+        for j in 0..fds {
+            let spec = w.tasks.len() as u32;
+            let mm = if threads { main_mm } else { next_mm };
+            next_mm += 1;
+            w.tasks.push(TaskSpec {
+                name: format!("hackbench-s{g}.{j}"),
+                program: sender_prog,
+                mm,
+                nice: 0,
+                cpus: None,
+                start: false,
+            });
+            main_ops.push(Op::Fork {
+                spec,
+                cost: fork_cost,
+            });
+        }
+    }
+    // Wait for every child to be ready, open the gate, time until all are reaped.
+    main_ops.push(Op::Loop {
+        count: nr_children as u64,
+    });
+    main_ops.push(Op::SemWait { sem: READY });
+    main_ops.push(Op::EndLoop);
+    main_ops.push(Op::Mark { id: MARK_START });
+    main_ops.push(Op::SemPost {
+        sem: GATE,
+        n: u32::MAX,
+    });
+    main_ops.push(Op::Loop {
+        count: nr_children as u64,
+    });
+    main_ops.push(Op::WaitChild);
+    main_ops.push(Op::EndLoop);
+    main_ops.push(Op::Mark { id: MARK_END });
+    main_ops.push(Op::Exit { cost: EXIT_NS });
+    w.programs[0] = main_ops;
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_graph() {
+        let w = crate::build(
+            "hackbench",
+            &Params::parse("groups=2,loops=5").unwrap(),
+            8,
+            &[],
+        )
+        .unwrap();
+        // main + 2 groups x 40
+        assert_eq!(w.tasks.len(), 81);
+        assert_eq!(w.channels.len(), 40);
+        assert!(w
+            .channels
+            .iter()
+            .all(|c| c.sync && c.kind == ChannelKind::Socket));
+        // processes: every child its own mm
+        let mut mms: Vec<u32> = w.tasks.iter().map(|t| t.mm).collect();
+        mms.dedup();
+        assert_eq!(mms.len(), 81);
+        let wt = crate::build(
+            "hackbench",
+            &Params::parse("groups=1,threads=1,pipe=1").unwrap(),
+            8,
+            &[],
+        )
+        .unwrap();
+        assert!(wt.tasks.iter().all(|t| t.mm == 0));
+        assert!(matches!(
+            wt.channels[0].kind,
+            ChannelKind::Pipe { msgs_per_page: 40 }
+        ));
+        assert_eq!(wt.channels[0].capacity, 640);
+    }
+
+    #[test]
+    fn bad_params() {
+        let e = crate::build("hackbench", &Params::parse("group=2").unwrap(), 8, &[]).unwrap_err();
+        assert!(e.0.contains("groups=10"), "{e}");
+        assert!(crate::build("hackbench", &Params::parse("groups=0").unwrap(), 8, &[]).is_err());
+    }
+}
