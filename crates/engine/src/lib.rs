@@ -226,7 +226,7 @@ impl<'a> Sim<'a> {
     }
 
     /// Run to completion (every task exited) or to the duration limit.
-    pub fn run(mut self, cfg: &SimConfig) -> RunResult {
+    pub fn run(&mut self, cfg: &SimConfig) -> RunResult {
         let limit = cfg.duration_ns.unwrap_or(INF);
         while let Some(Reverse(ev)) = self.heap.pop() {
             if ev.at > limit {
@@ -744,7 +744,7 @@ impl<'a> Sim<'a> {
         self.wake(pp, c, Some(t), WakeFlags::SYNC);
     }
 
-    fn finish(mut self, end: u64) -> RunResult {
+    fn finish(&mut self, end: u64) -> RunResult {
         // Close the busy/idle intervals.
         for cpu in &mut self.cpus {
             let d = end.saturating_sub(cpu.since);
@@ -834,3 +834,14 @@ pub fn run(
     let kernel = Kernel::new(&machine.topology, profile);
     Sim::new(machine, kernel, wl, cfg).run(cfg)
 }
+
+impl Sim<'_> {
+    /// Like [`Sim::run`] but also hands back the kernel state (tests, tools).
+    pub fn run_keep_kernel(mut self, cfg: &SimConfig) -> (RunResult, Kernel) {
+        let r = self.run(cfg);
+        (r, self.kernel)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -831,3 +831,274 @@ impl Kernel {
         self.rqs[cpu.idx()].need_resched = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{SwitchReason, TaskParams};
+    use crate::profile::profile;
+    use crate::sched::TaskState;
+    use schedlab_topology::{CpuInfo, CpuTopology};
+
+    const MS: u64 = 1_000_000;
+
+    fn one_cpu(kernel: &str) -> Kernel {
+        let t = CpuTopology::new(
+            vec![CpuInfo {
+                core: 0,
+                cluster: 0,
+                llc: 0,
+                node: 0,
+                package: 0,
+            }],
+            vec![vec![10]],
+        )
+        .unwrap();
+        Kernel::new(&t, profile(kernel).unwrap())
+    }
+
+    /// Hand-build a cfs_rq on CPU 0: entities (weight, vruntime, deadline) in
+    /// the tree, none running. Returns their ids.
+    fn hand_queue(k: &mut Kernel, ents: &[(u64, u64, u64)]) -> Vec<TaskId> {
+        let mut ids = Vec::new();
+        for &(w, v, d) in ents {
+            let p = k.sched_fork(&TaskParams::default(), None, CpuId(0), 0);
+            let se = &mut k.tasks[p.idx()].se;
+            se.weight = w;
+            se.vruntime = v;
+            se.deadline = d;
+            se.on_rq = true;
+            k.tasks[p.idx()].state = TaskState::Runnable;
+            k.account_entity_enqueue(CpuId(0), p);
+            k.enqueue_tree(CpuId(0), p);
+            ids.push(p);
+        }
+        ids
+    }
+
+    // spec §7.2: an entity is eligible iff v_i <= V; pick_eevdf returns the
+    // eligible entity with the earliest virtual deadline, not the earliest deadline overall.
+    #[test]
+    fn eevdf_picks_earliest_eligible_deadline() {
+        let mut k = one_cpu("v6.6");
+        let ids = hand_queue(
+            &mut k,
+            &[
+                (1024, 0, 30 * MS),
+                (1024, 10 * MS, 15 * MS),
+                (1024, 20 * MS, 5 * MS),
+            ],
+        );
+        assert_eq!(k.avg_vruntime(CpuId(0)), 10 * MS);
+        assert!(k.entity_eligible(CpuId(0), ids[0]));
+        assert!(k.entity_eligible(CpuId(0), ids[1]), "v == V is eligible");
+        assert!(!k.entity_eligible(CpuId(0), ids[2]));
+        assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[1]));
+    }
+
+    // spec §7.2: V is weight-averaged: a heavy entity drags V toward itself.
+    #[test]
+    fn eevdf_eligibility_is_weighted() {
+        let mut k = one_cpu("v6.6");
+        // nice -5 (3121) at v=0, nice 0 at v=8ms: V = 8ms*1024/(4145) ~ 1.98ms
+        let ids = hand_queue(&mut k, &[(3121, 0, 50 * MS), (1024, 8 * MS, 9 * MS)]);
+        let v = k.avg_vruntime(CpuId(0));
+        assert!(v > MS && v < 3 * MS, "V = {v}");
+        assert!(!k.entity_eligible(CpuId(0), ids[1]));
+        assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[0]));
+    }
+
+    // spec §7.2 RUN_TO_PARITY: a running, eligible curr keeps the CPU until its
+    // request is consumed, even if a queued entity has an earlier deadline.
+    #[test]
+    fn eevdf_run_to_parity_protects_curr() {
+        let mut k = one_cpu("v6.6");
+        let ids = hand_queue(&mut k, &[(1024, 0, 3 * MS), (1024, 0, 1 * MS)]);
+        k.set_next_entity(CpuId(0), ids[0], 0);
+        k.rqs[0].curr = Some(ids[0]);
+        assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[0]), "protected curr");
+        k.feats
+            .set(crate::features::SchedFeat::RUN_TO_PARITY, false);
+        assert_eq!(
+            k.pick_eevdf(CpuId(0)),
+            Some(ids[1]),
+            "without RUN_TO_PARITY the earlier deadline wins"
+        );
+    }
+
+    /// Make `p` (queued, not running) go to sleep at `now`, as schedule() does for a blocking curr.
+    fn run_then_sleep(k: &mut Kernel, p: TaskId, now: u64) {
+        k.rqs[0]
+            .cfs
+            .curr
+            .map(|c| k.put_prev_entity(CpuId(0), c, now));
+        k.set_next_entity(CpuId(0), p, now);
+        k.rqs[0].curr = Some(p);
+        k.schedule(CpuId(0), SwitchReason::Block, now);
+    }
+
+    // spec §7.2: lag is kept across sleep: after PLACE_LAG placement the entity's
+    // lag relative to the new V equals the lag it had when it went to sleep.
+    #[test]
+    fn eevdf_lag_kept_across_sleep() {
+        let mut k = one_cpu("v6.6");
+        let ids = hand_queue(
+            &mut k,
+            &[
+                (1024, 0, 3 * MS),
+                (1024, 4 * MS, 7 * MS),
+                (1024, 8 * MS, 11 * MS),
+            ],
+        );
+        // ids[0] is 4ms behind V (=4ms): lag +4ms; it sleeps (runs 0 ns first).
+        run_then_sleep(&mut k, ids[0], 0);
+        let vlag = k.tasks[ids[0].idx()].se.vlag;
+        assert_eq!(vlag, 4 * MS as i64, "lag at dequeue = V - v");
+        k.tasks[ids[0].idx()].state = TaskState::Sleeping;
+        // Wake it: placed at V' - inflated lag; afterwards V'' - v == stored lag.
+        k.try_to_wake_up(ids[0], CpuId(0), None, crate::core::WakeFlags::default(), 0);
+        let v_after = k.avg_vruntime(CpuId(0));
+        let lag_after = vdiff(v_after, k.tasks[ids[0].idx()].se.vruntime);
+        assert!(
+            (lag_after - vlag).abs() <= 2,
+            "lag after placement {lag_after} vs stored {vlag}"
+        );
+        // Without PLACE_LAG it would be placed at V (lag 0).
+        let mut k2 = one_cpu("v6.6");
+        k2.feats.set(crate::features::SchedFeat::PLACE_LAG, false);
+        let ids2 = hand_queue(
+            &mut k2,
+            &[
+                (1024, 0, 3 * MS),
+                (1024, 4 * MS, 7 * MS),
+                (1024, 8 * MS, 11 * MS),
+            ],
+        );
+        run_then_sleep(&mut k2, ids2[0], 0);
+        k2.tasks[ids2[0].idx()].state = TaskState::Sleeping;
+        let v_before = k2.avg_vruntime(CpuId(0));
+        k2.try_to_wake_up(
+            ids2[0],
+            CpuId(0),
+            None,
+            crate::core::WakeFlags::default(),
+            0,
+        );
+        assert_eq!(k2.tasks[ids2[0].idx()].se.vruntime, v_before);
+    }
+
+    // spec §7.2 (v6.12 delayed dequeue): an ineligible sleeper stays queued as
+    // sched_delayed; an eligible one is dequeued at once.
+    #[test]
+    fn eevdf_v6_12_delays_ineligible_sleepers() {
+        let mut k = one_cpu("v6.12");
+        let ids = hand_queue(&mut k, &[(1024, 0, 3 * MS), (1024, 8 * MS, 11 * MS)]);
+        // ids[1] is ahead of V (=4ms): negative lag, not eligible.
+        run_then_sleep(&mut k, ids[1], 0);
+        assert!(k.tasks[ids[1].idx()].se.sched_delayed && k.tasks[ids[1].idx()].se.on_rq);
+        assert_eq!(k.rqs[0].cfs.h_nr_delayed, 1);
+        // ids[0] (eligible, behind V) sleeps: dequeued for real; then the CPU
+        // picks the delayed one, completes its dequeue, and goes idle.
+        let mut k2 = one_cpu("v6.12");
+        let ids2 = hand_queue(&mut k2, &[(1024, 0, 3 * MS), (1024, 8 * MS, 11 * MS)]);
+        run_then_sleep(&mut k2, ids2[0], 0);
+        assert!(!k2.tasks[ids2[0].idx()].se.on_rq);
+        let mut k3 = one_cpu("v6.6");
+        let ids3 = hand_queue(&mut k3, &[(1024, 0, 3 * MS), (1024, 8 * MS, 11 * MS)]);
+        run_then_sleep(&mut k3, ids3[1], 0);
+        assert!(
+            !k3.tasks[ids3[1].idx()].se.on_rq,
+            "v6.6 has no delayed dequeue"
+        );
+    }
+
+    // spec §7.3: CFS picks the leftmost (smallest vruntime) entity; a next buddy
+    // wins only if it is within wakeup_gran of the leftmost.
+    #[test]
+    fn cfs_picks_leftmost_and_honours_close_buddy() {
+        let mut k = one_cpu("v3.10");
+        let ids = hand_queue(
+            &mut k,
+            &[
+                (1024, 5 * MS, 0),
+                (1024, 2 * MS, 0),
+                (1024, 2 * MS + MS / 2, 0),
+            ],
+        );
+        assert_eq!(k.pick_next_entity_cfs(CpuId(0)), Some(ids[1]));
+        // wakeup_gran on 1 CPU = 1ms (factor 1): buddy 0.5ms right of leftmost wins...
+        k.rqs[0].cfs.next = Some(ids[2]);
+        assert_eq!(k.pick_next_entity_cfs(CpuId(0)), Some(ids[2]));
+        assert_eq!(k.rqs[0].cfs.next, None, "picked buddy is cleared");
+        // ...one 3ms right does not.
+        k.rqs[0].cfs.next = Some(ids[0]);
+        assert_eq!(k.pick_next_entity_cfs(CpuId(0)), Some(ids[1]));
+    }
+
+    // spec §7.3 check_preempt_tick: curr is preempted once it ran longer than
+    // its ideal slice (period * w / load), not before min_granularity.
+    #[test]
+    fn cfs_tick_preemption_after_ideal_slice() {
+        let mut k = one_cpu("v3.10");
+        let ids = hand_queue(&mut k, &[(1024, 0, 0), (1024, 0, 0)]);
+        k.set_next_entity(CpuId(0), ids[0], 0);
+        k.rqs[0].curr = Some(ids[0]);
+        // 1 CPU: latency 6ms, 2 tasks -> ideal slice 3ms.
+        assert_eq!(k.sched_slice(CpuId(0), ids[0]), 3 * MS);
+        k.task_tick_fair(CpuId(0), MS / 2);
+        assert!(
+            !k.rqs[0].need_resched,
+            "below min_granularity: no preemption"
+        );
+        k.task_tick_fair(CpuId(0), 2 * MS);
+        // ran 2ms, vruntime 2ms ahead of the other (0) but < ideal 3ms: no preemption
+        assert!(!k.rqs[0].need_resched);
+        k.task_tick_fair(CpuId(0), 3 * MS + 1);
+        assert!(k.rqs[0].need_resched, "ran past its ideal slice");
+    }
+
+    // spec §7.3: CFS wakeup preemption needs curr.v - wakee.v > wakeup_gran(wakee).
+    #[test]
+    fn cfs_wakeup_preemption_granularity() {
+        let mut k = one_cpu("v3.10");
+        let ids = hand_queue(
+            &mut k,
+            &[
+                (1024, 10 * MS, 0),
+                (1024, 9 * MS + MS / 2, 0),
+                (1024, 8 * MS, 0),
+            ],
+        );
+        k.set_next_entity(CpuId(0), ids[0], 0);
+        k.rqs[0].curr = Some(ids[0]);
+        k.check_preempt_wakeup(CpuId(0), ids[1], false, 0);
+        assert!(!k.rqs[0].need_resched, "0.5ms behind < 1ms gran");
+        k.check_preempt_wakeup(CpuId(0), ids[2], false, 0);
+        assert!(k.rqs[0].need_resched, "2ms behind > 1ms gran");
+        assert_eq!(
+            k.rqs[0].cfs.next,
+            Some(ids[2]),
+            "the preempting wakee becomes next buddy"
+        );
+    }
+
+    // spec §7.2: EEVDF has no tick preemption check; the request renews at the
+    // deadline and reschedules when others are queued.
+    #[test]
+    fn eevdf_tick_reschedules_at_deadline() {
+        let mut k = one_cpu("v6.6");
+        let ids = hand_queue(&mut k, &[(1024, 0, 750_000), (1024, 0, 750_000)]);
+        k.set_next_entity(CpuId(0), ids[0], 0);
+        k.rqs[0].curr = Some(ids[0]);
+        k.task_tick_fair(CpuId(0), 500_000);
+        assert!(!k.rqs[0].need_resched);
+        k.task_tick_fair(CpuId(0), 800_000);
+        assert!(k.rqs[0].need_resched, "vruntime passed the deadline");
+        let se = &k.tasks[ids[0].idx()].se;
+        assert_eq!(
+            se.deadline,
+            se.vruntime + k.tun.base_slice_ns,
+            "new request of one base slice"
+        );
+    }
+}

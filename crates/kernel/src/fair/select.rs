@@ -319,3 +319,64 @@ impl Kernel {
         best_idle.unwrap_or(least_loaded)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::core::{Kernel, SwitchReason, TaskParams};
+    use crate::profile::profile;
+    use schedlab_topology::{CpuId, CpuInfo, CpuTopology};
+
+    /// x86-12 as the preset describes it: 2 nodes x 6 cores, no SMT, SLIT 10/20.
+    fn x86_12() -> CpuTopology {
+        let cpus = (0..12u32)
+            .map(|c| CpuInfo {
+                core: c,
+                cluster: c / 6,
+                llc: c / 6,
+                node: c / 6,
+                package: c / 6,
+            })
+            .collect();
+        CpuTopology::new(cpus, vec![vec![10, 20], vec![20, 10]]).unwrap()
+    }
+
+    // spec §4.4: fork balancing (SD_BALANCE_FORK on every level within
+    // RECLAIM_DISTANCE) sends successive busy children to idle CPUs: 12 forks
+    // from cpu0 land on 12 different CPUs, in both slow-path forms.
+    #[test]
+    fn fork_balancing_spreads_children() {
+        for kernel in ["v3.10", "v6.6", "v6.12"] {
+            let mut k = Kernel::new(&x86_12(), profile(kernel).unwrap());
+            let mut seen = Vec::new();
+            for i in 0..12u64 {
+                let now = i * 1000;
+                let p = k.sched_fork(&TaskParams::default(), None, CpuId(0), now);
+                let r = k.wake_up_new_task(p, CpuId(0), now);
+                // The child starts running there (the CPU was idle).
+                assert!(r.resched, "{kernel}: child {i} on busy cpu{}", r.cpu.0);
+                k.schedule(r.cpu, SwitchReason::Preempt, now);
+                seen.push(r.cpu.0);
+            }
+            let mut s = seen.clone();
+            s.sort_unstable();
+            s.dedup();
+            assert_eq!(s.len(), 12, "{kernel}: children placed on {seen:?}");
+        }
+    }
+
+    // A pinned task is never placed outside its affinity.
+    #[test]
+    fn affinity_is_respected() {
+        let mut k = Kernel::new(&x86_12(), profile("v6.6").unwrap());
+        let p = k.sched_fork(
+            &TaskParams {
+                cpus_allowed: Some(vec![CpuId(7)]),
+                ..Default::default()
+            },
+            None,
+            CpuId(0),
+            0,
+        );
+        assert_eq!(k.wake_up_new_task(p, CpuId(0), 0).cpu, CpuId(7));
+    }
+}
