@@ -39,6 +39,8 @@ enum EvKind {
     Tick { cpu: u16, gen: u32 },
     /// A sleeping task's timer expires.
     Timer { task: u32 },
+    /// The wake-list IPI reaches `cpu`: it activates its queued wakeups.
+    WakeList { cpu: u16 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -154,8 +156,14 @@ pub struct Sim<'a> {
 const INF: u64 = u64::MAX;
 
 impl<'a> Sim<'a> {
-    pub fn new(machine: &'a Machine, kernel: Kernel, wl: &'a Workload, cfg: &SimConfig) -> Sim<'a> {
+    pub fn new(
+        machine: &'a Machine,
+        mut kernel: Kernel,
+        wl: &'a Workload,
+        cfg: &SimConfig,
+    ) -> Sim<'a> {
         let n = machine.topology.nr_cpus();
+        kernel.scan_cost_per_cpu_ns = machine.costs.idle_scan_ns_per_cpu;
         let tick_ns = kernel.tun.tick_ns;
         let mut s = Sim {
             kernel,
@@ -269,9 +277,18 @@ impl<'a> Sim<'a> {
                     }
                 }
                 EvKind::Timer { task } => {
+                    // The hrtimer fires on the CPU the task slept on; `current`
+                    // there (if any) is the waker as far as record_wakee() is concerned.
                     let p = TaskId(task);
                     let cpu = self.kernel.task_cpu(p);
-                    self.wake(p, cpu, None, WakeFlags::default());
+                    let current = self.cpus[cpu.idx()].running;
+                    self.wake(p, cpu, current, WakeFlags::default());
+                }
+                EvKind::WakeList { cpu } => {
+                    let c = CpuId(cpu);
+                    if self.kernel.sched_ttwu_pending(c, self.now) {
+                        self.do_schedule(c, SwitchReason::Preempt);
+                    }
                 }
             }
             if self.alive == 0 {
@@ -345,6 +362,25 @@ impl<'a> Sim<'a> {
     /// IPI (and leaves its idle state); the local CPU reschedules at the next
     /// op boundary of its running task.
     fn after_wake(&mut self, r: WakeResult, this_cpu: CpuId) {
+        if r.scanned > 0 {
+            // The waker pays for the CPUs its idle search examined.
+            if let Some(w) = self.cpus[this_cpu.idx()].running {
+                self.rt[w.idx()].remaining += r.scanned * self.machine.costs.idle_scan_ns_per_cpu;
+            }
+        }
+        if r.queued {
+            if r.ipi {
+                let target = r.cpu;
+                let mut lat = self.machine.costs.ipi_ns;
+                if self.cpus[target.idx()].running.is_none() {
+                    let exit = self.idle_exit_latency(target);
+                    self.idle_exit_ns += exit;
+                    lat += exit;
+                }
+                self.push(self.now + lat, EvKind::WakeList { cpu: target.0 });
+            }
+            return;
+        }
         if !r.resched {
             return;
         }

@@ -6,8 +6,10 @@
 use crate::cpumask::CpuMask;
 use crate::fair::flags::*;
 use crate::features::SchedFeatures;
+use crate::profile::TtwuQueueVariant;
 use crate::profile::{EffectiveTunables, ForkPlacement, KernelProfile, PickAlgo};
 use crate::sched::{task_weight, CfsRq, Policy, Rq, SchedEntity, Task, TaskId, TaskState};
+use crate::stats::{LbStats, LlcShared, SdStats};
 use crate::topology::{SchedDomains, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE};
 use schedlab_topology::{CpuId, CpuTopology};
 
@@ -52,12 +54,19 @@ pub struct TaskParams {
 /// What a wakeup did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WakeResult {
-    /// The CPU the task was enqueued on.
+    /// The CPU the task was (or will be) enqueued on.
     pub cpu: CpuId,
     /// The task changed CPU (`WF_MIGRATED`).
     pub migrated: bool,
     /// `cpu` has TIF_NEED_RESCHED set (idle target or wakeup preemption).
     pub resched: bool,
+    /// TTWU_QUEUE: the task went on `cpu`'s wake list; the target must run
+    /// `sched_ttwu_pending()` (after the IPI) to enqueue it.
+    pub queued: bool,
+    /// The wake list of `cpu` was empty before: an IPI must be sent.
+    pub ipi: bool,
+    /// CPUs examined by the idle search for this wakeup (the machine model charges for them).
+    pub scanned: u64,
 }
 
 /// Why `schedule()` is called.
@@ -88,6 +97,23 @@ pub struct Kernel {
     pub sd: SchedDomains,
     pub rqs: Vec<Rq>,
     pub tasks: Vec<Task>,
+    /// schedstat per CPU per domain level (parallel to `sd.per_cpu`).
+    pub sd_stats: Vec<Vec<SdStats>>,
+    /// Load-balance schedstat per CPU per domain level per idle type (busy, idle, newidle).
+    pub lb_stats: Vec<Vec<[LbStats; 3]>>,
+    /// `sched_domain_shared` per LLC, indexed by the LLC's first CPU (`sd_llc_id`).
+    pub llc_shared: Vec<LlcShared>,
+    /// SIS_PROP `avg_scan_cost` of each CPU's LLC domain (ns).
+    pub avg_scan_cost: Vec<u64>,
+    /// What the hardware charges per CPU examined by an idle search (ns): the
+    /// kernel measures its scan time with the clock; the engine tells it.
+    pub scan_cost_per_cpu_ns: u64,
+    /// CPUs examined by the current wakeup's idle search.
+    pub(crate) last_scan: u64,
+    pub(crate) cur_this_cpu: CpuId,
+    pub(crate) cur_now: u64,
+    /// `sched_smt_active()`
+    pub smt_active: bool,
     nr_cpus: usize,
 }
 
@@ -110,8 +136,28 @@ impl Kernel {
                 ttwu_count: 0,
                 ttwu_local: 0,
                 sched_goidle: 0,
+                ttwu_pending: 0,
+                wake_list: Vec::new(),
+                wake_avg_idle: tun.migration_cost_ns,
+                wake_stamp: 0,
             })
             .collect();
+        let sd_stats = sd
+            .per_cpu
+            .iter()
+            .map(|l| vec![SdStats::default(); l.len()])
+            .collect();
+        let lb_stats = sd
+            .per_cpu
+            .iter()
+            .map(|l| vec![[LbStats::default(); 3]; l.len()])
+            .collect();
+        let mut llc_shared = vec![LlcShared::default(); n];
+        for c in 0..n {
+            // sd_init(): SIS_UTIL starts with a full scan of the LLC.
+            llc_shared[sd.sd_llc_id[c] as usize].nr_idle_scan = sd.sd_llc_size[c];
+        }
+        let smt_active = topo.threads_per_core() > 1;
         Kernel {
             feats: profile.features,
             profile,
@@ -119,6 +165,15 @@ impl Kernel {
             sd,
             rqs,
             tasks: Vec::new(),
+            sd_stats,
+            lb_stats,
+            llc_shared,
+            avg_scan_cost: vec![0; n],
+            scan_cost_per_cpu_ns: 0,
+            last_scan: 0,
+            cur_this_cpu: CpuId(0),
+            cur_now: 0,
+            smt_active,
             nr_cpus: n,
         }
     }
@@ -229,7 +284,8 @@ impl Kernel {
     pub fn wake_up_new_task(&mut self, p: TaskId, this_cpu: CpuId, now: u64) -> WakeResult {
         debug_assert_eq!(self.tasks[p.idx()].state, TaskState::New);
         let prev = self.tasks[p.idx()].cpu;
-        let cpu = self.select_task_rq(p, prev, this_cpu, WakeFlags::FORK);
+        self.last_scan = 0;
+        let cpu = self.select_task_rq(p, prev, this_cpu, None, WakeFlags::FORK, now);
         // __set_task_cpu(): placing a new task is not a migration.
         self.tasks[p.idx()].cpu = cpu;
         self.post_init_entity_util_avg(cpu, p);
@@ -241,19 +297,33 @@ impl Kernel {
         };
         self.activate_task(cpu, p, flags, now);
         self.check_preempt_wakeup(cpu, p, true, now);
+        let scanned = std::mem::take(&mut self.last_scan);
         WakeResult {
             cpu,
             migrated: cpu != prev,
             resched: self.rqs[cpu.idx()].need_resched,
+            queued: false,
+            ipi: false,
+            scanned,
         }
     }
 
     /// `select_task_rq()`: the class hook unless the task may run on one CPU only.
-    fn select_task_rq(&mut self, p: TaskId, prev: CpuId, this_cpu: CpuId, wf: WakeFlags) -> CpuId {
+    fn select_task_rq(
+        &mut self,
+        p: TaskId,
+        prev: CpuId,
+        this_cpu: CpuId,
+        waker: Option<TaskId>,
+        wf: WakeFlags,
+        now: u64,
+    ) -> CpuId {
+        self.cur_this_cpu = this_cpu;
+        self.cur_now = now;
         let allowed = self.tasks[p.idx()].cpus_allowed.clone();
         let cpu = match &allowed {
             Some(m) if m.weight() == 1 => m.first().unwrap(),
-            _ => self.select_task_rq_fair(p, prev, this_cpu, wf),
+            _ => self.select_task_rq_fair(p, prev, this_cpu, waker, wf, now),
         };
         match &allowed {
             Some(m) if !m.test(cpu) => m.first().expect("validated non-empty affinity"),
@@ -285,6 +355,8 @@ impl Kernel {
             let ai = rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8;
             rq.avg_idle = (ai.max(0) as u64).min(max);
             rq.idle_stamp = 0;
+            // v5.13+ ttwu_do_wakeup(): SIS_PROP's estimate restarts from avg_idle.
+            rq.wake_avg_idle = rq.avg_idle / 2;
         }
         let t = &mut self.tasks[p.idx()];
         t.state = TaskState::Runnable;
@@ -307,7 +379,6 @@ impl Kernel {
         wf: WakeFlags,
         now: u64,
     ) -> WakeResult {
-        let _ = waker;
         let t = &self.tasks[p.idx()];
         debug_assert_eq!(
             t.state,
@@ -322,12 +393,15 @@ impl Kernel {
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Runnable;
             t.last_queued = Some(now);
-            self.account_ttwu(prev, this_cpu);
+            self.ttwu_stat(prev, this_cpu);
             self.check_preempt_wakeup(prev, p, false, now);
             return WakeResult {
                 cpu: prev,
                 migrated: false,
                 resched: self.rqs[prev.idx()].need_resched,
+                queued: false,
+                ipi: false,
+                scanned: 0,
             };
         }
         if !self.eevdf() {
@@ -337,7 +411,9 @@ impl Kernel {
             se.vruntime = se.vruntime.wrapping_sub(min);
             se.vruntime_relative = true;
         }
-        let cpu = self.select_task_rq(p, prev, this_cpu, wf.union(WakeFlags::TTWU));
+        self.last_scan = 0;
+        let cpu = self.select_task_rq(p, prev, this_cpu, waker, wf.union(WakeFlags::TTWU), now);
+        let scanned = std::mem::take(&mut self.last_scan);
         let migrated = cpu != prev;
         if migrated {
             // Bring PELT up to date on the old CPU before detaching (migrate_task_rq_fair).
@@ -345,26 +421,99 @@ impl Kernel {
             se.avg.update(now, 0, se.weight, 0, false);
             self.set_task_cpu(p, cpu);
         }
+        self.ttwu_stat(cpu, this_cpu);
+        if self.feats.has(crate::features::SchedFeat::TTWU_QUEUE)
+            && self.ttwu_queue_cond(this_cpu, cpu)
+        {
+            // ttwu_queue_wakelist(): the target activates the task itself after the IPI.
+            let rq = &mut self.rqs[cpu.idx()];
+            let ipi = rq.wake_list.is_empty();
+            rq.wake_list.push(p);
+            rq.ttwu_pending += 1;
+            let t = &mut self.tasks[p.idx()];
+            t.state = TaskState::Waking;
+            t.last_queued = Some(now);
+            return WakeResult {
+                cpu,
+                migrated,
+                resched: false,
+                queued: true,
+                ipi,
+                scanned,
+            };
+        }
+        self.ttwu_do_activate(cpu, p, migrated, now);
+        WakeResult {
+            cpu,
+            migrated,
+            resched: self.rqs[cpu.idx()].need_resched,
+            queued: false,
+            ipi: false,
+            scanned,
+        }
+    }
+
+    /// `ttwu_do_activate()`: enqueue a woken task and check wakeup preemption.
+    fn ttwu_do_activate(&mut self, cpu: CpuId, p: TaskId, migrated: bool, now: u64) {
+        let queued_at = self.tasks[p.idx()].last_queued;
         self.activate_task(
             cpu,
             p,
             ENQUEUE_WAKEUP | if migrated { ENQUEUE_MIGRATED } else { 0 },
             now,
         );
-        self.account_ttwu(cpu, this_cpu);
+        if let Some(q) = queued_at {
+            // The run delay of a wake-list wakeup starts at the wakeup, not at activation.
+            self.tasks[p.idx()].last_queued = Some(q.min(now));
+        }
         self.check_preempt_wakeup(cpu, p, false, now);
-        WakeResult {
-            cpu,
-            migrated,
-            resched: self.rqs[cpu.idx()].need_resched,
+    }
+
+    /// `ttwu_queue_cond()` per version (spec §3.3).
+    fn ttwu_queue_cond(&self, this_cpu: CpuId, cpu: CpuId) -> bool {
+        match self.profile.ttwu_queue {
+            TtwuQueueVariant::None => false,
+            TtwuQueueVariant::CrossLlc => !self.sd.cpus_share_cache(this_cpu, cpu),
+            TtwuQueueVariant::IdleTarget => {
+                if !self.sd.cpus_share_cache(this_cpu, cpu) {
+                    return true;
+                }
+                if cpu == this_cpu {
+                    return false;
+                }
+                self.rqs[cpu.idx()].nr_running() == 0
+            }
         }
     }
 
-    fn account_ttwu(&mut self, cpu: CpuId, this_cpu: CpuId) {
-        let rq = &mut self.rqs[cpu.idx()];
+    /// `sched_ttwu_pending()`: the target CPU (after the IPI) activates the tasks
+    /// on its wake list. Returns true if it must reschedule.
+    pub fn sched_ttwu_pending(&mut self, cpu: CpuId, now: u64) -> bool {
+        let list = std::mem::take(&mut self.rqs[cpu.idx()].wake_list);
+        for &p in &list {
+            self.rqs[cpu.idx()].ttwu_pending -= 1;
+            // WF_MIGRATED was already accounted by set_task_cpu at selection.
+            self.ttwu_do_activate(cpu, p, false, now);
+        }
+        let mut l = list;
+        l.clear();
+        self.rqs[cpu.idx()].wake_list = l;
+        self.rqs[cpu.idx()].need_resched
+    }
+
+    /// `ttwu_stat()`: counted on the waker's CPU (ecosystem reference §2.2).
+    fn ttwu_stat(&mut self, cpu: CpuId, this_cpu: CpuId) {
+        let rq = &mut self.rqs[this_cpu.idx()];
         rq.ttwu_count += 1;
         if cpu == this_cpu {
             rq.ttwu_local += 1;
+            return;
+        }
+        for (k, &id) in self.sd.per_cpu[this_cpu.idx()].iter().enumerate() {
+            if self.sd.domains[id as usize].span.test(cpu) {
+                self.sd_stats[this_cpu.idx()][k].ttwu_wake_remote += 1;
+                break;
+            }
         }
     }
 
@@ -432,6 +581,7 @@ impl Kernel {
         if next.is_none() && prev.is_some() {
             rq.idle_stamp = now.max(1);
             rq.sched_goidle += 1;
+            self.update_idle_core(cpu);
         }
         SwitchResult {
             prev,
@@ -443,17 +593,50 @@ impl Kernel {
     /// `scheduler_tick()` → `task_tick_fair()`. Returns true if the current task must be preempted.
     pub fn scheduler_tick(&mut self, cpu: CpuId, now: u64) -> bool {
         self.task_tick_fair(cpu, now);
+        if self.feats.has(crate::features::SchedFeat::SIS_UTIL) {
+            // FIDELITY(F-011): update_idle_cpu_scan() runs from periodic load
+            // balancing of the LLC domain; without a balancer we run it from the
+            // tick of any CPU of the LLC at the LLC domain's balance interval.
+            if let Some(llc) = self.sd.sd_llc(cpu) {
+                let busy = self.rqs[cpu.idx()].curr.is_some();
+                let interval_ms =
+                    llc.span_weight as u64 * if busy { llc.busy_factor as u64 } else { 1 };
+                let id = self.sd.sd_llc_id[cpu.idx()] as usize;
+                if now >= self.llc_shared[id].next_scan_update {
+                    self.llc_shared[id].next_scan_update = now + interval_ms * 1_000_000;
+                    self.update_idle_cpu_scan(cpu);
+                }
+            }
+        }
         if self.rqs[cpu.idx()].curr.is_none() {
             self.update_load_avg(cpu, None, now);
         }
         self.rqs[cpu.idx()].need_resched
     }
 
+    /// `__update_idle_core()`: a CPU entering idle marks its LLC as having an
+    /// idle core if all its SMT siblings are idle (spec §5.4).
+    fn update_idle_core(&mut self, cpu: CpuId) {
+        if !self.smt_active {
+            return;
+        }
+        let id = self.sd.sd_llc_id[cpu.idx()] as usize;
+        if self.llc_shared[id].has_idle_cores {
+            return;
+        }
+        if self.sd.smt_mask[cpu.idx()]
+            .iter()
+            .all(|s| s == cpu || self.available_idle_cpu(s))
+        {
+            self.llc_shared[id].has_idle_cores = true;
+        }
+    }
+
     /// `idle_cpu()` (spec §3.4).
     #[inline]
     pub fn idle_cpu(&self, c: CpuId) -> bool {
         let rq = &self.rqs[c.idx()];
-        rq.curr.is_none() && rq.nr_running() == 0
+        rq.curr.is_none() && rq.nr_running() == 0 && rq.ttwu_pending == 0
     }
 
     /// `task_cpu(p)`

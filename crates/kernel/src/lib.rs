@@ -14,6 +14,7 @@ pub mod features;
 pub mod pelt;
 pub mod profile;
 pub mod sched;
+pub mod stats;
 pub mod topology;
 
 pub use crate::core::{Kernel, SwitchReason, SwitchResult, TaskParams, WakeFlags, WakeResult};

@@ -46,6 +46,88 @@ pub enum ForkPlacement {
     EevdfWakeUpNew,
 }
 
+/// wake_wide() form (spec §4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeWideVariant {
+    /// Before v3.12 (our v3.11 profile carries the patch): no wakee tracking at all.
+    None,
+    /// Michael Wang 2013 (seed 000): flips reset to 0 every second; checked inside
+    /// wake_affine(): wide iff wakee.flips > llc && waker.flips > llc * wakee.flips.
+    V3_11,
+    /// Mike Galbraith v4.5+: flips halved every second; symmetric master/slave test
+    /// in select_task_rq_fair() before the domain walk.
+    V4_5,
+}
+
+/// wake_affine() form (spec §4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeAffineVariant {
+    /// v2.6.3x-v4.13: load-index balance test with sync discount and tl_per_task.
+    LoadIdx,
+    /// v4.14-v5.10: WA_IDLE / WA_WEIGHT / WA_BIAS, no prev-idle clause.
+    V4_14,
+    /// v5.11+: wake_affine_idle() also returns prev when prev is idle.
+    V5_11,
+}
+
+/// Which load wake_affine() compares (spec §6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeLoad {
+    /// Pre-v3.8: instantaneous rq weight (cpu_load[0]).
+    Instant,
+    /// v3.8-v5.4: cfs_rq->runnable_load_avg (PELT of runnable entities).
+    RunnableAvg,
+    /// v5.5+: cfs_rq->avg.load_avg.
+    LoadAvg,
+}
+
+/// select_idle_sibling() form (spec §5, §5.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SisVariant {
+    /// this/prev if idle, else the first idle CPU walking up SD_SHARE_PKG_RESOURCES domains.
+    V2_6_38,
+    /// this/prev if idle, else a fully idle group walking down from sd_llc.
+    V3_10,
+    /// target, prev, recent_used_cpu, select_idle_core (LLC), select_idle_cpu (SIS_PROP), select_idle_smt(target).
+    V5_2,
+    /// Merged core/cpu scan (one loop), no select_idle_smt.
+    V5_12,
+    /// + select_idle_smt(prev) when no idle core (c722f35b513f).
+    V5_13,
+}
+
+/// Which remote wakeups go through the wake list (spec §3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TtwuQueueVariant {
+    /// No wake lists (before v3.0).
+    None,
+    /// v3.0-v5.19: only across LLCs (WF_ON_CPU same-LLC case never arises here).
+    CrossLlc,
+    /// v6.0+ (f3dd3f674555): also to an idle target in the same LLC.
+    IdleTarget,
+}
+
+/// How select_task_rq_fair() is shaped (spec §4 notes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectShape {
+    /// v2.6.x-v3.x: affine_sd → select_idle_sibling(); without an affine
+    /// domain a wakeup returns prev_cpu (no idle search).
+    AffineSd,
+    /// v4.x+: the fast path select_idle_sibling() runs for every wakeup.
+    FastPath,
+}
+
+/// How recent_used_cpu is kept (spec §5 step 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecentUsedVariant {
+    None,
+    /// v4.16-v5.12: the waker's recent_used_cpu is set to this_cpu after an
+    /// affine fast path; a successful recent pick stores prev.
+    V5_2,
+    /// v5.13+: p->recent_used_cpu = prev on every select_idle_sibling().
+    V5_13,
+}
+
 /// Sched-domain level names of that release (`/proc/schedstat`, debugfs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LevelNames {
@@ -93,8 +175,17 @@ pub struct KernelProfile {
     pub level_names: LevelNames,
     /// CONFIG_SCHED_CLUSTER exists (v5.16+).
     pub has_cluster_level: bool,
-    /// wakee_flips halved (v4.5+) instead of reset (v3.12-v4.4) every second; None before v3.11.
-    pub has_wakee_flips: bool,
+    pub wake_wide: WakeWideVariant,
+    pub wake_affine: WakeAffineVariant,
+    pub wake_load: WakeLoad,
+    pub sis: SisVariant,
+    pub select_shape: SelectShape,
+    pub recent_used: RecentUsedVariant,
+    pub ttwu_queue: TtwuQueueVariant,
+    /// select_idle_cpu() starts scanning after target (~v5.18+) rather than at it.
+    pub sis_scan_from_next: bool,
+    /// select_idle_cpu() scans the target's cluster first (v6.8+).
+    pub sis_cluster_first: bool,
 }
 
 const TUNABLES_CFS: Tunables = Tunables {
@@ -146,6 +237,8 @@ fn v3_10() -> KernelProfile {
                 UTIL_EST_FASTUP,
                 SIS_SHORT,
                 PICK_BUDDY,
+                ALT_PERIOD,
+                BASE_SLICE,
             ],
             false,
         )
@@ -154,7 +247,7 @@ fn v3_10() -> KernelProfile {
         .with(WA_BITS, false);
     KernelProfile {
         name: "v3.10",
-        summary: "CFS; blind wake_affine (no wakee_flips); select_idle_sibling idle-group walk; load-index balancer",
+        summary: "CFS; blind wake_affine (no wakee_flips); select_idle_sibling idle-group walk; cross-LLC wake lists",
         version: (3, 10),
         features,
         tunables: TUNABLES_CFS,
@@ -164,8 +257,120 @@ fn v3_10() -> KernelProfile {
         fork_placement: ForkPlacement::CfsTaskFork,
         level_names: NAMES_V3,
         has_cluster_level: false,
-        has_wakee_flips: false,
+        wake_wide: WakeWideVariant::None,
+        wake_affine: WakeAffineVariant::LoadIdx,
+        wake_load: WakeLoad::RunnableAvg,
+        sis: SisVariant::V3_10,
+        select_shape: SelectShape::AffineSd,
+        recent_used: RecentUsedVariant::None,
+        ttwu_queue: TtwuQueueVariant::CrossLlc,
+        sis_scan_from_next: false,
+        sis_cluster_first: false,
     }
+}
+
+fn v2_6_38() -> KernelProfile {
+    let mut p = v3_10();
+    p.name = "v2.6.38";
+    p.summary = "CFS with next/last buddies (next first, last wins); select_idle_sibling first idle CPU up the shared-cache domains; no wake lists";
+    p.version = (2, 6);
+    p.features = p.features.with(&[TTWU_QUEUE], false);
+    p.wake_load = WakeLoad::Instant;
+    p.sis = SisVariant::V2_6_38;
+    p.ttwu_queue = TtwuQueueVariant::None;
+    p
+}
+
+fn v3_11() -> KernelProfile {
+    let mut p = v3_10();
+    p.name = "v3.11";
+    p.summary = "v3.10 + Michael Wang's wakee_flips / wake_wide (seed 000; merged for v3.12)";
+    p.version = (3, 11);
+    p.wake_wide = WakeWideVariant::V3_11;
+    p
+}
+
+fn v5_11() -> KernelProfile {
+    let features = SchedFeatures::empty()
+        .with(
+            &[
+                WAKEUP_PREEMPTION,
+                TTWU_QUEUE,
+                CACHE_HOT_BUDDY,
+                SIS_PROP,
+                UTIL_EST,
+                UTIL_EST_FASTUP,
+            ],
+            true,
+        )
+        .with(CFS_ONLY, true)
+        .with(WA_BITS, true)
+        .with(
+            &[
+                NEXT_BUDDY,
+                SIS_UTIL,
+                SIS_AVG_CPU,
+                SIS_SHORT,
+                PICK_BUDDY,
+                ALT_PERIOD,
+                BASE_SLICE,
+            ],
+            false,
+        );
+    KernelProfile {
+        name: "v5.11",
+        summary: "CFS; WA_IDLE/WA_WEIGHT with prev-idle clause; v5.2-form select_idle_sibling (idle core, SIS_PROP scan, idle SMT of target)",
+        version: (5, 11),
+        features,
+        tunables: Tunables { amd_reclaim_distance_32: true, ..TUNABLES_CFS },
+        pick: PickAlgo::Cfs,
+        sd_init: SdInitVariant::V5_10,
+        find_idlest: FindIdlestVariant::GroupType,
+        fork_placement: ForkPlacement::CfsTaskFork,
+        level_names: NAMES_V5,
+        has_cluster_level: false,
+        wake_wide: WakeWideVariant::V4_5,
+        wake_affine: WakeAffineVariant::V5_11,
+        wake_load: WakeLoad::LoadAvg,
+        sis: SisVariant::V5_2,
+        select_shape: SelectShape::FastPath,
+        recent_used: RecentUsedVariant::V5_2,
+        ttwu_queue: TtwuQueueVariant::CrossLlc,
+        sis_scan_from_next: false,
+        sis_cluster_first: false,
+    }
+}
+
+fn v5_12() -> KernelProfile {
+    let mut p = v5_11();
+    p.name = "v5.12";
+    p.summary = "v5.11 with the merged select_idle_core/cpu scan; select_idle_smt removed";
+    p.version = (5, 12);
+    p.sis = SisVariant::V5_12;
+    p
+}
+
+fn v5_13() -> KernelProfile {
+    let mut p = v5_12();
+    p.name = "v5.13";
+    p.summary = "v5.12 + select_idle_smt(prev) (c722f35b513f), recent_used_cpu = prev, ALT_PERIOD/BASE_SLICE";
+    p.version = (5, 13);
+    p.sis = SisVariant::V5_13;
+    p.recent_used = RecentUsedVariant::V5_13;
+    p.features = p.features.with(&[ALT_PERIOD, BASE_SLICE], true);
+    p
+}
+
+fn v6_0() -> KernelProfile {
+    let mut p = v5_13();
+    p.name = "v6.0";
+    p.summary = "CFS; SIS_UTIL replaces SIS_PROP; wake list to idle same-LLC targets (f3dd3f674555); cluster level";
+    p.version = (6, 0);
+    p.features = p.features.with(&[SIS_UTIL], true).with(&[SIS_PROP], false);
+    p.ttwu_queue = TtwuQueueVariant::IdleTarget;
+    p.has_cluster_level = true;
+    p.sis_scan_from_next = true;
+    p
 }
 
 fn v6_6() -> KernelProfile {
@@ -199,25 +404,43 @@ fn v6_6() -> KernelProfile {
         fork_placement: ForkPlacement::EevdfTaskFork,
         level_names: NAMES_V5,
         has_cluster_level: true,
-        has_wakee_flips: true,
+        wake_wide: WakeWideVariant::V4_5,
+        wake_affine: WakeAffineVariant::V5_11,
+        wake_load: WakeLoad::LoadAvg,
+        sis: SisVariant::V5_13,
+        select_shape: SelectShape::FastPath,
+        recent_used: RecentUsedVariant::V5_13,
+        ttwu_queue: TtwuQueueVariant::IdleTarget,
+        sis_scan_from_next: true,
+        sis_cluster_first: false,
     }
 }
 
 fn v6_12() -> KernelProfile {
     let mut p = v6_6();
     p.name = "v6.12";
-    p.summary =
-        "EEVDF with delayed dequeue, PREEMPT_SHORT, placement of new tasks at wake_up_new_task";
+    p.summary = "EEVDF with delayed dequeue, PREEMPT_SHORT, new tasks placed at wake_up_new_task; cluster-first idle scan";
     p.version = (6, 12);
     p.features = p.features.with(V6_12_ONLY, true);
     p.fork_placement = ForkPlacement::EevdfWakeUpNew;
     p.level_names = NAMES_V6_7;
+    p.sis_cluster_first = true;
     p
 }
 
 /// Every profile schedlab knows, oldest first.
 pub fn profiles() -> Vec<KernelProfile> {
-    vec![v3_10(), v6_6(), v6_12()]
+    vec![
+        v2_6_38(),
+        v3_10(),
+        v3_11(),
+        v5_11(),
+        v5_12(),
+        v5_13(),
+        v6_0(),
+        v6_6(),
+        v6_12(),
+    ]
 }
 
 /// Look a profile up by name (`v6.6`, `6.6`).

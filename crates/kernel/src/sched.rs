@@ -56,6 +56,8 @@ pub enum TaskState {
     Running,
     /// Blocked (possibly still queued as `sched_delayed`, v6.12+).
     Sleeping,
+    /// Woken and on a remote CPU's wake list (TTWU_QUEUE), not yet enqueued.
+    Waking,
     /// Exited.
     Dead,
 }
@@ -132,6 +134,8 @@ pub struct CfsRq {
     pub nr_running: u32,
     /// Entities queued as `sched_delayed` (v6.12+).
     pub h_nr_delayed: u32,
+    /// Queued SCHED_IDLE tasks (`h_nr_idle`).
+    pub h_nr_idle: u32,
     pub min_vruntime: u64,
     /// EEVDF: sum of (v_i - min_vruntime) * w_i over the tree (not curr).
     pub avg_vruntime: i64,
@@ -167,6 +171,13 @@ pub struct Rq {
     pub ttwu_local: u64,
     /// schedstat: `sched_goidle`.
     pub sched_goidle: u64,
+    /// `rq->ttwu_pending`: wakeups queued on this CPU's wake list, not yet activated.
+    pub ttwu_pending: u32,
+    /// The wake list (`rq->wake_list` / `llist`), in arrival order.
+    pub wake_list: Vec<TaskId>,
+    /// v5.13-v6.6 SIS_PROP: `wake_avg_idle` and its aging stamp (jiffies).
+    pub wake_avg_idle: u64,
+    pub wake_stamp: u64,
 }
 
 impl Rq {

@@ -254,16 +254,20 @@ impl Kernel {
 
     fn account_entity_enqueue(&mut self, cpu: CpuId, p: TaskId) {
         let w = self.tasks[p.idx()].se.weight;
+        let idle = self.tasks[p.idx()].policy == Policy::Idle;
         let cfs = &mut self.rqs[cpu.idx()].cfs;
         cfs.load_weight += w;
         cfs.nr_running += 1;
+        cfs.h_nr_idle += idle as u32;
     }
 
     fn account_entity_dequeue(&mut self, cpu: CpuId, p: TaskId) {
         let w = self.tasks[p.idx()].se.weight;
+        let idle = self.tasks[p.idx()].policy == Policy::Idle;
         let cfs = &mut self.rqs[cpu.idx()].cfs;
         cfs.load_weight -= w;
         cfs.nr_running -= 1;
+        cfs.h_nr_idle -= idle as u32;
     }
 
     // ---------------------------------------------------------------- placement

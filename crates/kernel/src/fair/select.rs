@@ -3,9 +3,13 @@
 
 use crate::core::{Kernel, WakeFlags};
 use crate::cpumask::CpuMask;
-use crate::profile::FindIdlestVariant;
+use crate::features::SchedFeat::*;
+use crate::profile::{
+    FindIdlestVariant, RecentUsedVariant, SelectShape, SisVariant, WakeAffineVariant, WakeLoad,
+    WakeWideVariant,
+};
 use crate::sched::TaskId;
-use crate::topology::{SchedDomain, SD_NUMA, SD_WAKE_AFFINE};
+use crate::topology::{SchedDomain, SD_CLUSTER, SD_NUMA, SD_SHARE_LLC, SD_WAKE_AFFINE};
 use schedlab_topology::CpuId;
 
 /// Group classification used by the v5.5+ slow path (spec §6.4), low to high.
@@ -28,46 +32,713 @@ struct GroupStats {
 impl Kernel {
     /// Pick the CPU a waking or forked fair task will be enqueued on.
     ///
-    /// Kernel: `select_task_rq_fair()`, kernel/sched/fair.c, v3.10..v6.12 shape (spec §4).
+    /// Kernel: `select_task_rq_fair()`, kernel/sched/fair.c, v2.6.38..v6.12 (spec §4).
     ///
-    /// Model: the domain walk of v5.8+: find the lowest SD_WAKE_AFFINE domain
-    /// spanning both the waker's CPU and `prev_cpu` (want_affine), else the
-    /// highest domain carrying the balance flag of `wake_flags` (fork/exec) for
-    /// the slow path `find_idlest_cpu()`. Wakeups take the fast path.
+    /// Why: wakeup placement trades cache locality against queueing delay. The
+    /// kernel tries the cheap answers first: stay near the waker when the pair
+    /// looks 1:1 (`wake_affine()` unless `wake_wide()`), then look for an idle
+    /// core or SMT sibling in that LLC (`select_idle_sibling()`). Only fork/exec
+    /// take the O(domain) slow path (`find_idlest_cpu()`).
     ///
-    /// Fidelity: F-001 — `wake_affine()`, `wake_wide()`, `record_wakee()` and
-    /// `select_idle_sibling()` are not modelled yet: a wakeup returns `prev_cpu`.
+    /// Model: the profile chooses the shape (`SelectShape`: v3.x affine_sd
+    /// walk, or the v4+ fast path) and the form of each step.
     pub fn select_task_rq_fair(
         &mut self,
         p: TaskId,
         prev_cpu: CpuId,
         this_cpu: CpuId,
+        waker: Option<TaskId>,
         wf: WakeFlags,
+        now: u64,
     ) -> CpuId {
         let sd_flag = wf.sd_flag();
-        let want_affine = wf.contains(WakeFlags::TTWU) && self.tasks[p.idx()].allowed(this_cpu);
+        let ttwu = wf.contains(WakeFlags::TTWU);
+        let sync = wf.contains(WakeFlags::SYNC) && waker.is_some();
+        if ttwu {
+            if let Some(w) = waker {
+                self.record_wakee(w, p, now);
+            }
+        }
+        let wide = ttwu
+            && self.profile.wake_wide == WakeWideVariant::V4_5
+            && self.wake_wide(p, waker, this_cpu);
+        let want_affine = ttwu && !wide && self.tasks[p.idx()].allowed(this_cpu);
         let mut new_cpu = prev_cpu;
         let mut sd: Option<u32> = None;
-        for &id in &self.sd.per_cpu[this_cpu.idx()] {
+        let mut affine: Option<usize> = None;
+        for (lvl, &id) in self.sd.per_cpu[this_cpu.idx()].iter().enumerate() {
             let tmp = &self.sd.domains[id as usize];
             if want_affine && tmp.flags & SD_WAKE_AFFINE != 0 && tmp.span.test(prev_cpu) {
-                // FIDELITY(F-001): the kernel calls wake_affine() here when
-                // this_cpu != prev_cpu; we keep prev_cpu.
-                new_cpu = prev_cpu;
+                affine = Some(lvl);
                 sd = None;
                 break;
             }
             if tmp.flags & sd_flag != 0 {
                 sd = Some(id);
-            } else if !want_affine {
+            } else if !want_affine && self.profile.select_shape == SelectShape::FastPath {
                 break;
             }
         }
-        if let Some(sd) = sd {
-            return self.find_idlest_cpu(sd, p, this_cpu, prev_cpu, sd_flag);
+        match self.profile.select_shape {
+            SelectShape::AffineSd => {
+                if let Some(lvl) = affine {
+                    // v3.10: if (cpu != prev_cpu && wake_affine(affine_sd, p, sync)) prev_cpu = cpu;
+                    let mut target = prev_cpu;
+                    if this_cpu != prev_cpu
+                        && self.wake_affine_old(this_cpu, lvl, p, prev_cpu, sync, waker)
+                    {
+                        target = this_cpu;
+                    }
+                    return self.select_idle_sibling(p, prev_cpu, target, this_cpu);
+                }
+                if let Some(sd) = sd {
+                    return self.find_idlest_cpu(sd, p, this_cpu, prev_cpu, sd_flag);
+                }
+                prev_cpu
+            }
+            SelectShape::FastPath => {
+                if let Some(lvl) = affine {
+                    if this_cpu != prev_cpu {
+                        new_cpu = self.wake_affine(this_cpu, lvl, p, prev_cpu, sync, waker);
+                    }
+                }
+                if let Some(sd) = sd {
+                    return self.find_idlest_cpu(sd, p, this_cpu, prev_cpu, sd_flag);
+                }
+                if ttwu {
+                    new_cpu = self.select_idle_sibling(p, prev_cpu, new_cpu, this_cpu);
+                    if self.profile.recent_used == RecentUsedVariant::V5_2 && want_affine {
+                        if let Some(w) = waker {
+                            self.tasks[w.idx()].recent_used_cpu = this_cpu;
+                        }
+                    }
+                }
+                new_cpu
+            }
         }
-        // FIDELITY(F-001): select_idle_sibling(p, prev_cpu, new_cpu) not modelled: target kept.
-        new_cpu
+    }
+
+    /// `record_wakee()` (spec §4.1): the waker counts how often it switches wakee.
+    /// v3.11 form resets the count every second, v4.5+ halves it.
+    fn record_wakee(&mut self, waker: TaskId, p: TaskId, now: u64) {
+        if self.profile.wake_wide == WakeWideVariant::None {
+            return; // v3.10 and older keep no wakee history
+        }
+        let jiffies = now / self.tun.tick_ns;
+        let hz = self.profile.tunables.hz as u64;
+        let w = &mut self.tasks[waker.idx()];
+        if jiffies > w.wakee_flip_decay_ts + hz {
+            match self.profile.wake_wide {
+                WakeWideVariant::V3_11 => w.wakee_flips = 0,
+                _ => w.wakee_flips >>= 1,
+            }
+            w.wakee_flip_decay_ts = jiffies;
+        }
+        if w.last_wakee != Some(p) {
+            w.last_wakee = Some(p);
+            w.wakee_flips += 1;
+        }
+    }
+
+    /// `wake_wide()` (spec §4.2), both forms; factor = sd_llc_size of the waker's CPU.
+    pub fn wake_wide(&self, p: TaskId, waker: Option<TaskId>, this_cpu: CpuId) -> bool {
+        let Some(w) = waker else { return false };
+        let factor = self.sd.sd_llc_size[this_cpu.idx()];
+        let (waker_flips, wakee_flips) = (
+            self.tasks[w.idx()].wakee_flips,
+            self.tasks[p.idx()].wakee_flips,
+        );
+        match self.profile.wake_wide {
+            WakeWideVariant::None => false,
+            WakeWideVariant::V3_11 => wakee_flips > factor && waker_flips > factor * wakee_flips,
+            WakeWideVariant::V4_5 => {
+                let (mut master, mut slave) = (waker_flips, wakee_flips);
+                if master < slave {
+                    std::mem::swap(&mut master, &mut slave);
+                }
+                !(slave < factor || master < slave * factor)
+            }
+        }
+    }
+
+    /// The load `wake_affine()` compares, per profile (spec §6.3): instantaneous
+    /// rq weight (pre-v3.8), runnable_load_avg (v3.8-v5.4) or load_avg (v5.5+).
+    fn wake_cpu_load(&self, c: CpuId) -> i64 {
+        let cfs = &self.rqs[c.idx()].cfs;
+        (match self.profile.wake_load {
+            WakeLoad::Instant => cfs.load_weight,
+            WakeLoad::RunnableAvg => {
+                let mut sum = cfs
+                    .curr
+                    .filter(|t| self.tasks[t.idx()].se.on_rq)
+                    .map_or(0, |t| self.tasks[t.idx()].se.avg.load_avg);
+                for q in &cfs.queue {
+                    sum += self.tasks[q.idx()].se.avg.load_avg;
+                }
+                sum
+            }
+            WakeLoad::LoadAvg => cfs.avg.load_avg,
+        }) as i64
+    }
+
+    /// Old `wake_affine()` (v2.6.3x-v4.13, spec §4.3): pull to this_cpu when the
+    /// loads are balanced within half the imbalance_pct, or when this CPU is
+    /// lightly loaded. The v3.11 form first gives up on wide wakeups.
+    fn wake_affine_old(
+        &mut self,
+        this_cpu: CpuId,
+        lvl: usize,
+        p: TaskId,
+        prev_cpu: CpuId,
+        sync: bool,
+        waker: Option<TaskId>,
+    ) -> bool {
+        if self.profile.wake_wide == WakeWideVariant::V3_11 && self.wake_wide(p, waker, this_cpu) {
+            return false;
+        }
+        let sd_id = self.sd.per_cpu[this_cpu.idx()][lvl] as usize;
+        let pct = self.sd.domains[sd_id].imbalance_pct as i64;
+        let load = self.wake_cpu_load(prev_cpu);
+        let mut this_load = self.wake_cpu_load(this_cpu);
+        if sync {
+            // effective_load(tg, this_cpu, -weight, -weight) of the waker (no groups: -weight).
+            if let Some(w) = waker {
+                this_load -= self.tasks[w.idx()].se.weight as i64;
+            }
+        }
+        let weight = self.tasks[p.idx()].se.weight as i64;
+        let balanced = if this_load > 0 {
+            // Equal capacities: power_of() terms cancel.
+            let this_eff = 100 * (this_load + weight);
+            let prev_eff = (100 + (pct - 100) / 2) * load;
+            this_eff <= prev_eff
+        } else {
+            true
+        };
+        if sync && balanced {
+            self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
+            return true;
+        }
+        // tl_per_task = cpu_avg_load_per_task(this_cpu)
+        let nr = self.rqs[this_cpu.idx()].nr_running() as i64;
+        let tl_per_task = if nr > 0 {
+            self.wake_cpu_load(this_cpu) / nr
+        } else {
+            0
+        };
+        if balanced || (this_load <= load && this_load + load <= tl_per_task) {
+            self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
+            return true;
+        }
+        false
+    }
+
+    /// `wake_affine()` v4.14+ (spec §4.3): WA_IDLE then WA_WEIGHT; returns this_cpu or prev_cpu.
+    fn wake_affine(
+        &mut self,
+        this_cpu: CpuId,
+        lvl: usize,
+        p: TaskId,
+        prev_cpu: CpuId,
+        sync: bool,
+        waker: Option<TaskId>,
+    ) -> CpuId {
+        let mut target = None;
+        if self.feats.has(WA_IDLE) {
+            target = self.wake_affine_idle(this_cpu, prev_cpu, sync);
+        }
+        if self.feats.has(WA_WEIGHT) && target.is_none() {
+            target = self.wake_affine_weight(this_cpu, lvl, p, prev_cpu, sync, waker);
+        }
+        if target != Some(this_cpu) {
+            return prev_cpu;
+        }
+        self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
+        this_cpu
+    }
+
+    /// `wake_affine_idle()`
+    fn wake_affine_idle(&self, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) -> Option<CpuId> {
+        if self.available_idle_cpu(this_cpu) && self.sd.cpus_share_cache(this_cpu, prev_cpu) {
+            return Some(if self.available_idle_cpu(prev_cpu) {
+                prev_cpu
+            } else {
+                this_cpu
+            });
+        }
+        let rq = &self.rqs[this_cpu.idx()];
+        let mut nr = rq.nr_running();
+        if self.profile.version >= (6, 12) {
+            nr -= rq.cfs.h_nr_delayed;
+        }
+        if sync && nr == 1 {
+            return Some(this_cpu);
+        }
+        if self.profile.wake_affine == WakeAffineVariant::V5_11 && self.available_idle_cpu(prev_cpu)
+        {
+            return Some(prev_cpu);
+        }
+        None
+    }
+
+    /// `wake_affine_weight()`
+    fn wake_affine_weight(
+        &self,
+        this_cpu: CpuId,
+        lvl: usize,
+        p: TaskId,
+        prev_cpu: CpuId,
+        sync: bool,
+        waker: Option<TaskId>,
+    ) -> Option<CpuId> {
+        let sd = &self.sd.domains[self.sd.per_cpu[this_cpu.idx()][lvl] as usize];
+        let mut this_eff = self.wake_cpu_load(this_cpu);
+        if sync {
+            if let Some(w) = waker {
+                let current_load = self.tasks[w.idx()].se.avg.load_avg as i64;
+                if current_load > this_eff {
+                    return Some(this_cpu);
+                }
+                this_eff -= current_load;
+            }
+        }
+        let task_load = self.tasks[p.idx()].se.avg.load_avg as i64;
+        this_eff += task_load;
+        if self.feats.has(WA_BIAS) {
+            this_eff *= 100;
+        }
+        this_eff *= 1024; // capacity_of(prev_cpu)
+        let mut prev_eff = self.wake_cpu_load(prev_cpu) - task_load;
+        if self.feats.has(WA_BIAS) {
+            prev_eff *= 100 + (sd.imbalance_pct as i64 - 100) / 2;
+        }
+        prev_eff *= 1024; // capacity_of(this_cpu)
+        if sync {
+            prev_eff += 1;
+        }
+        (this_eff < prev_eff).then_some(this_cpu)
+    }
+
+    /// `available_idle_cpu()` (spec §3.4; no vCPU preemption).
+    #[inline]
+    pub fn available_idle_cpu(&self, c: CpuId) -> bool {
+        self.idle_cpu(c)
+    }
+
+    /// `sched_idle_cpu()`: only SCHED_IDLE tasks are runnable there.
+    #[inline]
+    pub fn sched_idle_cpu(&self, c: CpuId) -> bool {
+        let rq = &self.rqs[c.idx()];
+        rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle
+    }
+
+    #[inline]
+    fn idle_candidate(&self, c: CpuId) -> bool {
+        self.available_idle_cpu(c) || (self.profile.version >= (5, 4) && self.sched_idle_cpu(c))
+    }
+
+    /// `select_idle_sibling()` in the profile's form (spec §5, §5.5). Counts the
+    /// CPUs it examines in `self.last_scan`.
+    fn select_idle_sibling(
+        &mut self,
+        p: TaskId,
+        prev: CpuId,
+        target: CpuId,
+        this_cpu: CpuId,
+    ) -> CpuId {
+        match self.profile.sis {
+            SisVariant::V2_6_38 => self.sis_v2_6_38(p, prev, target, this_cpu),
+            SisVariant::V3_10 => self.sis_v3_10(p, prev, target, this_cpu),
+            _ => self.sis_modern(p, prev, target, this_cpu),
+        }
+    }
+
+    /// v2.6.38: this/prev if idle, then the first idle allowed CPU walking up the
+    /// SD_SHARE_PKG_RESOURCES domains of target, stopping at the domain that
+    /// spans both this_cpu and prev.
+    fn sis_v2_6_38(&mut self, p: TaskId, prev: CpuId, mut target: CpuId, this_cpu: CpuId) -> CpuId {
+        self.last_scan += 1;
+        if target == this_cpu && self.idle_cpu(this_cpu) {
+            return this_cpu;
+        }
+        if target == prev && self.idle_cpu(prev) {
+            return prev;
+        }
+        let ids = self.sd.per_cpu[target.idx()].clone();
+        for id in ids {
+            let sd = &self.sd.domains[id as usize];
+            if sd.flags & SD_SHARE_LLC == 0 {
+                break;
+            }
+            for i in sd.span.iter() {
+                self.last_scan += 1;
+                if self.tasks[p.idx()].allowed(i) && self.idle_cpu(i) {
+                    target = i;
+                    break;
+                }
+            }
+            let sd = &self.sd.domains[id as usize];
+            if sd.span.test(this_cpu) && sd.span.test(prev) {
+                break;
+            }
+        }
+        target
+    }
+
+    /// v3.10: this/prev if idle, then walk down from sd_llc(target): the first
+    /// group (in ring order from target's) whose CPUs are all idle and which
+    /// does not contain target gives its first allowed CPU.
+    fn sis_v3_10(&mut self, p: TaskId, prev: CpuId, target: CpuId, this_cpu: CpuId) -> CpuId {
+        self.last_scan += 1;
+        if target == this_cpu && self.idle_cpu(this_cpu) {
+            return this_cpu;
+        }
+        if target == prev && self.idle_cpu(prev) {
+            return prev;
+        }
+        let Some(llc) = self.sd.sd_llc_level[target.idx()] else {
+            return target;
+        };
+        for lvl in (0..=llc as usize).rev() {
+            let sd = &self.sd.domains[self.sd.per_cpu[target.idx()][lvl] as usize];
+            let n = sd.groups.len();
+            let start = sd.groups.iter().position(|g| g.test(target)).unwrap_or(0);
+            for k in 0..n {
+                let g = &sd.groups[(start + k) % n];
+                let task = &self.tasks[p.idx()];
+                if !g.iter().any(|c| task.allowed(c)) {
+                    continue;
+                }
+                let mut all_idle = true;
+                for i in g.iter() {
+                    self.last_scan += 1;
+                    if i == target || !self.idle_cpu(i) {
+                        all_idle = false;
+                        break;
+                    }
+                }
+                if all_idle {
+                    let task = &self.tasks[p.idx()];
+                    return g.iter().find(|&c| task.allowed(c)).unwrap_or(target);
+                }
+            }
+        }
+        target
+    }
+
+    /// v5.2..v6.12 `select_idle_sibling()` (spec §5 order of checks).
+    fn sis_modern(&mut self, p: TaskId, prev: CpuId, target: CpuId, _this_cpu: CpuId) -> CpuId {
+        self.last_scan += 1;
+        if self.idle_candidate(target) {
+            return target;
+        }
+        if prev != target && self.sd.cpus_share_cache(prev, target) {
+            self.last_scan += 1;
+            if self.idle_candidate(prev) {
+                return prev;
+            }
+        }
+        // recent_used_cpu (spec §5 step 4)
+        let recent = self.tasks[p.idx()].recent_used_cpu;
+        if self.profile.recent_used == RecentUsedVariant::V5_13 {
+            self.tasks[p.idx()].recent_used_cpu = prev;
+        }
+        if self.profile.recent_used != RecentUsedVariant::None
+            && recent != prev
+            && recent != target
+            && self.sd.cpus_share_cache(recent, target)
+            && self.tasks[p.idx()].allowed(recent)
+        {
+            self.last_scan += 1;
+            if self.idle_candidate(recent) {
+                if self.profile.recent_used == RecentUsedVariant::V5_2 {
+                    self.tasks[p.idx()].recent_used_cpu = prev;
+                }
+                return recent;
+            }
+        }
+        let Some(llc_lvl) = self.sd.sd_llc_level[target.idx()] else {
+            return target;
+        };
+        let llc = self.sd.per_cpu[target.idx()][llc_lvl as usize] as usize;
+        let smt = self.smt_active;
+        let llc_id = self.sd.sd_llc_id[target.idx()] as usize;
+        match self.profile.sis {
+            SisVariant::V5_2 => {
+                // select_idle_core(): whole LLC, only when has_idle_cores.
+                if smt && self.llc_shared[llc_id].has_idle_cores {
+                    if let Some(c) = self.select_idle_core_v5_2(p, llc, target) {
+                        return c;
+                    }
+                }
+                if let Some(c) = self.select_idle_cpu_v5_2(p, llc, target) {
+                    return c;
+                }
+                if smt {
+                    // select_idle_smt(p, target)
+                    for s in self.sd.smt_mask[target.idx()].clone().iter() {
+                        self.last_scan += 1;
+                        if self.tasks[p.idx()].allowed(s) && self.available_idle_cpu(s) {
+                            return s;
+                        }
+                    }
+                }
+                target
+            }
+            _ => {
+                let has_idle_core = smt && self.llc_shared[llc_id].has_idle_cores;
+                if smt
+                    && self.profile.sis == SisVariant::V5_13
+                    && !has_idle_core
+                    && self.sd.cpus_share_cache(prev, target)
+                {
+                    // select_idle_smt(p, sd, prev) (c722f35b513f)
+                    let span = &self.sd.domains[llc].span;
+                    for s in self.sd.smt_mask[prev.idx()].iter() {
+                        if s == prev || !span.test(s) || !self.tasks[p.idx()].allowed(s) {
+                            continue;
+                        }
+                        self.last_scan += 1;
+                        if self.idle_candidate(s) {
+                            return s;
+                        }
+                    }
+                }
+                if let Some(c) = self.select_idle_cpu(p, llc, has_idle_core, target) {
+                    return c;
+                }
+                target
+            }
+        }
+    }
+
+    /// v5.2 `select_idle_core()`: first fully idle core of the LLC from target.
+    fn select_idle_core_v5_2(&mut self, p: TaskId, llc: usize, target: CpuId) -> Option<CpuId> {
+        let span = self.sd.domains[llc].span.clone();
+        let mut done = CpuMask::new(self.nr_cpus());
+        for core in span.iter_wrap(target) {
+            if done.test(core) || !self.tasks[p.idx()].allowed(core) {
+                continue;
+            }
+            let mut idle = true;
+            for c in self.sd.smt_mask[core.idx()].iter() {
+                done.set(c);
+                self.last_scan += 1;
+                if !self.available_idle_cpu(c) {
+                    idle = false;
+                }
+            }
+            if idle {
+                return Some(core);
+            }
+        }
+        let id = self.sd.sd_llc_id[target.idx()] as usize;
+        self.llc_shared[id].has_idle_cores = false;
+        None
+    }
+
+    /// SIS_PROP scan budget (spec §5.2): proportional to the waker CPU's
+    /// average idle time over the average cost of a scan.
+    fn sis_prop_budget(&mut self, llc: usize, this_cpu: CpuId, now: u64) -> u64 {
+        let span_weight = self.sd.domains[llc].span_weight as u64;
+        let avg_idle = if self.profile.version >= (5, 13) {
+            // wake_avg_idle, aged by halving per jiffy while busy.
+            let jiffies = now / self.tun.tick_ns;
+            let rq = &mut self.rqs[this_cpu.idx()];
+            while rq.wake_stamp < jiffies && rq.wake_avg_idle > 0 {
+                rq.wake_stamp += 1;
+                rq.wake_avg_idle >>= 1;
+            }
+            rq.wake_avg_idle
+        } else {
+            self.rqs[this_cpu.idx()].avg_idle / 512
+        };
+        let avg_cost = self.avg_scan_cost[this_cpu.idx()] + 1;
+        let span_avg = span_weight * avg_idle;
+        if span_avg > 4 * avg_cost {
+            span_avg / avg_cost
+        } else {
+            4
+        }
+    }
+
+    /// v5.2 `select_idle_cpu()`: first idle CPU from target within the SIS_PROP budget.
+    fn select_idle_cpu_v5_2(&mut self, p: TaskId, llc: usize, target: CpuId) -> Option<CpuId> {
+        let this_cpu = self.cur_this_cpu;
+        let now = self.cur_now;
+        let mut nr = u64::MAX;
+        if self.feats.has(SIS_PROP) {
+            nr = self.sis_prop_budget(llc, this_cpu, now);
+        }
+        if self.feats.has(SIS_AVG_CPU)
+            && self.rqs[this_cpu.idx()].avg_idle / 512 < self.avg_scan_cost[this_cpu.idx()] + 1
+        {
+            return None;
+        }
+        let span = self.sd.domains[llc].span.clone();
+        let before = self.last_scan;
+        let mut found = None;
+        for c in span.iter_wrap(target) {
+            nr -= 1;
+            if nr == 0 {
+                break;
+            }
+            if !self.tasks[p.idx()].allowed(c) {
+                continue;
+            }
+            self.last_scan += 1;
+            if self.idle_candidate(c) {
+                found = Some(c);
+                break;
+            }
+        }
+        self.update_scan_cost(this_cpu, self.last_scan - before);
+        found
+    }
+
+    fn update_scan_cost(&mut self, this_cpu: CpuId, scanned: u64) {
+        if self.feats.has(SIS_PROP) {
+            // update_avg(&this_sd->avg_scan_cost, time): time from the hardware's per-CPU scan cost.
+            let time = scanned * self.scan_cost_per_cpu_ns;
+            let a = &mut self.avg_scan_cost[this_cpu.idx()];
+            *a = (*a as i64 + (time as i64 - *a as i64) / 8) as u64;
+        }
+    }
+
+    /// v5.12+ `select_idle_cpu()`: one loop, core mode when has_idle_core, budget
+    /// from SIS_PROP (<= v5.19) or SIS_UTIL (v6.0+); v6.8+ scans the cluster first.
+    fn select_idle_cpu(
+        &mut self,
+        p: TaskId,
+        llc: usize,
+        has_idle_core: bool,
+        target: CpuId,
+    ) -> Option<CpuId> {
+        let this_cpu = self.cur_this_cpu;
+        let now = self.cur_now;
+        let mut cpus = self.sd.domains[llc].span.clone();
+        if let Some(m) = &self.tasks[p.idx()].cpus_allowed {
+            for c in self.sd.domains[llc].span.iter() {
+                if !m.test(c) {
+                    cpus.clear(c);
+                }
+            }
+        }
+        let mut nr: u64 = u64::MAX;
+        if self.feats.has(SIS_PROP) && !has_idle_core {
+            nr = self.sis_prop_budget(llc, this_cpu, now);
+        }
+        if self.feats.has(SIS_UTIL) {
+            let id = self.sd.sd_llc_id[target.idx()] as usize;
+            nr = self.llc_shared[id].nr_idle_scan as u64 + 1;
+            if nr == 1 {
+                return None; // LLC judged overloaded: no scan at all
+            }
+        }
+        let before = self.last_scan;
+        let mut idle_cpu: Option<CpuId> = None;
+        let start = if self.profile.sis_scan_from_next {
+            CpuId(((target.0 as usize + 1) % self.nr_cpus()) as u16)
+        } else {
+            target
+        };
+        // v6.8+: the target's cluster first, when the LLC's children are clusters.
+        let mut order: Vec<CpuId> = Vec::new();
+        if self.profile.sis_cluster_first {
+            if let Some(cls) = self.cluster_span(target, llc) {
+                order.extend(cls.iter_wrap(start).filter(|c| cpus.test(*c)));
+            }
+        }
+        let first: CpuMask = CpuMask::from_cpus(self.nr_cpus(), order.iter().copied());
+        order.extend(cpus.iter_wrap(start).filter(|c| !first.test(*c)));
+        let mut skip = CpuMask::new(self.nr_cpus());
+        for c in order {
+            if skip.test(c) {
+                continue;
+            }
+            if has_idle_core {
+                // select_idle_core(): the whole core must be idle; note an idle thread meanwhile.
+                let mut idle = true;
+                for s in self.sd.smt_mask[c.idx()].iter() {
+                    self.last_scan += 1;
+                    if !self.available_idle_cpu(s) {
+                        idle = false;
+                        if idle_cpu.is_none() {
+                            if self.sched_idle_cpu(s) && cpus.test(s) {
+                                idle_cpu = Some(s);
+                                break;
+                            }
+                            continue;
+                        }
+                        break;
+                    }
+                    if idle_cpu.is_none() && cpus.test(s) {
+                        idle_cpu = Some(s);
+                    }
+                }
+                if idle {
+                    self.update_scan_cost(this_cpu, self.last_scan - before);
+                    return Some(c);
+                }
+                for s in self.sd.smt_mask[c.idx()].iter() {
+                    skip.set(s);
+                }
+            } else {
+                nr -= 1;
+                if nr == 0 {
+                    self.update_scan_cost(this_cpu, self.last_scan - before);
+                    return None;
+                }
+                self.last_scan += 1;
+                if self.idle_candidate(c) {
+                    idle_cpu = Some(c);
+                    break;
+                }
+            }
+        }
+        if has_idle_core {
+            let id = self.sd.sd_llc_id[target.idx()] as usize;
+            self.llc_shared[id].has_idle_cores = false;
+        }
+        if !has_idle_core {
+            self.update_scan_cost(this_cpu, self.last_scan - before);
+        }
+        idle_cpu
+    }
+
+    /// The span of the cluster domain below the LLC holding `target`, if the
+    /// machine has a cluster level.
+    fn cluster_span(&self, target: CpuId, llc: usize) -> Option<CpuMask> {
+        let lvls = &self.sd.per_cpu[target.idx()];
+        let pos = lvls.iter().position(|&x| x as usize == llc)?;
+        let child = &self.sd.domains[lvls.get(pos.checked_sub(1)?)?.to_owned() as usize];
+        (child.flags & SD_CLUSTER != 0).then(|| child.span.clone())
+    }
+
+    /// `update_idle_cpu_scan()` (v6.0+, spec §5.3): SIS_UTIL's budget for the LLC
+    /// of `cpu` from the summed utilisation of its CPUs.
+    pub fn update_idle_cpu_scan(&mut self, cpu: CpuId) {
+        let Some(llc) = self.sd.sd_llc(cpu) else {
+            return;
+        };
+        let llc_weight = llc.span_weight as u64;
+        let pct = llc.imbalance_pct as u64;
+        let sum_util: u64 = llc.span.iter().map(|c| self.cpu_util_cfs(c)).sum();
+        let x = sum_util / llc_weight;
+        let tmp = (x * x * pct * pct / (10000 * 1024)).min(1024);
+        let y = 1024 - tmp;
+        let id = self.sd.sd_llc_id[cpu.idx()] as usize;
+        self.llc_shared[id].nr_idle_scan = (y * llc_weight / 1024) as u32;
+    }
+
+    /// `cpu_util_cfs()`: util_avg or util_est, capped at capacity.
+    pub fn cpu_util_cfs(&self, c: CpuId) -> u64 {
+        let cfs = &self.rqs[c.idx()].cfs;
+        let mut u = cfs.avg.util_avg;
+        if self.feats.has(UTIL_EST) {
+            u = u.max(cfs.util_est_enqueued);
+        }
+        u.min(1024)
     }
 
     /// `find_idlest_cpu()` / `sched_balance_find_dst_cpu()` (spec §4.4): descend
@@ -133,8 +804,7 @@ impl Kernel {
     }
 
     fn cpu_util(&self, c: CpuId) -> u64 {
-        let cfs = &self.rqs[c.idx()].cfs;
-        cfs.avg.util_avg.max(cfs.util_est_enqueued).min(1024)
+        self.cpu_util_cfs(c)
     }
 
     fn group_stats(&self, sd: &SchedDomain, g: &CpuMask, p: TaskId) -> GroupStats {
