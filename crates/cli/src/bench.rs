@@ -86,6 +86,7 @@ pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
             seed: 1,
             duration: s.duration.map(Into::into),
             json: false,
+            schedstat: None,
         };
         let prep = prepare(&args)?;
         reset_peak_rss();

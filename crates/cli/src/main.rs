@@ -101,6 +101,9 @@ pub struct RunArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Write /proc/schedstat (version 17) as it reads at the end of the run to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub schedstat: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -157,7 +160,8 @@ fn dispatch(cli: Cli) -> Result<()> {
             for b in builtin::BUILTINS {
                 println!("{}: {}\n  metric: {}", b.name, b.summary, b.metric);
                 for p in b.params {
-                    println!("  --set {}={:<10} {}", p.key, p.default, p.help);
+                    let kv = format!("{}={}", p.key, p.default);
+                    println!("  --set {kv:<18} {}", p.help);
                 }
                 println!();
             }
@@ -171,6 +175,9 @@ fn dispatch(cli: Cli) -> Result<()> {
                 &prep.workload,
                 &prep.cfg,
             );
+            if let (Some(path), Some(text)) = (&args.schedstat, &res.schedstat) {
+                std::fs::write(path, text).with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
+            }
             if args.json {
                 println!(
                     "{}",
@@ -235,7 +242,7 @@ pub fn parse_duration(s: &str) -> Result<u64> {
         .trim()
         .parse()
         .with_context(|| format!("duration {s:?} is not a number with a unit (e.g. 2s)"))?;
-    if !(v > 0.0) || !v.is_finite() {
+    if !v.is_finite() || v <= 0.0 {
         bail!("duration {s:?} must be positive");
     }
     let ns = v * mult;
@@ -281,6 +288,7 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared> {
         cfg: SimConfig {
             seed: args.seed,
             duration_ns,
+            schedstat: args.schedstat.is_some(),
         },
         duration_defaulted,
     })

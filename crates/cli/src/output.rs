@@ -217,7 +217,49 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
         "  {:<22} {} created, {} exited, {} simulation events",
         "tasks", r.tasks_created, r.tasks_exited, r.events
     );
+    o.push_str(&wakeup_table(r));
     o
+}
+
+fn pct(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / d as f64
+    }
+}
+
+/// The sched-scoreboard "Wakeup info" block: shares of all try_to_wake_up()
+/// calls that woke the task on the waker's CPU, on a CPU first sharing each
+/// domain level with it, and that wake_affine() pulled (schedstat, charged to the waker).
+pub fn wakeup_table(r: &RunResult) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "  wakeups ({} try_to_wake_up calls; shares of all):", r.ttwu_count);
+    let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", "Wakeups on same CPU", r.ttwu_local, pct(r.ttwu_local, r.ttwu_count));
+    for (name, remote, _) in &r.wakeup_levels {
+        let label = format!("Wakeups on same {name} cpus");
+        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, remote, pct(*remote, r.ttwu_count));
+    }
+    for (name, _, affine) in &r.wakeup_levels {
+        let label = format!("Affine wakeups on same {name} cpus");
+        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, affine, pct(*affine, r.ttwu_count));
+    }
+    o
+}
+
+fn schedstat_json(r: &RunResult) -> Value {
+    json!({
+        "ttwu_count": r.ttwu_count,
+        "ttwu_local": r.ttwu_local,
+        "local_share": pct(r.ttwu_local, r.ttwu_count) / 100.0,
+        "levels": r.wakeup_levels.iter().map(|(name, remote, affine)| json!({
+            "level": name,
+            "ttwu_wake_remote": remote,
+            "ttwu_move_affine": affine,
+            "wake_remote_share": pct(*remote, r.ttwu_count) / 100.0,
+            "affine_share": pct(*affine, r.ttwu_count) / 100.0,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
@@ -238,6 +280,7 @@ pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
         "cpus": r.cpus.iter().enumerate().map(|(i, &(b, idle))| json!({"cpu": i, "busy_ns": b, "idle_ns": idle})).collect::<Vec<_>>(),
         "tasks": { "created": r.tasks_created, "exited": r.tasks_exited },
         "machine_counters": { "mm_switches": r.mm_switches, "idle_exit_ns": r.idle_exit_ns },
+        "schedstat": schedstat_json(r),
         "events": r.events,
     })
 }

@@ -25,6 +25,8 @@ use std::collections::BinaryHeap;
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     pub seed: u64,
+    /// Render /proc/schedstat (version 17) at the end of the run.
+    pub schedstat: bool,
     /// Stop at this simulated time (required for time-bounded workloads).
     pub duration_ns: Option<u64>,
 }
@@ -68,6 +70,8 @@ struct Cpu {
     /// EWMA of idle interval lengths (menu-governor-like prediction).
     idle_pred_ns: u64,
     resched_pending: bool,
+    /// Exit latency charged for the wakeup that is ending the current idle period.
+    exit_lat: u64,
 }
 
 /// Per-task interpreter state.
@@ -80,6 +84,8 @@ struct TaskRt {
     /// CPU work left in the current segment (ns).
     remaining: u64,
     loops: Vec<(u32, u64)>,
+    /// Tag of the last `ReadTag` message.
+    reg: u32,
     parent: Option<TaskId>,
     unreaped: u32,
     waiting_child: bool,
@@ -91,6 +97,14 @@ struct ChanRt {
     count: u32,
     readers: Vec<TaskId>,
     writers: Vec<TaskId>,
+    /// Messages carry tags (some program reads them with `ReadTag`).
+    tagged: bool,
+    tags: std::collections::VecDeque<u32>,
+}
+
+enum ChanOutcome {
+    Blocked,
+    Done { woke: bool },
 }
 
 #[derive(Clone, Debug)]
@@ -124,6 +138,13 @@ pub struct RunResult {
     pub woken_never_ran: u64,
     pub mm_switches: u64,
     pub idle_exit_ns: u64,
+    /// schedstat: try_to_wake_up() calls and those that woke on the waker's CPU.
+    pub ttwu_count: u64,
+    pub ttwu_local: u64,
+    /// Per domain level bottom-up: (name, ttwu_wake_remote, ttwu_move_affine).
+    pub wakeup_levels: Vec<(String, u64, u64)>,
+    /// /proc/schedstat v17 at the end, when requested.
+    pub schedstat: Option<String>,
 }
 
 /// A simulation in progress.
@@ -149,8 +170,8 @@ pub struct Sim<'a> {
     mm_switches: u64,
     idle_exit_ns: u64,
     tick_ns: u64,
-    /// `Kernel` task id -> index in rt (same numbering: tasks are created in order).
     jitter_pct: u32,
+    want_schedstat: bool,
 }
 
 const INF: u64 = u64::MAX;
@@ -174,13 +195,13 @@ impl<'a> Sim<'a> {
             heap: BinaryHeap::with_capacity(4 * n + 64),
             cpus: vec![Cpu::default(); n],
             rt: Vec::with_capacity(wl.tasks.len()),
-            chans: wl
-                .channels
-                .iter()
-                .map(|_| ChanRt {
+            chans: (0..wl.channels.len())
+                .map(|i| ChanRt {
                     count: 0,
                     readers: Vec::new(),
                     writers: Vec::new(),
+                    tagged: wl.programs.iter().flatten().any(|op| matches!(*op, Op::ReadTag { chan, .. } if chan as usize == i)),
+                    tags: Default::default(),
                 })
                 .collect(),
             sems: wl
@@ -203,6 +224,7 @@ impl<'a> Sim<'a> {
             idle_exit_ns: 0,
             tick_ns,
             jitter_pct: wl.jitter_pct,
+            want_schedstat: cfg.schedstat,
         };
         // Tasks that exist at time 0 are started from CPU 0, as a shell would fork them.
         for (i, t) in wl.tasks.iter().enumerate() {
@@ -337,6 +359,7 @@ impl<'a> Sim<'a> {
             stage: 0,
             remaining: 0,
             loops: Vec::new(),
+            reg: 0,
             parent,
             unreaped: 0,
             waiting_child: false,
@@ -375,6 +398,7 @@ impl<'a> Sim<'a> {
                 if self.cpus[target.idx()].running.is_none() {
                     let exit = self.idle_exit_latency(target);
                     self.idle_exit_ns += exit;
+                    self.cpus[target.idx()].exit_lat = exit + self.machine.costs.ipi_ns;
                     lat += exit;
                 }
                 self.push(self.now + lat, EvKind::WakeList { cpu: target.0 });
@@ -401,6 +425,7 @@ impl<'a> Sim<'a> {
             let exit = self.idle_exit_latency(target);
             self.idle_exit_ns += exit;
             lat += exit;
+            self.cpus[target.idx()].exit_lat = lat;
         }
         self.cpus[target.idx()].resched_pending = true;
         self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
@@ -463,7 +488,10 @@ impl<'a> Sim<'a> {
                 if was_idle {
                     let idle_len = now - cpu.since;
                     cpu.idle_ns += idle_len;
-                    cpu.idle_pred_ns = (cpu.idle_pred_ns * 7 + idle_len) / 8;
+                    // Like the menu governor, learn from the residency before the
+                    // wakeup arrived, not counting the exit latency itself.
+                    let residency = idle_len.saturating_sub(std::mem::take(&mut cpu.exit_lat));
+                    cpu.idle_pred_ns = (cpu.idle_pred_ns * 7 + residency) / 8;
                     cpu.since = now;
                 }
                 let mut cost = 0;
@@ -523,7 +551,7 @@ impl<'a> Sim<'a> {
                         self.advance(t);
                     }
                 }
-                Op::Write { chan, cost } => {
+                Op::Write { chan, cost } | Op::WriteTag { chan, cost, .. } | Op::WriteReg { chan_base: chan, cost } => {
                     if stage == 0 {
                         let j = self.jitter(cost);
                         let r = &mut self.rt[t.idx()];
@@ -531,97 +559,33 @@ impl<'a> Sim<'a> {
                         r.stage = 1;
                         continue;
                     }
-                    let ch = &mut self.chans[chan as usize];
-                    let spec = &wl.channels[chan as usize];
-                    if ch.count >= spec.capacity {
-                        ch.writers.push(t);
-                        self.block(c);
-                        return;
-                    }
-                    ch.count += 1;
-                    let reader = (!ch.readers.is_empty()).then(|| ch.readers.remove(0));
-                    self.advance(t);
-                    let mut woke = false;
-                    if let Some(reader) = reader {
-                        self.wake(
-                            reader,
-                            c,
-                            Some(t),
-                            if spec.sync {
-                                WakeFlags::SYNC
-                            } else {
-                                WakeFlags::default()
-                            },
-                        );
-                        woke = true;
-                    }
-                    // pipe_write(): a woken writer wakes the next one if space remains.
-                    let ch = &mut self.chans[chan as usize];
-                    if matches!(spec.kind, ChannelKind::Pipe { .. })
-                        && ch.count < spec.capacity
-                        && !ch.writers.is_empty()
-                    {
-                        let w = ch.writers.remove(0);
-                        self.wake(
-                            w,
-                            c,
-                            Some(t),
-                            if spec.sync {
-                                WakeFlags::SYNC
-                            } else {
-                                WakeFlags::default()
-                            },
-                        );
-                        woke = true;
-                    }
-                    if woke && self.preempt_point(c) {
-                        return;
+                    let (chan, tag) = match op {
+                        Op::WriteTag { tag, .. } => (chan, tag),
+                        Op::WriteReg { .. } => (chan + self.rt[t.idx()].reg, 0),
+                        _ => (chan, 0),
+                    };
+                    match self.chan_write(c, t, chan, tag) {
+                        ChanOutcome::Blocked => return,
+                        ChanOutcome::Done { woke } => {
+                            if woke && self.preempt_point(c) {
+                                return;
+                            }
+                        }
                     }
                 }
-                Op::Read { chan, cost } => {
+                Op::Read { chan, cost } | Op::ReadTag { chan, cost } => {
                     if stage == 0 {
-                        let ch = &mut self.chans[chan as usize];
-                        let spec = &wl.channels[chan as usize];
-                        if ch.count == 0 {
-                            ch.readers.push(t);
-                            self.block(c);
-                            return;
-                        }
-                        ch.count -= 1;
-                        let j = self.jitter(cost);
-                        let r = &mut self.rt[t.idx()];
-                        r.remaining = j;
-                        r.stage = 1;
-                        // Wake blocked writers as the channel kind does.
-                        let ch = &mut self.chans[chan as usize];
-                        let sync = if spec.sync {
-                            WakeFlags::SYNC
-                        } else {
-                            WakeFlags::default()
-                        };
-                        let mut woke = false;
-                        match spec.kind {
-                            ChannelKind::Pipe { msgs_per_page } => {
-                                if !ch.writers.is_empty()
-                                    && ch.count + msgs_per_page <= spec.capacity
-                                {
-                                    let w = ch.writers.remove(0);
-                                    self.wake(w, c, Some(t), sync);
-                                    woke = true;
+                        match self.chan_read(c, t, chan, matches!(op, Op::ReadTag { .. })) {
+                            ChanOutcome::Blocked => return,
+                            ChanOutcome::Done { woke } => {
+                                let j = self.jitter(cost);
+                                let r = &mut self.rt[t.idx()];
+                                r.remaining = j;
+                                r.stage = 1;
+                                if woke && self.preempt_point(c) {
+                                    return;
                                 }
                             }
-                            ChannelKind::Socket => {
-                                if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity {
-                                    let ws = std::mem::take(&mut ch.writers);
-                                    for w in ws {
-                                        self.wake(w, c, Some(t), sync);
-                                    }
-                                    woke = true;
-                                }
-                            }
-                        }
-                        if woke && self.preempt_point(c) {
-                            return;
                         }
                     } else {
                         self.advance(t);
@@ -739,6 +703,66 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// The effect of a write of one message: block while full, else queue it
+    /// and wake a blocked reader (and, for pipes, the next blocked writer).
+    fn chan_write(&mut self, c: CpuId, t: TaskId, chan: u32, tag: u32) -> ChanOutcome {
+        let spec = &self.wl.channels[chan as usize];
+        let ch = &mut self.chans[chan as usize];
+        if ch.count >= spec.capacity {
+            ch.writers.push(t);
+            self.block(c);
+            return ChanOutcome::Blocked;
+        }
+        ch.count += 1;
+        if ch.tagged {
+            ch.tags.push_back(tag);
+        }
+        let reader = (!ch.readers.is_empty()).then(|| ch.readers.remove(0));
+        // pipe_write(): a woken writer wakes the next one if space remains.
+        let next_writer = (matches!(spec.kind, ChannelKind::Pipe { .. }) && ch.count < spec.capacity && !ch.writers.is_empty()).then(|| ch.writers.remove(0));
+        let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        self.advance(t);
+        let mut woke = false;
+        for w in reader.into_iter().chain(next_writer) {
+            self.wake(w, c, Some(t), wf);
+            woke = true;
+        }
+        ChanOutcome::Done { woke }
+    }
+
+    /// The effect of a read of one message: block while empty, else take it and
+    /// wake blocked writers as the channel kind does.
+    fn chan_read(&mut self, c: CpuId, t: TaskId, chan: u32, tagged: bool) -> ChanOutcome {
+        let spec = &self.wl.channels[chan as usize];
+        let ch = &mut self.chans[chan as usize];
+        if ch.count == 0 {
+            ch.readers.push(t);
+            self.block(c);
+            return ChanOutcome::Blocked;
+        }
+        ch.count -= 1;
+        if ch.tagged {
+            let tag = ch.tags.pop_front().unwrap_or(0);
+            if tagged {
+                self.rt[t.idx()].reg = tag;
+            }
+        }
+        let ch = &mut self.chans[chan as usize];
+        let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        let woken: Vec<TaskId> = match spec.kind {
+            // pipe_read(): one exclusive writer once a page's worth of space is free.
+            ChannelKind::Pipe { msgs_per_page } if !ch.writers.is_empty() && ch.count + msgs_per_page <= spec.capacity => vec![ch.writers.remove(0)],
+            // unix_write_space(): every writer once the buffer is at most a quarter full.
+            ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => std::mem::take(&mut ch.writers),
+            _ => Vec::new(),
+        };
+        let woke = !woken.is_empty();
+        for w in woken {
+            self.wake(w, c, Some(t), wf);
+        }
+        ChanOutcome::Done { woke }
+    }
+
     #[inline]
     fn advance(&mut self, t: TaskId) {
         let r = &mut self.rt[t.idx()];
@@ -807,6 +831,9 @@ impl<'a> Sim<'a> {
         // Run delay samples: each task's waits are summarised by the kernel's
         // sched_info; per-wait samples are recorded by the engine.
         let wakeups = self.kernel.rqs.iter().map(|r| r.ttwu_count).sum();
+        let (ttwu_count, ttwu_local, levels) = self.kernel.wakeup_levels();
+        let busy: Vec<u64> = self.cpus.iter().map(|c| c.busy_ns).collect();
+        let schedstat = self.want_schedstat.then(|| self.kernel.schedstat_v17(end, &busy));
         let (name, value, unit) = match &self.wl.metric {
             MetricSpec::Elapsed {
                 name,
@@ -856,6 +883,10 @@ impl<'a> Sim<'a> {
             woken_never_ran: never_ran,
             mm_switches: self.mm_switches,
             idle_exit_ns: self.idle_exit_ns,
+            ttwu_count,
+            ttwu_local,
+            wakeup_levels: levels.into_iter().map(|(n, r, a)| (n.to_string(), r, a)).collect(),
+            schedstat,
         }
     }
 }

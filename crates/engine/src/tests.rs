@@ -50,6 +50,7 @@ fn go(m: &Machine, kernel: &str, w: &Workload, seed: u64, duration: Option<u64>)
         &SimConfig {
             seed,
             duration_ns: duration,
+            schedstat: false,
         },
     )
 }
@@ -168,11 +169,13 @@ fn hogs_share_a_cpu_by_weight() {
         &SimConfig {
             seed: 1,
             duration_ns: Some(500 * MS),
+            schedstat: false,
         },
     );
     let (r, kernel) = sim.run_keep_kernel(&SimConfig {
         seed: 1,
         duration_ns: Some(500 * MS),
+            schedstat: false,
     });
     let a = kernel.tasks[0].se.sum_exec_runtime as f64;
     let b = kernel.tasks[1].se.sum_exec_runtime as f64;

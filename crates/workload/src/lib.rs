@@ -38,6 +38,13 @@ pub enum Op {
         chan: u32,
         cost: u64,
     },
+    /// Like `Write`, carrying a tag (e.g. a connection number) with the message.
+    WriteTag { chan: u32, cost: u64, tag: u32 },
+    /// Like `Read`; the message's tag is stored in the task's register.
+    ReadTag { chan: u32, cost: u64 },
+    /// Like `Write`, to channel `chan_base + register` (reply on the connection
+    /// whose message was read last: a poll()-multiplexing client).
+    WriteReg { chan_base: u32, cost: u64 },
     /// Block for `ns` (a timer wakes the task, not WF_SYNC).
     Sleep {
         ns: u64,
@@ -193,7 +200,11 @@ impl Workload {
                             return err(format!("program {pi}: EndLoop without Loop"));
                         }
                     }
-                    Op::Write { chan, .. } | Op::Read { chan, .. }
+                    Op::Write { chan, .. }
+                    | Op::Read { chan, .. }
+                    | Op::WriteTag { chan, .. }
+                    | Op::ReadTag { chan, .. }
+                    | Op::WriteReg { chan_base: chan, .. }
                         if chan as usize >= self.channels.len() =>
                     {
                         return err(format!("program {pi}: channel {chan} does not exist"));

@@ -3,6 +3,7 @@
 pub mod context_switch1;
 pub mod costs;
 pub mod hackbench;
+pub mod pgbench;
 pub mod pipe;
 pub mod soaker;
 
@@ -23,6 +24,7 @@ pub const BUILTINS: &[Builtin] = &[
     hackbench::BUILTIN,
     pipe::BUILTIN,
     context_switch1::BUILTIN,
+    pgbench::BUILTIN,
     soaker::BUILTIN,
 ];
 
