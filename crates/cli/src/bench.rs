@@ -81,6 +81,7 @@ pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
             machine: s.machine.into(),
             kernel: s.kernel.into(),
             features: None,
+            patch: None,
             workload: s.workload.into(),
             set: vec![s.set.into()],
             seed: 1,

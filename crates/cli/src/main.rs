@@ -87,6 +87,9 @@ pub struct RunArgs {
     /// Feature bits to flip, as /sys/kernel/debug/sched/features takes them: NO_PLACE_LAG,NEXT_BUDDY.
     #[arg(long)]
     pub features: Option<String>,
+    /// Proposed patches to apply on top of the kernel profile (`schedlab kernels` lists them).
+    #[arg(long)]
+    pub patch: Option<String>,
     /// Built-in workload (`schedlab workloads`).
     #[arg(long, default_value = "hackbench")]
     pub workload: String,
@@ -147,6 +150,10 @@ fn dispatch(cli: Cli) -> Result<()> {
             for p in profile::profiles() {
                 println!("{:<8} {}", p.name, p.summary);
             }
+            println!("\npatches (--patch NAME):");
+            for (n, _, d) in profile::Patch::ALL {
+                println!("  {n:<14} {d}");
+            }
             Ok(())
         }
         Cmd::Kernel {
@@ -204,6 +211,17 @@ pub fn load_machine(name: &str) -> Result<Machine> {
     schedlab_machine::load(name).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+pub fn load_kernel_patched(name: &str, patch: Option<&str>, features: Option<&str>) -> Result<KernelProfile> {
+    let mut k = load_kernel(name, None)?;
+    if let Some(p) = patch {
+        k.apply_patches(p).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(f) = features {
+        k.apply_features(f).map_err(anyhow::Error::msg)?;
+    }
+    Ok(k)
+}
+
 pub fn load_kernel(name: &str, features: Option<&str>) -> Result<KernelProfile> {
     let mut k = profile::profile(name).map_err(anyhow::Error::msg)?;
     if let Some(f) = features {
@@ -254,7 +272,7 @@ pub fn parse_duration(s: &str) -> Result<u64> {
 
 pub fn prepare(args: &RunArgs) -> Result<Prepared> {
     let machine = load_machine(&args.machine)?;
-    let kernel = load_kernel(&args.kernel, args.features.as_deref())?;
+    let kernel = load_kernel_patched(&args.kernel, args.patch.as_deref(), args.features.as_deref())?;
     let params = Params::parse(&args.set.join(",")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let cores = cores_of(&machine);
     let workload =

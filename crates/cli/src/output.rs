@@ -97,6 +97,22 @@ pub fn kernel_show(k: &KernelProfile) -> String {
         "level names: {} {} {} {}",
         k.level_names.smt, k.level_names.cls, k.level_names.mc, k.level_names.pkg
     );
+    let _ = writeln!(o, "algorithm variants:");
+    let _ = writeln!(o, "  select_task_rq_fair shape   {:?}", k.select_shape);
+    let _ = writeln!(o, "  wake_wide                   {:?}", k.wake_wide);
+    let _ = writeln!(o, "  wake_affine                 {:?} (load: {:?})", k.wake_affine, k.wake_load);
+    let _ = writeln!(
+        o,
+        "  select_idle_sibling         {:?}{}{}",
+        k.sis,
+        if k.sis_scan_from_next { ", scan from target+1" } else { ", scan from target" },
+        if k.sis_cluster_first { ", cluster first" } else { "" }
+    );
+    let _ = writeln!(o, "  recent_used_cpu             {:?}", k.recent_used);
+    let _ = writeln!(o, "  TTWU_QUEUE wake lists       {:?}", k.ttwu_queue);
+    if !k.patches.is_empty() {
+        let _ = writeln!(o, "patches: {}", k.patches.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "));
+    }
     let t = &k.tunables;
     let _ = writeln!(
         o,

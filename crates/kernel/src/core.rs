@@ -350,7 +350,7 @@ impl Kernel {
         let rq = &mut self.rqs[cpu.idx()];
         // update_avg_idle: the CPU was idle since idle_stamp (spec §3.5).
         if rq.idle_stamp != 0 {
-            let delta = now - rq.idle_stamp;
+            let delta = now.saturating_sub(rq.idle_stamp);
             let max = 2 * rq.max_idle_balance_cost;
             let ai = rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8;
             rq.avg_idle = (ai.max(0) as u64).min(max);

@@ -160,6 +160,25 @@ pub struct Tunables {
     pub amd_reclaim_distance_32: bool,
 }
 
+/// A proposed patch applied on top of a profile (`--patch NAME`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Patch {
+    /// Chen Yu, "sched/fair: Choose the CPU where short task is running during
+    /// wake up", RFC v1 2022-09-16 on v6.0-rc4, never merged (spec §10.1).
+    ShortrunRfc,
+}
+
+impl Patch {
+    pub const ALL: &'static [(&'static str, Patch, &'static str)] = &[(
+        "shortrun-rfc",
+        Patch::ShortrunRfc,
+        "Chen Yu 2022 RFC v1: wake short tasks on the CPU where a short task runs (wake_affine_idle, select_idle_cpu); base v6.0",
+    )];
+    pub fn name(self) -> &'static str {
+        Patch::ALL.iter().find(|(_, p, _)| *p == self).map(|(n, _, _)| *n).unwrap_or("?")
+    }
+}
+
 /// A named kernel release as schedlab models it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelProfile {
@@ -186,6 +205,8 @@ pub struct KernelProfile {
     pub sis_scan_from_next: bool,
     /// select_idle_cpu() scans the target's cluster first (v6.8+).
     pub sis_cluster_first: bool,
+    /// Proposed patches applied on top (`--patch`).
+    pub patches: Vec<Patch>,
 }
 
 const TUNABLES_CFS: Tunables = Tunables {
@@ -266,6 +287,7 @@ fn v3_10() -> KernelProfile {
         ttwu_queue: TtwuQueueVariant::CrossLlc,
         sis_scan_from_next: false,
         sis_cluster_first: false,
+        patches: Vec::new(),
     }
 }
 
@@ -338,6 +360,7 @@ fn v5_11() -> KernelProfile {
         ttwu_queue: TtwuQueueVariant::CrossLlc,
         sis_scan_from_next: false,
         sis_cluster_first: false,
+        patches: Vec::new(),
     }
 }
 
@@ -413,6 +436,7 @@ fn v6_6() -> KernelProfile {
         ttwu_queue: TtwuQueueVariant::IdleTarget,
         sis_scan_from_next: true,
         sis_cluster_first: false,
+        patches: Vec::new(),
     }
 }
 
@@ -468,6 +492,30 @@ impl KernelProfile {
             self.features.apply(tok)?;
         }
         Ok(())
+    }
+
+    /// Apply `--patch a,b` overlays. The short-task RFC needs a v6.0-era
+    /// fast path (SIS_UTIL); other bases are refused rather than guessed.
+    pub fn apply_patches(&mut self, spec: &str) -> Result<(), String> {
+        for tok in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let Some(&(_, patch, _)) = Patch::ALL.iter().find(|(n, _, _)| *n == tok) else {
+                return Err(format!(
+                    "unknown patch {tok:?}; known patches: {}",
+                    Patch::ALL.iter().map(|(n, _, d)| format!("{n} ({d})")).collect::<Vec<_>>().join("; ")
+                ));
+            };
+            if patch == Patch::ShortrunRfc && !(self.pick == PickAlgo::Cfs && self.version >= (6, 0)) {
+                return Err(format!("patch shortrun-rfc applies to v6.0 (CFS with SIS_UTIL); {} is not that base", self.name));
+            }
+            if !self.patches.contains(&patch) {
+                self.patches.push(patch);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn has_patch(&self, p: Patch) -> bool {
+        self.patches.contains(&p)
     }
 
     /// `sysctl_sched_tunable_scaling = SCHED_TUNABLESCALING_LOG`: factor = 1 + ilog2(min(ncpus, 8)).

@@ -5,6 +5,7 @@ use crate::core::{Kernel, WakeFlags};
 use crate::cpumask::CpuMask;
 use crate::features::SchedFeat::*;
 use crate::profile::{
+    Patch,
     FindIdlestVariant, RecentUsedVariant, SelectShape, SisVariant, WakeAffineVariant, WakeLoad,
     WakeWideVariant,
 };
@@ -274,6 +275,14 @@ impl Kernel {
         if sync && nr == 1 {
             return Some(this_cpu);
         }
+        if self.profile.has_patch(Patch::ShortrunRfc) {
+            // RFC v1: ... || is_short_task(cpu_curr(this_cpu)) → this_cpu.
+            if let Some(curr) = rq.curr {
+                if self.is_short_task(curr) {
+                    return Some(this_cpu);
+                }
+            }
+        }
         if self.profile.wake_affine == WakeAffineVariant::V5_11 && self.available_idle_cpu(prev_cpu)
         {
             return Some(prev_cpu);
@@ -317,6 +326,13 @@ impl Kernel {
             prev_eff += 1;
         }
         (this_eff < prev_eff).then_some(this_cpu)
+    }
+
+    /// `is_short_task()` of the 2022 RFC (spec §10.1): average run per voluntary
+    /// switch at most sysctl_sched_min_granularity.
+    pub fn is_short_task(&self, t: TaskId) -> bool {
+        let task = &self.tasks[t.idx()];
+        task.se.sum_exec_runtime <= task.nvcsw * self.tun.min_granularity_ns
     }
 
     /// `available_idle_cpu()` (spec §3.4; no vCPU preemption).
@@ -633,6 +649,18 @@ impl Kernel {
             nr = self.llc_shared[id].nr_idle_scan as u64 + 1;
             if nr == 1 {
                 return None; // LLC judged overloaded: no scan at all
+            }
+            if self.profile.has_patch(Patch::ShortrunRfc) {
+                // RFC v1: with the LLC over ~half busy, a short wakee goes to a
+                // target that is running a short task instead of scanning.
+                let span_weight = self.sd.domains[llc].span_weight as u64;
+                if !has_idle_core && 5 * nr < 3 * span_weight && self.is_short_task(p) {
+                    if let Some(curr) = self.rqs[target.idx()].curr {
+                        if self.is_short_task(curr) {
+                            return Some(target);
+                        }
+                    }
+                }
             }
         }
         let before = self.last_scan;
@@ -1048,5 +1076,254 @@ mod tests {
             0,
         );
         assert_eq!(k.wake_up_new_task(p, CpuId(0), 0).cpu, CpuId(7));
+    }
+}
+
+#[cfg(test)]
+mod placement_tests {
+    use crate::core::{Kernel, SwitchReason, TaskParams, WakeFlags};
+    use crate::profile::profile;
+    use crate::sched::{TaskId, TaskState};
+    use schedlab_topology::{CpuId, CpuInfo, CpuTopology};
+
+    /// One LLC of `cores` cores x 2 threads; the sibling of cpu c is c + cores (server numbering).
+    fn smt_llc(cores: u32) -> CpuTopology {
+        let cpus = (0..2 * cores).map(|c| CpuInfo { core: c % cores, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+    }
+
+    /// One LLC of `n` CPUs without SMT.
+    fn flat_llc(n: u32) -> CpuTopology {
+        let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+    }
+
+    /// A task running on `cpu` (created pinned there, then unpinned).
+    fn occupy(k: &mut Kernel, cpu: u16) -> TaskId {
+        let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(cpu)]), ..Default::default() }, None, CpuId(cpu), 0);
+        let r = k.wake_up_new_task(p, CpuId(cpu), 0);
+        assert_eq!(r.cpu, CpuId(cpu));
+        k.schedule(CpuId(cpu), SwitchReason::Preempt, 0);
+        k.tasks[p.idx()].cpus_allowed = None;
+        p
+    }
+
+    /// A sleeping task whose prev_cpu is `cpu`.
+    fn sleeper_on(k: &mut Kernel, cpu: u16) -> TaskId {
+        let p = k.sched_fork(&TaskParams::default(), None, CpuId(cpu), 0);
+        let t = &mut k.tasks[p.idx()];
+        t.cpu = CpuId(cpu);
+        t.recent_used_cpu = CpuId(cpu);
+        t.state = TaskState::Sleeping;
+        p
+    }
+
+    // spec §5 / §5.1 (c722f35b513f): with no idle core in the LLC, v5.13 returns
+    // prev's idle SMT sibling; v5.12 (no select_idle_smt) scans the LLC from
+    // target and takes the first idle CPU.
+    #[test]
+    fn v5_13_prefers_prev_sibling_v5_12_scans() {
+        let mut picks = Vec::new();
+        for kernel in ["v5.12", "v5.13"] {
+            let mut k = Kernel::new(&smt_llc(4), profile(kernel).unwrap());
+            let waker = occupy(&mut k, 0);
+            for c in 1..4 {
+                occupy(&mut k, c);
+            }
+            // every core has one busy thread: no idle core
+            k.llc_shared[0].has_idle_cores = false;
+            let p = sleeper_on(&mut k, 1);
+            let r = k.try_to_wake_up(p, CpuId(0), Some(waker), WakeFlags::default(), 0);
+            picks.push(r.cpu.0);
+        }
+        assert_eq!(picks, vec![4, 5], "v5.12 scans to cpu4 (first idle from target 0); v5.13 takes prev(1)'s sibling 5");
+    }
+
+    // spec §5.3: update_idle_cpu_scan() on a 16-CPU LLC: x=512 -> 10, x>=876 -> 0.
+    // The spec's x=768 -> 4 is rounded; the kernel's integer steps give
+    // 1024 - 768^2*117^2/(10000*1024) = 236, 236*16/1024 = 3.
+    #[test]
+    fn sis_util_budget_from_llc_utilisation() {
+        let mut k = Kernel::new(&flat_llc(16), profile("v6.0").unwrap());
+        for (util, want) in [(0u64, 16u32), (512, 10), (768, 3), (875, 0), (876, 0), (1024, 0)] {
+            for rq in &mut k.rqs {
+                rq.cfs.avg.util_avg = util;
+            }
+            k.update_idle_cpu_scan(CpuId(0));
+            assert_eq!(k.llc_shared[0].nr_idle_scan, want, "util {util}");
+        }
+    }
+
+    // spec §5.2: select_idle_cpu() examines exactly nr_idle_scan CPUs when none
+    // is idle, and none at all when the LLC is above ~85.5% utilisation.
+    #[test]
+    fn sis_util_examines_exactly_nr_idle_scan() {
+        for (util, want) in [(512u64, 10u64), (768, 3), (900, 0)] {
+            let mut k = Kernel::new(&flat_llc(16), profile("v6.0").unwrap());
+            let mut ts = Vec::new();
+            for c in 0..16 {
+                ts.push(occupy(&mut k, c));
+            }
+            for rq in &mut k.rqs {
+                rq.cfs.avg.util_avg = util;
+            }
+            k.update_idle_cpu_scan(CpuId(0));
+            let p = sleeper_on(&mut k, 3);
+            k.last_scan = 0;
+            let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+            assert_eq!(k.select_idle_cpu(p, llc, false, CpuId(3)), None);
+            assert_eq!(k.last_scan, want, "util {util}");
+        }
+    }
+
+    // spec §4.2 (v4.5+): wide iff slave >= llc_size AND master >= slave * llc_size.
+    #[test]
+    fn wake_wide_needs_both_inequalities() {
+        let mut k = Kernel::new(&flat_llc(8), profile("v6.6").unwrap());
+        let w = occupy(&mut k, 0);
+        let p = sleeper_on(&mut k, 1);
+        let mut wide = |wf: u32, pf: u32| {
+            k.tasks[w.idx()].wakee_flips = wf;
+            k.tasks[p.idx()].wakee_flips = pf;
+            k.wake_wide(p, Some(w), CpuId(0))
+        };
+        assert!(wide(64, 8), "slave 8 >= 8 and master 64 >= 64");
+        assert!(!wide(63, 8), "master below slave * factor");
+        assert!(!wide(640, 7), "slave below factor");
+        assert!(wide(8, 64), "symmetric: the larger count is the master");
+        assert!(!wide(0, 0));
+    }
+
+    // v3.11 (Michael Wang): wide iff wakee.flips > factor && waker.flips > factor * wakee.flips.
+    #[test]
+    fn wake_wide_v3_11_form() {
+        let mut k = Kernel::new(&flat_llc(6), profile("v3.11").unwrap());
+        let w = occupy(&mut k, 0);
+        let p = sleeper_on(&mut k, 1);
+        let mut wide = |wf: u32, pf: u32| {
+            k.tasks[w.idx()].wakee_flips = wf;
+            k.tasks[p.idx()].wakee_flips = pf;
+            k.wake_wide(p, Some(w), CpuId(0))
+        };
+        assert!(wide(43, 7));
+        assert!(!wide(42, 7), "not strictly greater than 6 * 7");
+        assert!(!wide(1000, 6), "wakee flips must exceed the factor");
+        assert!(!wide(7, 43), "not symmetric in v3.11");
+    }
+
+    // spec §12: v3.10 keeps no wakee history: record_wakee() does nothing and
+    // wake_wide() is never true, whatever the counts.
+    #[test]
+    fn v3_10_never_consults_wakee_flips() {
+        let mut k = Kernel::new(&flat_llc(6), profile("v3.10").unwrap());
+        let w = occupy(&mut k, 0);
+        let p = sleeper_on(&mut k, 1);
+        k.tasks[w.idx()].wakee_flips = 1_000_000;
+        k.tasks[p.idx()].wakee_flips = 1_000;
+        assert!(!k.wake_wide(p, Some(w), CpuId(0)));
+        let before = k.tasks[w.idx()].wakee_flips;
+        k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::SYNC, 0);
+        assert_eq!(k.tasks[w.idx()].wakee_flips, before, "no record_wakee in v3.10");
+        assert_eq!(k.tasks[w.idx()].last_wakee, None);
+    }
+
+    // spec §4.1: record_wakee() counts switches of wakee; the once-per-second
+    // decay resets to 0 in v3.11 and halves from v4.5.
+    #[test]
+    fn record_wakee_decay_forms() {
+        for (kernel, after) in [("v3.11", 1u32), ("v6.6", 41)] {
+            let mut k = Kernel::new(&flat_llc(6), profile(kernel).unwrap());
+            let w = occupy(&mut k, 0);
+            let a = sleeper_on(&mut k, 1);
+            let b = sleeper_on(&mut k, 2);
+            k.select_task_rq_fair(a, CpuId(1), CpuId(0), Some(w), WakeFlags::TTWU, 0); // first call: decay stamp set
+            k.tasks[w.idx()].wakee_flips = 80;
+            k.tasks[w.idx()].last_wakee = Some(a);
+            // 1.1 s later a different wakee: decay, then +1
+            k.select_task_rq_fair(b, CpuId(2), CpuId(0), Some(w), WakeFlags::TTWU, 1_100_000_000);
+            assert_eq!(k.tasks[w.idx()].wakee_flips, after, "{kernel}");
+        }
+    }
+
+    // spec §5.4: has_idle_cores is set when a CPU goes idle with all its
+    // siblings idle, and cleared by a core scan that finds no idle core.
+    #[test]
+    fn idle_core_tracking() {
+        let mut k = Kernel::new(&smt_llc(2), profile("v6.6").unwrap());
+        let t = occupy(&mut k, 0);
+        k.llc_shared[0].has_idle_cores = false;
+        // cpu0 blocks; its sibling 2 is idle -> set
+        k.schedule(CpuId(0), SwitchReason::Block, 10);
+        assert!(k.llc_shared[0].has_idle_cores);
+        let _ = t;
+        // Occupy one thread of each core; a core scan then finds nothing and clears it.
+        occupy(&mut k, 0);
+        occupy(&mut k, 1);
+        let p = sleeper_on(&mut k, 0);
+        let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+        let r = k.select_idle_cpu(p, llc, true, CpuId(0));
+        assert!(r == Some(CpuId(2)) || r == Some(CpuId(3)), "an idle thread noted during the core scan: {r:?}");
+        assert!(!k.llc_shared[0].has_idle_cores, "failed core scan clears the hint");
+    }
+
+    // spec §3.3: which wakeups use the wake list, per version.
+    #[test]
+    fn ttwu_queue_cond_per_version() {
+        // 2 LLCs of 2 CPUs.
+        let cpus = (0..4u32).map(|c| CpuInfo { core: c, cluster: c / 2, llc: c / 2, node: 0, package: 0 }).collect();
+        let topo = CpuTopology::new(cpus, vec![vec![10]]).unwrap();
+        let queued = |kernel: &str, target: u16| {
+            let mut k = Kernel::new(&topo, profile(kernel).unwrap());
+            let w = occupy(&mut k, 0);
+            let mut p = sleeper_on(&mut k, target);
+            k.tasks[p.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(4, [CpuId(target)]));
+            let r = k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::default(), 0);
+            p = p;
+            let _ = p;
+            r.queued
+        };
+        assert!(!queued("v2.6.38", 2), "no wake lists before v3.0");
+        assert!(queued("v3.10", 2), "cross-LLC: queued");
+        assert!(!queued("v3.10", 1), "same LLC: the waker enqueues");
+        assert!(queued("v6.0", 1), "v6.0: idle same-LLC target queued");
+        assert!(queued("v6.12", 2));
+    }
+
+    // spec §4.3: v5.11+ wake_affine_idle() returns an idle prev; v4.14-form
+    // kernels would fall through to the weight test. Sync wakeups from a CPU
+    // whose only task is the waker pull to this_cpu.
+    #[test]
+    fn wake_affine_idle_clauses() {
+        let mut k = Kernel::new(&flat_llc(4), profile("v5.11").unwrap());
+        let w = occupy(&mut k, 0);
+        assert_eq!(k.wake_affine_idle(CpuId(0), CpuId(1), true), Some(CpuId(0)), "sync, waker alone");
+        assert_eq!(k.wake_affine_idle(CpuId(0), CpuId(1), false), Some(CpuId(1)), "prev idle");
+        occupy(&mut k, 1);
+        assert_eq!(k.wake_affine_idle(CpuId(0), CpuId(1), false), None);
+        let _ = w;
+    }
+
+    // RFC v1 (spec §10.1): with the patch, a short wakee goes to a target running
+    // a short task when SIS_UTIL says the LLC is over ~half busy.
+    #[test]
+    fn shortrun_rfc_stacks_short_tasks() {
+        let run = |patch: bool| {
+            let mut prof = profile("v6.0").unwrap();
+            if patch {
+                prof.apply_patches("shortrun-rfc").unwrap();
+            }
+            let mut k = Kernel::new(&flat_llc(8), prof);
+            let ts: Vec<TaskId> = (0..6).map(|c| occupy(&mut k, c)).collect();
+            for &t in &ts {
+                k.tasks[t.idx()].nvcsw = 1000; // short: ~0 runtime per voluntary switch
+            }
+            k.llc_shared[0].nr_idle_scan = 3; // nr = 4: 5*4 < 3*8
+            let p = sleeper_on(&mut k, 3);
+            k.tasks[p.idx()].nvcsw = 1000;
+            let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+            k.select_idle_cpu(p, llc, false, CpuId(3))
+        };
+        assert_eq!(run(true), Some(CpuId(3)), "patched: stack on the short-running target");
+        assert_eq!(run(false), Some(CpuId(6)), "v6.0 scans 3 CPUs from target+1: 4, 5 busy, 6 idle");
     }
 }
