@@ -4,6 +4,7 @@
 //! returns what the hardware must do next (which CPU must reschedule).
 
 use crate::cpumask::CpuMask;
+use crate::fair::balance::IdleType;
 use crate::fair::flags::*;
 use crate::features::SchedFeatures;
 use crate::profile::TtwuQueueVariant;
@@ -80,11 +81,28 @@ pub enum SwitchReason {
     Preempt,
 }
 
+/// What a tick did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TickResult {
+    /// The current task of this CPU must be preempted.
+    pub resched: bool,
+    /// Kick this idle CPU to run nohz idle balancing for all idle CPUs.
+    pub nohz_kick: Option<CpuId>,
+    /// Remote CPUs that must reschedule (active balance).
+    pub kicks: Vec<CpuId>,
+    /// CPUs examined by balancing (charged by the hardware).
+    pub balance_examined: u64,
+}
+
 /// What `schedule()` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SwitchResult {
     pub prev: Option<TaskId>,
     pub next: Option<TaskId>,
+    /// Active balance moved `prev` to this CPU, which must reschedule.
+    pub kick: Option<CpuId>,
+    /// CPUs examined by newly-idle balancing (the hardware charges for it).
+    pub balance_examined: u64,
     /// How long `next` waited on the runqueue for this switch-in (sched_info run delay).
     pub next_run_delay: Option<u64>,
 }
@@ -114,6 +132,15 @@ pub struct Kernel {
     pub(crate) cur_now: u64,
     /// `sched_smt_active()`
     pub smt_active: bool,
+    /// Per CPU per level balancing state.
+    pub sd_lb: Vec<Vec<crate::fair::balance::SdLbState>>,
+    /// `rd->overload`: some CPU has more than one runnable task.
+    pub rd_overload: bool,
+    /// `nohz.next_balance`
+    pub nohz_next_balance: u64,
+    pub(crate) mru_seq: u64,
+    /// schedstat alb_pushed, summed.
+    pub alb_pushed: u64,
     nr_cpus: usize,
 }
 
@@ -140,24 +167,30 @@ impl Kernel {
                 wake_list: Vec::new(),
                 wake_avg_idle: tun.migration_cost_ns,
                 wake_stamp: 0,
+                next_balance: 0,
+                active_balance: None,
             })
             .collect();
-        let sd_stats = sd
-            .per_cpu
-            .iter()
-            .map(|l| vec![SdStats::default(); l.len()])
-            .collect();
-        let lb_stats = sd
-            .per_cpu
-            .iter()
-            .map(|l| vec![[LbStats::default(); 3]; l.len()])
-            .collect();
+        let sd_stats = sd.per_cpu.iter().map(|l| vec![SdStats::default(); l.len()]).collect();
+        let lb_stats = sd.per_cpu.iter().map(|l| vec![[LbStats::default(); 3]; l.len()]).collect();
         let mut llc_shared = vec![LlcShared::default(); n];
         for c in 0..n {
             // sd_init(): SIS_UTIL starts with a full scan of the LLC.
             llc_shared[sd.sd_llc_id[c] as usize].nr_idle_scan = sd.sd_llc_size[c];
         }
         let smt_active = topo.threads_per_core() > 1;
+        let sd_lb = sd
+            .per_cpu
+            .iter()
+            .map(|l| {
+                l.iter()
+                    .map(|&id| crate::fair::balance::SdLbState {
+                        balance_interval: sd.domains[id as usize].min_interval as u64,
+                        ..Default::default()
+                    })
+                    .collect()
+            })
+            .collect();
         Kernel {
             feats: profile.features,
             profile,
@@ -174,6 +207,11 @@ impl Kernel {
             cur_this_cpu: CpuId(0),
             cur_now: 0,
             smt_active,
+            sd_lb,
+            rd_overload: false,
+            nohz_next_balance: 0,
+            mru_seq: 0,
+            alb_pushed: 0,
             nr_cpus: n,
         }
     }
@@ -182,26 +220,21 @@ impl Kernel {
         self.nr_cpus
     }
 
+    /// Clear a SD_* flag on every domain (what writing the domain's `flags` in
+    /// debugfs does; e.g. SD_BALANCE_FORK to switch fork balancing off).
+    pub fn clear_sd_flag(&mut self, flag: u32) {
+        for d in &mut self.sd.domains {
+            d.flags &= !flag;
+        }
+    }
+
     /// Create a task (`copy_process()` / `sched_fork()`); it is not runnable
     /// until `wake_up_new_task()`. `cpu` is where it is created (the parent's CPU).
-    pub fn sched_fork(
-        &mut self,
-        params: &TaskParams,
-        parent: Option<TaskId>,
-        cpu: CpuId,
-        now: u64,
-    ) -> TaskId {
+    pub fn sched_fork(&mut self, params: &TaskParams, parent: Option<TaskId>, cpu: CpuId, now: u64) -> TaskId {
         let id = TaskId(self.tasks.len() as u32);
         let weight = task_weight(params.nice, params.policy);
-        let cpus_allowed = params
-            .cpus_allowed
-            .as_ref()
-            .map(|v| CpuMask::from_cpus(self.nr_cpus, v.iter().copied()));
-        let mut se = SchedEntity {
-            weight,
-            slice: self.tun.base_slice_ns,
-            ..Default::default()
-        };
+        let cpus_allowed = params.cpus_allowed.as_ref().map(|v| CpuMask::from_cpus(self.nr_cpus, v.iter().copied()));
+        let mut se = SchedEntity { weight, slice: self.tun.base_slice_ns, ..Default::default() };
         se.avg.last_update_time = now;
         // init_entity_runnable_average(): a new task starts at its full weight.
         se.avg.load_avg = weight;
@@ -224,6 +257,7 @@ impl Kernel {
             run_delay: 0,
             pcount: 0,
             last_queued: None,
+            mru: 0,
         });
         // task_fork_fair(): placement relative to the parent's cfs_rq.
         match self.profile.fork_placement {
@@ -298,26 +332,11 @@ impl Kernel {
         self.activate_task(cpu, p, flags, now);
         self.check_preempt_wakeup(cpu, p, true, now);
         let scanned = std::mem::take(&mut self.last_scan);
-        WakeResult {
-            cpu,
-            migrated: cpu != prev,
-            resched: self.rqs[cpu.idx()].need_resched,
-            queued: false,
-            ipi: false,
-            scanned,
-        }
+        WakeResult { cpu, migrated: cpu != prev, resched: self.rqs[cpu.idx()].need_resched, queued: false, ipi: false, scanned }
     }
 
     /// `select_task_rq()`: the class hook unless the task may run on one CPU only.
-    fn select_task_rq(
-        &mut self,
-        p: TaskId,
-        prev: CpuId,
-        this_cpu: CpuId,
-        waker: Option<TaskId>,
-        wf: WakeFlags,
-        now: u64,
-    ) -> CpuId {
+    fn select_task_rq(&mut self, p: TaskId, prev: CpuId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> CpuId {
         self.cur_this_cpu = this_cpu;
         self.cur_now = now;
         let allowed = self.tasks[p.idx()].cpus_allowed.clone();
@@ -342,11 +361,25 @@ impl Kernel {
         let t = &mut self.tasks[p.idx()];
         t.cpu = cpu;
         t.nr_migrations += 1;
+        // migrate_task_rq_fair(): a migrated task is cache-cold for task_hot().
+        t.se.exec_start = 0;
+    }
+
+    pub(crate) fn set_task_cpu_pub(&mut self, p: TaskId, cpu: CpuId) {
+        self.set_task_cpu(p, cpu);
+    }
+
+    /// `add_nr_running()`: a CPU with two or more tasks marks the root domain overloaded.
+    pub(crate) fn note_nr_running(&mut self, cpu: CpuId) {
+        if self.rqs[cpu.idx()].nr_running() >= 2 {
+            self.rd_overload = true;
+        }
     }
 
     /// `activate_task()` → `enqueue_task_fair()`; starts the run-delay clock.
     fn activate_task(&mut self, cpu: CpuId, p: TaskId, flags: u32, now: u64) {
         self.enqueue_entity(cpu, p, flags, now);
+        self.note_nr_running(cpu);
         let rq = &mut self.rqs[cpu.idx()];
         // update_avg_idle: the CPU was idle since idle_stamp (spec §3.5).
         if rq.idle_stamp != 0 {
@@ -371,20 +404,9 @@ impl Kernel {
     ///
     /// Fidelity: F-004 — TTWU_QUEUE wake lists are not modelled: the enqueue is
     /// done at once by the waker; the engine charges the IPI and idle exit.
-    pub fn try_to_wake_up(
-        &mut self,
-        p: TaskId,
-        this_cpu: CpuId,
-        waker: Option<TaskId>,
-        wf: WakeFlags,
-        now: u64,
-    ) -> WakeResult {
+    pub fn try_to_wake_up(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
         let t = &self.tasks[p.idx()];
-        debug_assert_eq!(
-            t.state,
-            TaskState::Sleeping,
-            "waking a task that is not asleep"
-        );
+        debug_assert_eq!(t.state, TaskState::Sleeping, "waking a task that is not asleep");
         let prev = t.cpu;
         if t.se.on_rq {
             // ttwu_runnable(): a sched_delayed task is still queued: requeue, no CPU selection.
@@ -422,9 +444,7 @@ impl Kernel {
             self.set_task_cpu(p, cpu);
         }
         self.ttwu_stat(cpu, this_cpu);
-        if self.feats.has(crate::features::SchedFeat::TTWU_QUEUE)
-            && self.ttwu_queue_cond(this_cpu, cpu)
-        {
+        if self.feats.has(crate::features::SchedFeat::TTWU_QUEUE) && self.ttwu_queue_cond(this_cpu, cpu) {
             // ttwu_queue_wakelist(): the target activates the task itself after the IPI.
             let rq = &mut self.rqs[cpu.idx()];
             let ipi = rq.wake_list.is_empty();
@@ -433,35 +453,16 @@ impl Kernel {
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Waking;
             t.last_queued = Some(now);
-            return WakeResult {
-                cpu,
-                migrated,
-                resched: false,
-                queued: true,
-                ipi,
-                scanned,
-            };
+            return WakeResult { cpu, migrated, resched: false, queued: true, ipi, scanned };
         }
         self.ttwu_do_activate(cpu, p, migrated, now);
-        WakeResult {
-            cpu,
-            migrated,
-            resched: self.rqs[cpu.idx()].need_resched,
-            queued: false,
-            ipi: false,
-            scanned,
-        }
+        WakeResult { cpu, migrated, resched: self.rqs[cpu.idx()].need_resched, queued: false, ipi: false, scanned }
     }
 
     /// `ttwu_do_activate()`: enqueue a woken task and check wakeup preemption.
     fn ttwu_do_activate(&mut self, cpu: CpuId, p: TaskId, migrated: bool, now: u64) {
         let queued_at = self.tasks[p.idx()].last_queued;
-        self.activate_task(
-            cpu,
-            p,
-            ENQUEUE_WAKEUP | if migrated { ENQUEUE_MIGRATED } else { 0 },
-            now,
-        );
+        self.activate_task(cpu, p, ENQUEUE_WAKEUP | if migrated { ENQUEUE_MIGRATED } else { 0 }, now);
         if let Some(q) = queued_at {
             // The run delay of a wake-list wakeup starts at the wakeup, not at activation.
             self.tasks[p.idx()].last_queued = Some(q.min(now));
@@ -536,11 +537,7 @@ impl Kernel {
                     // deactivate_task(): DEQUEUE_SLEEP (may be delayed in v6.12).
                     let dequeued = self.dequeue_entity(cpu, pv, DEQUEUE_SLEEP, now);
                     let t = &mut self.tasks[pv.idx()];
-                    t.state = if reason == SwitchReason::Exit {
-                        TaskState::Dead
-                    } else {
-                        TaskState::Sleeping
-                    };
+                    t.state = if reason == SwitchReason::Exit { TaskState::Dead } else { TaskState::Sleeping };
                     if !dequeued && reason == SwitchReason::Exit {
                         // An exiting task never stays delayed.
                         self.dequeue_entity(cpu, pv, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
@@ -549,7 +546,30 @@ impl Kernel {
                 SwitchReason::Preempt => {}
             }
         }
-        let next = self.pick_next_task_fair(cpu, now);
+        let mut kick = None;
+        if let (Some(pv), Some(dst), SwitchReason::Preempt) = (prev, self.rqs[cpu.idx()].active_balance.take(), reason) {
+            // The stopper preempted pv: push it to dst (active_load_balance_cpu_stop()).
+            if self.tasks[pv.idx()].se.on_rq && self.tasks[pv.idx()].allowed(dst) && self.rqs[cpu.idx()].cfs.curr == Some(pv) {
+                self.put_prev_entity(cpu, pv, now);
+                self.rqs[cpu.idx()].curr = None;
+                self.migrate_queued_task(pv, cpu, dst, now);
+                if let Some(l) = self.sd.per_cpu[dst.idx()].iter().position(|&id| self.sd.domains[id as usize].span.test(cpu)) {
+                    self.lb_stats[dst.idx()][l][crate::fair::balance::IdleType::Busy as usize].lb_gained += 0;
+                }
+                self.alb_pushed += 1;
+                kick = Some(dst);
+            }
+        }
+        let mut next = self.pick_next_task_fair(cpu, now);
+        let mut balance_examined = 0;
+        if next.is_none() {
+            // pick_next_task_fair(): no task → sched_balance_newidle(), then retry.
+            let r = self.sched_balance_newidle(cpu, now);
+            balance_examined = r.examined;
+            if r.pulled > 0 {
+                next = self.pick_next_task_fair(cpu, now);
+            }
+        }
         let rq = &mut self.rqs[cpu.idx()];
         rq.curr = next;
         let mut next_run_delay = None;
@@ -583,35 +603,28 @@ impl Kernel {
             rq.sched_goidle += 1;
             self.update_idle_core(cpu);
         }
-        SwitchResult {
-            prev,
-            next,
-            next_run_delay,
-        }
+        SwitchResult { prev, next, kick, balance_examined, next_run_delay }
     }
 
     /// `scheduler_tick()` → `task_tick_fair()`. Returns true if the current task must be preempted.
-    pub fn scheduler_tick(&mut self, cpu: CpuId, now: u64) -> bool {
+    pub fn scheduler_tick(&mut self, cpu: CpuId, now: u64) -> TickResult {
         self.task_tick_fair(cpu, now);
-        if self.feats.has(crate::features::SchedFeat::SIS_UTIL) {
-            // FIDELITY(F-011): update_idle_cpu_scan() runs from periodic load
-            // balancing of the LLC domain; without a balancer we run it from the
-            // tick of any CPU of the LLC at the LLC domain's balance interval.
-            if let Some(llc) = self.sd.sd_llc(cpu) {
-                let busy = self.rqs[cpu.idx()].curr.is_some();
-                let interval_ms =
-                    llc.span_weight as u64 * if busy { llc.busy_factor as u64 } else { 1 };
-                let id = self.sd.sd_llc_id[cpu.idx()] as usize;
-                if now >= self.llc_shared[id].next_scan_update {
-                    self.llc_shared[id].next_scan_update = now + interval_ms * 1_000_000;
-                    self.update_idle_cpu_scan(cpu);
-                }
-            }
-        }
         if self.rqs[cpu.idx()].curr.is_none() {
             self.update_load_avg(cpu, None, now);
         }
-        self.rqs[cpu.idx()].need_resched
+        let mut res = TickResult::default();
+        // sched_balance_trigger(): periodic balancing in the softirq after the tick.
+        if now >= self.rqs[cpu.idx()].next_balance {
+            let idle = if self.rqs[cpu.idx()].curr.is_some() { IdleType::Busy } else { IdleType::Idle };
+            let r = self.sched_balance_domains(cpu, idle, now);
+            res.kicks = r.kicks;
+            res.balance_examined = r.examined;
+        }
+        if self.rqs[cpu.idx()].curr.is_some() {
+            res.nohz_kick = self.nohz_balancer_kick(cpu, now);
+        }
+        res.resched = self.rqs[cpu.idx()].need_resched;
+        res
     }
 
     /// `__update_idle_core()`: a CPU entering idle marks its LLC as having an
@@ -624,10 +637,7 @@ impl Kernel {
         if self.llc_shared[id].has_idle_cores {
             return;
         }
-        if self.sd.smt_mask[cpu.idx()]
-            .iter()
-            .all(|s| s == cpu || self.available_idle_cpu(s))
-        {
+        if self.sd.smt_mask[cpu.idx()].iter().all(|s| s == cpu || self.available_idle_cpu(s)) {
             self.llc_shared[id].has_idle_cores = true;
         }
     }

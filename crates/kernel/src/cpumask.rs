@@ -11,9 +11,7 @@ pub struct CpuMask {
 
 impl CpuMask {
     pub fn new(nr_cpus: usize) -> Self {
-        CpuMask {
-            words: vec![0u64; nr_cpus.div_ceil(64)].into_boxed_slice(),
-        }
+        CpuMask { words: vec![0u64; nr_cpus.div_ceil(64)].into_boxed_slice() }
     }
     pub fn from_cpus(nr_cpus: usize, cpus: impl IntoIterator<Item = CpuId>) -> Self {
         let mut m = Self::new(nr_cpus);
@@ -44,10 +42,7 @@ impl CpuMask {
         self.iter().next()
     }
     pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        self.words
-            .iter()
-            .enumerate()
-            .flat_map(|(i, &w)| BitIter(w).map(move |b| CpuId((i * 64 + b) as u16)))
+        self.words.iter().enumerate().flat_map(|(i, &w)| BitIter(w).map(move |b| CpuId((i * 64 + b) as u16)))
     }
     /// `cpumask_and` followed by iteration, without allocating.
     pub fn iter_and<'a>(&'a self, other: &'a CpuMask) -> impl Iterator<Item = CpuId> + 'a {
@@ -60,21 +55,13 @@ impl CpuMask {
     /// Iterate from `start` (inclusive) wrapping around, as `for_each_cpu_wrap()`.
     pub fn iter_wrap(&self, start: CpuId) -> impl Iterator<Item = CpuId> + '_ {
         let s = start.0;
-        self.iter()
-            .filter(move |c| c.0 >= s)
-            .chain(self.iter().filter(move |c| c.0 < s))
+        self.iter().filter(move |c| c.0 >= s).chain(self.iter().filter(move |c| c.0 < s))
     }
     pub fn is_subset_of(&self, other: &CpuMask) -> bool {
-        self.words
-            .iter()
-            .zip(other.words.iter())
-            .all(|(&a, &b)| a & !b == 0)
+        self.words.iter().zip(other.words.iter()).all(|(&a, &b)| a & !b == 0)
     }
     pub fn intersects(&self, other: &CpuMask) -> bool {
-        self.words
-            .iter()
-            .zip(other.words.iter())
-            .any(|(&a, &b)| a & b != 0)
+        self.words.iter().zip(other.words.iter()).any(|(&a, &b)| a & b != 0)
     }
     pub fn or_with(&mut self, other: &CpuMask) {
         for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
@@ -104,14 +91,8 @@ mod tests {
     fn set_iter_wrap() {
         let m = CpuMask::from_cpus(130, [1, 64, 65, 129].map(CpuId));
         assert_eq!(m.weight(), 4);
-        assert_eq!(
-            m.iter().map(|c| c.0).collect::<Vec<_>>(),
-            vec![1, 64, 65, 129]
-        );
-        assert_eq!(
-            m.iter_wrap(CpuId(65)).map(|c| c.0).collect::<Vec<_>>(),
-            vec![65, 129, 1, 64]
-        );
+        assert_eq!(m.iter().map(|c| c.0).collect::<Vec<_>>(), vec![1, 64, 65, 129]);
+        assert_eq!(m.iter_wrap(CpuId(65)).map(|c| c.0).collect::<Vec<_>>(), vec![65, 129, 1, 64]);
         let o = CpuMask::from_cpus(130, [64, 129].map(CpuId));
         assert!(o.is_subset_of(&m));
         assert_eq!(m.iter_and(&o).count(), 2);

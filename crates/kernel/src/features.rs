@@ -126,11 +126,7 @@ impl SchedFeatures {
             }
             None => Err(format!(
                 "unknown sched feature {t:?}; valid bits (prefix NO_ to clear): {}",
-                SchedFeat::ALL
-                    .iter()
-                    .map(|f| f.name())
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                SchedFeat::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(" ")
             )),
         }
     }
@@ -138,13 +134,7 @@ impl SchedFeatures {
     pub fn render(self) -> String {
         SchedFeat::ALL
             .iter()
-            .map(|&f| {
-                if self.has(f) {
-                    f.name().to_string()
-                } else {
-                    format!("NO_{}", f.name())
-                }
-            })
+            .map(|&f| if self.has(f) { f.name().to_string() } else { format!("NO_{}", f.name()) })
             .collect::<Vec<_>>()
             .join(" ")
     }

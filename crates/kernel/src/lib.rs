@@ -17,6 +17,6 @@ pub mod sched;
 pub mod stats;
 pub mod topology;
 
-pub use crate::core::{Kernel, SwitchReason, SwitchResult, TaskParams, WakeFlags, WakeResult};
+pub use crate::core::{Kernel, SwitchReason, SwitchResult, TaskParams, TickResult, WakeFlags, WakeResult};
 pub use crate::sched::{TaskId, TaskState};
 pub use schedlab_topology::CpuId;

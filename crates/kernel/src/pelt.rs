@@ -13,10 +13,9 @@ pub const SCHED_CAPACITY_SCALE: u64 = 1024;
 
 /// `runnable_avg_yN_inv[n] = y^n * 2^32` for n in 0..32 (the kernel's table values).
 const RUNNABLE_AVG_YN_INV: [u32; 32] = [
-    0xffffffff, 0xfa83b2da, 0xf5257d14, 0xefe4b99a, 0xeac0c6e6, 0xe5b906e6, 0xe0ccdeeb, 0xdbfbb796,
-    0xd744fcc9, 0xd2a81d91, 0xce248c14, 0xc9b9bd85, 0xc5672a10, 0xc12c4cc9, 0xbd08a39e, 0xb8fbaf46,
-    0xb504f333, 0xb123f581, 0xad583ee9, 0xa9a15ab4, 0xa5fed6a9, 0xa2704302, 0x9ef5325f, 0x9b8d39b9,
-    0x9837f050, 0x94f4efa8, 0x91c3d373, 0x8ea4398a, 0x8b95c1e3, 0x88980e80, 0x85aac367, 0x82cd8698,
+    0xffffffff, 0xfa83b2da, 0xf5257d14, 0xefe4b99a, 0xeac0c6e6, 0xe5b906e6, 0xe0ccdeeb, 0xdbfbb796, 0xd744fcc9, 0xd2a81d91, 0xce248c14,
+    0xc9b9bd85, 0xc5672a10, 0xc12c4cc9, 0xbd08a39e, 0xb8fbaf46, 0xb504f333, 0xb123f581, 0xad583ee9, 0xa9a15ab4, 0xa5fed6a9, 0xa2704302,
+    0x9ef5325f, 0x9b8d39b9, 0x9837f050, 0x94f4efa8, 0x91c3d373, 0x8ea4398a, 0x8b95c1e3, 0x88980e80, 0x85aac367, 0x82cd8698,
 ];
 
 /// `decay_load(val, n)`: val * y^n.
@@ -62,14 +61,7 @@ impl SchedAvg {
     /// weight, 1 for a cfs_rq), `runnable` the number of runnable entities and
     /// `running` whether it ran. Returns true when a period boundary was crossed.
     #[inline]
-    pub fn update(
-        &mut self,
-        now: u64,
-        load: u64,
-        avg_weight: u64,
-        runnable: u64,
-        running: bool,
-    ) -> bool {
+    pub fn update(&mut self, now: u64, load: u64, avg_weight: u64, runnable: u64, running: bool) -> bool {
         if now < self.last_update_time {
             // FIDELITY: the kernel's rq clock never goes backwards; ours cannot either.
             self.last_update_time = now;
@@ -90,8 +82,7 @@ impl SchedAvg {
             self.util_sum = decay_load(self.util_sum, periods);
             delta %= 1024;
             if load > 0 || runnable > 0 || running {
-                contrib =
-                    accumulate_pelt_segments(periods, 1024 - self.period_contrib as u64, delta);
+                contrib = accumulate_pelt_segments(periods, 1024 - self.period_contrib as u64, delta);
             }
         }
         self.period_contrib = delta as u32;
@@ -168,16 +159,8 @@ mod tests {
             t += MS;
             sa.update(t, 1, 1024, 1, true);
         }
-        assert!(
-            sa.util_avg >= 1000 && sa.util_avg <= 1024,
-            "util {}",
-            sa.util_avg
-        );
-        assert!(
-            sa.load_avg >= 1000 && sa.load_avg <= 1024,
-            "load {}",
-            sa.load_avg
-        );
+        assert!(sa.util_avg >= 1000 && sa.util_avg <= 1024, "util {}", sa.util_avg);
+        assert!(sa.load_avg >= 1000 && sa.load_avg <= 1024, "load {}", sa.load_avg);
     }
 
     // ...and decays by half in 32 ms (32 periods of 1024 us).
@@ -197,11 +180,7 @@ mod tests {
             sa.update(t, 0, 1024, 0, false);
         }
         let half = start / 2;
-        assert!(
-            sa.util_avg.abs_diff(half) <= 12,
-            "start {start} after 32ms {}",
-            sa.util_avg
-        );
+        assert!(sa.util_avg.abs_diff(half) <= 12, "start {start} after 32ms {}", sa.util_avg);
     }
 
     #[test]

@@ -160,6 +160,15 @@ pub struct Tunables {
     pub amd_reclaim_distance_32: bool,
 }
 
+/// Load-balancer form (spec §8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LbVariant {
+    /// v2.6.x-v5.4: avg_load comparison, load imbalance, no NUMA allowance.
+    LoadIdx,
+    /// v5.5+: group types and migration types; adjust_numa_imbalance().
+    GroupTypes,
+}
+
 /// A proposed patch applied on top of a profile (`--patch NAME`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Patch {
@@ -205,6 +214,7 @@ pub struct KernelProfile {
     pub sis_scan_from_next: bool,
     /// select_idle_cpu() scans the target's cluster first (v6.8+).
     pub sis_cluster_first: bool,
+    pub lb: LbVariant,
     /// Proposed patches applied on top (`--patch`).
     pub patches: Vec<Patch>,
 }
@@ -221,24 +231,9 @@ const TUNABLES_CFS: Tunables = Tunables {
     amd_reclaim_distance_32: false,
 };
 
-const NAMES_V3: LevelNames = LevelNames {
-    smt: "SIBLING",
-    cls: "CLS",
-    mc: "MC",
-    pkg: "CPU",
-};
-const NAMES_V5: LevelNames = LevelNames {
-    smt: "SMT",
-    cls: "CLS",
-    mc: "MC",
-    pkg: "DIE",
-};
-const NAMES_V6_7: LevelNames = LevelNames {
-    smt: "SMT",
-    cls: "CLS",
-    mc: "MC",
-    pkg: "PKG",
-};
+const NAMES_V3: LevelNames = LevelNames { smt: "SIBLING", cls: "CLS", mc: "MC", pkg: "CPU" };
+const NAMES_V5: LevelNames = LevelNames { smt: "SMT", cls: "CLS", mc: "MC", pkg: "DIE" };
+const NAMES_V6_7: LevelNames = LevelNames { smt: "SMT", cls: "CLS", mc: "MC", pkg: "PKG" };
 
 /// Feature bits that exist only in EEVDF kernels.
 const EEVDF_ONLY: &[SchedFeat] = &[PLACE_LAG, PLACE_DEADLINE_INITIAL, RUN_TO_PARITY];
@@ -249,18 +244,7 @@ const WA_BITS: &[SchedFeat] = &[WA_IDLE, WA_WEIGHT, WA_BIAS];
 fn v3_10() -> KernelProfile {
     let features = SchedFeatures::empty()
         .with(
-            &[
-                NEXT_BUDDY,
-                SIS_UTIL,
-                SIS_PROP,
-                SIS_AVG_CPU,
-                UTIL_EST,
-                UTIL_EST_FASTUP,
-                SIS_SHORT,
-                PICK_BUDDY,
-                ALT_PERIOD,
-                BASE_SLICE,
-            ],
+            &[NEXT_BUDDY, SIS_UTIL, SIS_PROP, SIS_AVG_CPU, UTIL_EST, UTIL_EST_FASTUP, SIS_SHORT, PICK_BUDDY, ALT_PERIOD, BASE_SLICE],
             false,
         )
         .with(&[WAKEUP_PREEMPTION, TTWU_QUEUE, CACHE_HOT_BUDDY], true)
@@ -287,6 +271,7 @@ fn v3_10() -> KernelProfile {
         ttwu_queue: TtwuQueueVariant::CrossLlc,
         sis_scan_from_next: false,
         sis_cluster_first: false,
+        lb: LbVariant::LoadIdx,
         patches: Vec::new(),
     }
 }
@@ -294,7 +279,8 @@ fn v3_10() -> KernelProfile {
 fn v2_6_38() -> KernelProfile {
     let mut p = v3_10();
     p.name = "v2.6.38";
-    p.summary = "CFS with next/last buddies (next first, last wins); select_idle_sibling first idle CPU up the shared-cache domains; no wake lists";
+    p.summary =
+        "CFS with next/last buddies (next first, last wins); select_idle_sibling first idle CPU up the shared-cache domains; no wake lists";
     p.version = (2, 6);
     p.features = p.features.with(&[TTWU_QUEUE], false);
     p.wake_load = WakeLoad::Instant;
@@ -314,34 +300,14 @@ fn v3_11() -> KernelProfile {
 
 fn v5_11() -> KernelProfile {
     let features = SchedFeatures::empty()
-        .with(
-            &[
-                WAKEUP_PREEMPTION,
-                TTWU_QUEUE,
-                CACHE_HOT_BUDDY,
-                SIS_PROP,
-                UTIL_EST,
-                UTIL_EST_FASTUP,
-            ],
-            true,
-        )
+        .with(&[WAKEUP_PREEMPTION, TTWU_QUEUE, CACHE_HOT_BUDDY, SIS_PROP, UTIL_EST, UTIL_EST_FASTUP], true)
         .with(CFS_ONLY, true)
         .with(WA_BITS, true)
-        .with(
-            &[
-                NEXT_BUDDY,
-                SIS_UTIL,
-                SIS_AVG_CPU,
-                SIS_SHORT,
-                PICK_BUDDY,
-                ALT_PERIOD,
-                BASE_SLICE,
-            ],
-            false,
-        );
+        .with(&[NEXT_BUDDY, SIS_UTIL, SIS_AVG_CPU, SIS_SHORT, PICK_BUDDY, ALT_PERIOD, BASE_SLICE], false);
     KernelProfile {
         name: "v5.11",
-        summary: "CFS; WA_IDLE/WA_WEIGHT with prev-idle clause; v5.2-form select_idle_sibling (idle core, SIS_PROP scan, idle SMT of target)",
+        summary:
+            "CFS; WA_IDLE/WA_WEIGHT with prev-idle clause; v5.2-form select_idle_sibling (idle core, SIS_PROP scan, idle SMT of target)",
         version: (5, 11),
         features,
         tunables: Tunables { amd_reclaim_distance_32: true, ..TUNABLES_CFS },
@@ -360,6 +326,7 @@ fn v5_11() -> KernelProfile {
         ttwu_queue: TtwuQueueVariant::CrossLlc,
         sis_scan_from_next: false,
         sis_cluster_first: false,
+        lb: LbVariant::GroupTypes,
         patches: Vec::new(),
     }
 }
@@ -399,22 +366,9 @@ fn v6_0() -> KernelProfile {
 fn v6_6() -> KernelProfile {
     let features = SchedFeatures::empty()
         .with(EEVDF_ONLY, true)
-        .with(
-            &[
-                WAKEUP_PREEMPTION,
-                TTWU_QUEUE,
-                CACHE_HOT_BUDDY,
-                SIS_UTIL,
-                UTIL_EST,
-                UTIL_EST_FASTUP,
-            ],
-            true,
-        )
+        .with(&[WAKEUP_PREEMPTION, TTWU_QUEUE, CACHE_HOT_BUDDY, SIS_UTIL, UTIL_EST, UTIL_EST_FASTUP], true)
         .with(WA_BITS, true)
-        .with(
-            &[NEXT_BUDDY, SIS_PROP, SIS_AVG_CPU, SIS_SHORT, PICK_BUDDY],
-            false,
-        );
+        .with(&[NEXT_BUDDY, SIS_PROP, SIS_AVG_CPU, SIS_SHORT, PICK_BUDDY], false);
     KernelProfile {
         name: "v6.6",
         summary: "first EEVDF release (lag, virtual deadlines, RUN_TO_PARITY); SIS_UTIL; select_idle_smt(prev)",
@@ -436,6 +390,7 @@ fn v6_6() -> KernelProfile {
         ttwu_queue: TtwuQueueVariant::IdleTarget,
         sis_scan_from_next: true,
         sis_cluster_first: false,
+        lb: LbVariant::GroupTypes,
         patches: Vec::new(),
     }
 }
@@ -454,35 +409,18 @@ fn v6_12() -> KernelProfile {
 
 /// Every profile schedlab knows, oldest first.
 pub fn profiles() -> Vec<KernelProfile> {
-    vec![
-        v2_6_38(),
-        v3_10(),
-        v3_11(),
-        v5_11(),
-        v5_12(),
-        v5_13(),
-        v6_0(),
-        v6_6(),
-        v6_12(),
-    ]
+    vec![v2_6_38(), v3_10(), v3_11(), v5_11(), v5_12(), v5_13(), v6_0(), v6_6(), v6_12()]
 }
 
 /// Look a profile up by name (`v6.6`, `6.6`).
 pub fn profile(name: &str) -> Result<KernelProfile, String> {
     let want = name.trim().trim_start_matches('v');
-    profiles()
-        .into_iter()
-        .find(|p| p.name.trim_start_matches('v') == want)
-        .ok_or_else(|| {
-            format!(
-                "unknown kernel {name:?}; known profiles: {} (see `schedlab kernels`)",
-                profiles()
-                    .iter()
-                    .map(|p| p.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
+    profiles().into_iter().find(|p| p.name.trim_start_matches('v') == want).ok_or_else(|| {
+        format!(
+            "unknown kernel {name:?}; known profiles: {} (see `schedlab kernels`)",
+            profiles().iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 impl KernelProfile {
@@ -570,10 +508,7 @@ mod tests {
         assert_eq!(profile("v3.10").unwrap().pick, PickAlgo::Cfs);
         assert!(profile("v9.9").unwrap_err().contains("v6.12"));
         // spec §1.3: 1 CPU:1, 2:2, 4:3, >=8:4
-        assert_eq!(
-            [1, 2, 4, 8, 256].map(KernelProfile::tunable_factor),
-            [1, 2, 3, 4, 4]
-        );
+        assert_eq!([1, 2, 4, 8, 256].map(KernelProfile::tunable_factor), [1, 2, 3, 4, 4]);
         let t = EffectiveTunables::new(&profile("v6.6").unwrap(), 256);
         assert_eq!(t.base_slice_ns, 3_000_000);
         assert_eq!(t.nr_latency, 8);

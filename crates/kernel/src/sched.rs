@@ -19,9 +19,8 @@ impl TaskId {
 
 /// `sched_prio_to_weight[]`, nice -20..19 (spec §1.2).
 pub const SCHED_PRIO_TO_WEIGHT: [u64; 40] = [
-    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
-    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
-    70, 56, 45, 36, 29, 23, 18, 15,
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277, 1024,
+    820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
 ];
 /// `NICE_0_LOAD` at user scale.
 pub const NICE_0_LOAD: u64 = 1024;
@@ -112,6 +111,9 @@ pub struct Task {
     pub pcount: u64,
     /// `sched_info.last_queued`: when the current wait started.
     pub last_queued: Option<u64>,
+    /// Position in `rq->cfs_tasks` (most recently used at the head): larger =
+    /// more recently enqueued or picked. The balancer detaches from the tail.
+    pub mru: u64,
 }
 
 impl Task {
@@ -178,6 +180,10 @@ pub struct Rq {
     /// v5.13-v6.6 SIS_PROP: `wake_avg_idle` and its aging stamp (jiffies).
     pub wake_avg_idle: u64,
     pub wake_stamp: u64,
+    /// `rq->next_balance` (ns).
+    pub next_balance: u64,
+    /// Active balance pending: push the running task to this CPU at the next schedule().
+    pub active_balance: Option<CpuId>,
 }
 
 impl Rq {

@@ -39,14 +39,10 @@ fn cpumask_hex(m: &crate::cpumask::CpuMask, nr_cpus: usize) -> String {
                 w |= 1 << b;
             }
         }
-        out.push(if g == groups - 1 {
-            format!("{:x}", w)
-        } else {
-            format!("{:08x}", w)
-        });
+        out.push(if g == groups - 1 { format!("{:x}", w) } else { format!("{:08x}", w) });
     }
     // The first group is printed without zero padding only if it is partial.
-    if nr_cpus % 32 == 0 {
+    if nr_cpus.is_multiple_of(32) {
         out[0] = format!("{:08x}", u32::from_str_radix(&out[0], 16).unwrap_or(0));
     }
     out.join(",")
@@ -59,11 +55,8 @@ impl Kernel {
         let _ = writeln!(o, "version 17");
         let _ = writeln!(o, "timestamp {}", now / self.tun.tick_ns);
         for (c, rq) in self.rqs.iter().enumerate() {
-            let (run_delay, pcount) = self
-                .tasks
-                .iter()
-                .filter(|t| t.cpu.idx() == c)
-                .fold((0, 0), |a, t| (a.0 + t.run_delay, a.1 + t.pcount));
+            let (run_delay, pcount) =
+                self.tasks.iter().filter(|t| t.cpu.idx() == c).fold((0, 0), |a, t| (a.0 + t.run_delay, a.1 + t.pcount));
             let _ = writeln!(
                 o,
                 "cpu{c} 0 0 {} {} {} {} {} {} {}",
@@ -90,13 +83,7 @@ impl Kernel {
                 }
                 fields.extend([s.ttwu_wake_remote, s.ttwu_move_affine, s.ttwu_move_balance]);
                 let f: Vec<String> = fields.iter().map(|x| x.to_string()).collect();
-                let _ = writeln!(
-                    o,
-                    "domain{k} {} {} {}",
-                    d.name,
-                    cpumask_hex(&d.span, self.nr_cpus()),
-                    f.join(" ")
-                );
+                let _ = writeln!(o, "domain{k} {} {} {}", d.name, cpumask_hex(&d.span, self.nr_cpus()), f.join(" "));
             }
         }
         o
@@ -116,16 +103,8 @@ impl Kernel {
                 let name = self.sd.domains[id as usize].name;
                 let s = self.sd_stats[c][k];
                 // NUMA levels share a name; distinguish them by their position among NUMA levels.
-                let nth = self.sd.per_cpu[c][..k]
-                    .iter()
-                    .filter(|&&x| self.sd.domains[x as usize].name == name)
-                    .count();
-                let key_pos = levels
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, l)| l.0 == name)
-                    .map(|(i, _)| i)
-                    .nth(nth);
+                let nth = self.sd.per_cpu[c][..k].iter().filter(|&&x| self.sd.domains[x as usize].name == name).count();
+                let key_pos = levels.iter().enumerate().filter(|(_, l)| l.0 == name).map(|(i, _)| i).nth(nth);
                 match key_pos {
                     Some(i) => {
                         levels[i].1 += s.ttwu_wake_remote;

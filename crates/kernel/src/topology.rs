@@ -45,12 +45,7 @@ const FLAG_NAMES: &[(u32, &str)] = &[
 
 /// Render flags as the kernel's debugfs `flags` file does.
 pub fn flag_names(flags: u32) -> String {
-    FLAG_NAMES
-        .iter()
-        .filter(|(f, _)| flags & f != 0)
-        .map(|(_, n)| *n)
-        .collect::<Vec<_>>()
-        .join(" ")
+    FLAG_NAMES.iter().filter(|(f, _)| flags & f != 0).map(|(_, n)| *n).collect::<Vec<_>>().join(" ")
 }
 
 /// What a level is, before naming.
@@ -116,18 +111,8 @@ fn level_flags(kind: LevelKind) -> u32 {
 }
 
 /// `sd_init()`: flags and tunables of one level (spec §2.2).
-fn sd_init(
-    profile: &KernelProfile,
-    kind: LevelKind,
-    span_weight: u32,
-    reclaim_distance: u32,
-) -> SchedDomain {
-    let mut flags = SD_BALANCE_NEWIDLE
-        | SD_BALANCE_EXEC
-        | SD_BALANCE_FORK
-        | SD_WAKE_AFFINE
-        | SD_PREFER_SIBLING
-        | level_flags(kind);
+fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_distance: u32) -> SchedDomain {
+    let mut flags = SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING | level_flags(kind);
     let (mut imbalance_pct, mut busy_factor) = match profile.sd_init {
         SdInitVariant::V3 => (125, 64),
         SdInitVariant::V4 => (125, 32),
@@ -181,37 +166,23 @@ impl SchedDomains {
     pub fn build(topo: &CpuTopology, profile: &KernelProfile) -> SchedDomains {
         let n = topo.nr_cpus();
         let cpus = topo.cpus();
-        let reclaim_distance =
-            if profile.tunables.amd_reclaim_distance_32 && topo.vendor() == CpuVendor::Amd {
-                32
-            } else {
-                profile.tunables.reclaim_distance
-            };
+        let reclaim_distance = if profile.tunables.amd_reclaim_distance_32 && topo.vendor() == CpuVendor::Amd {
+            32
+        } else {
+            profile.tunables.reclaim_distance
+        };
         // Distinct SLIT distances above LOCAL_DISTANCE, ascending: one NUMA level each.
-        let mut dists: Vec<u32> = topo
-            .distance_matrix()
-            .iter()
-            .flatten()
-            .copied()
-            .filter(|&d| d > 10)
-            .collect();
+        let mut dists: Vec<u32> = topo.distance_matrix().iter().flatten().copied().filter(|&d| d > 10).collect();
         dists.sort_unstable();
         dists.dedup();
-        let numa_in_package = cpus.iter().any(|a| {
-            cpus.iter()
-                .any(|b| a.package == b.package && a.node != b.node)
-        });
+        let numa_in_package = cpus.iter().any(|a| cpus.iter().any(|b| a.package == b.package && a.node != b.node));
 
         let mut kinds = vec![LevelKind::Smt];
         if profile.has_cluster_level {
             kinds.push(LevelKind::Cls);
         }
         kinds.push(LevelKind::Mc);
-        kinds.push(if numa_in_package {
-            LevelKind::Node
-        } else {
-            LevelKind::Pkg
-        });
+        kinds.push(if numa_in_package { LevelKind::Node } else { LevelKind::Pkg });
         kinds.extend(dists.iter().map(|&d| LevelKind::Numa(d)));
 
         let span_of = |kind: LevelKind, c: usize| -> CpuMask {
@@ -280,15 +251,8 @@ impl SchedDomains {
             let mut groups: Vec<CpuMask> = Vec::new();
             for c in span.iter() {
                 let lvls = &per_cpu[c.idx()];
-                let pos = lvls
-                    .iter()
-                    .position(|&x| x as usize == id)
-                    .expect("cpu in span has the domain");
-                let g = if pos == 0 {
-                    CpuMask::from_cpus(n, [c])
-                } else {
-                    arena[lvls[pos - 1] as usize].span.clone()
-                };
+                let pos = lvls.iter().position(|&x| x as usize == id).expect("cpu in span has the domain");
+                let g = if pos == 0 { CpuMask::from_cpus(n, [c]) } else { arena[lvls[pos - 1] as usize].span.clone() };
                 if !groups.contains(&g) {
                     groups.push(g);
                 }
@@ -301,16 +265,12 @@ impl SchedDomains {
             sd_llc_level: vec![None; n],
             sd_llc_size: vec![1; n],
             sd_llc_id: (0..n as u16).collect(),
-            smt_mask: (0..n)
-                .map(|c| CpuMask::from_cpus(n, topo.smt_siblings(CpuId(c as u16))))
-                .collect(),
+            smt_mask: (0..n).map(|c| CpuMask::from_cpus(n, topo.smt_siblings(CpuId(c as u16)))).collect(),
             nr_cpus: n,
         };
         for c in 0..n {
             // update_top_cache_domain(): highest domain with SD_SHARE_LLC.
-            let llc = sd.per_cpu[c]
-                .iter()
-                .rposition(|&id| sd.domains[id as usize].flags & SD_SHARE_LLC != 0);
+            let llc = sd.per_cpu[c].iter().rposition(|&id| sd.domains[id as usize].flags & SD_SHARE_LLC != 0);
             if let Some(l) = llc {
                 let d = &sd.domains[sd.per_cpu[c][l] as usize];
                 sd.sd_llc_level[c] = Some(l as u8);
@@ -341,12 +301,7 @@ impl SchedDomains {
                 }
                 if child.flags & SD_SHARE_LLC != 0 {
                     let nr_llcs = sd.span_weight / child.span_weight;
-                    imb = if nr_llcs == 1 {
-                        sd.span_weight >> 3
-                    } else {
-                        nr_llcs
-                    }
-                    .max(1);
+                    imb = if nr_llcs == 1 { sd.span_weight >> 3 } else { nr_llcs }.max(1);
                     // imb_span: span of the first SD_NUMA ancestor, else this span.
                     imb_span = lvls[i..]
                         .iter()
@@ -365,14 +320,11 @@ impl SchedDomains {
     /// Domains of `cpu`, bottom-up (`for_each_domain(cpu, sd)`).
     #[inline]
     pub fn of(&self, cpu: CpuId) -> impl DoubleEndedIterator<Item = &SchedDomain> + '_ {
-        self.per_cpu[cpu.idx()]
-            .iter()
-            .map(|&id| &self.domains[id as usize])
+        self.per_cpu[cpu.idx()].iter().map(|&id| &self.domains[id as usize])
     }
     /// `sd_llc` of `cpu`.
     pub fn sd_llc(&self, cpu: CpuId) -> Option<&SchedDomain> {
-        self.sd_llc_level[cpu.idx()]
-            .map(|l| &self.domains[self.per_cpu[cpu.idx()][l as usize] as usize])
+        self.sd_llc_level[cpu.idx()].map(|l| &self.domains[self.per_cpu[cpu.idx()][l as usize] as usize])
     }
     /// `cpus_share_cache()`.
     #[inline]
@@ -400,13 +352,7 @@ mod tests {
             let package = core / 64;
             let llc = core / 8;
             let node = core / 16;
-            cpus.push(CpuInfo {
-                core,
-                cluster: llc,
-                llc,
-                node,
-                package,
-            });
+            cpus.push(CpuInfo { core, cluster: llc, llc, node, package });
         }
         let dist = (0..8)
             .map(|a: u32| {
@@ -423,25 +369,13 @@ mod tests {
                     .collect()
             })
             .collect();
-        CpuTopology::new(cpus, dist)
-            .unwrap()
-            .with_vendor(CpuVendor::Amd)
+        CpuTopology::new(cpus, dist).unwrap().with_vendor(CpuVendor::Amd)
     }
 
     /// spr-112: one package, 56 cores x 2 threads, one LLC, one node.
     pub(crate) fn spr112() -> CpuTopology {
-        let cpus = (0..112u32)
-            .map(|c| CpuInfo {
-                core: c % 56,
-                cluster: 0,
-                llc: 0,
-                node: 0,
-                package: 0,
-            })
-            .collect();
-        CpuTopology::new(cpus, vec![vec![10]])
-            .unwrap()
-            .with_vendor(CpuVendor::Intel)
+        let cpus = (0..112u32).map(|c| CpuInfo { core: c % 56, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap().with_vendor(CpuVendor::Intel)
     }
 
     // spec §2.1/§2.2: zen3-2s-nps4 has SMT span 2, MC span 16, then the node
@@ -451,21 +385,9 @@ mod tests {
     fn zen3_nps4_domains() {
         let sd = SchedDomains::build(&zen3_nps4(), &profile("v6.6").unwrap());
         let spans: Vec<(&str, u32)> = sd.of(CpuId(0)).map(|d| (d.name, d.span_weight)).collect();
-        assert_eq!(
-            spans,
-            vec![
-                ("SMT", 2),
-                ("MC", 16),
-                ("NODE", 32),
-                ("NUMA", 128),
-                ("NUMA", 256)
-            ]
-        );
+        assert_eq!(spans, vec![("SMT", 2), ("MC", 16), ("NODE", 32), ("NUMA", 128), ("NUMA", 256)]);
         let smt = sd.of(CpuId(0)).next().unwrap();
-        assert_eq!(
-            smt.span.iter().map(|c| c.0).collect::<Vec<_>>(),
-            vec![0, 128]
-        );
+        assert_eq!(smt.span.iter().map(|c| c.0).collect::<Vec<_>>(), vec![0, 128]);
         assert_eq!(smt.imbalance_pct, 110);
         assert_eq!(sd.sd_llc_size[0], 16);
         assert_eq!(sd.sd_llc_size[200], 16);
@@ -504,17 +426,7 @@ mod tests {
 
     #[test]
     fn single_cpu_has_no_domains() {
-        let t = CpuTopology::new(
-            vec![CpuInfo {
-                core: 0,
-                cluster: 0,
-                llc: 0,
-                node: 0,
-                package: 0,
-            }],
-            vec![vec![10]],
-        )
-        .unwrap();
+        let t = CpuTopology::new(vec![CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }], vec![vec![10]]).unwrap();
         let sd = SchedDomains::build(&t, &profile("v6.6").unwrap());
         assert!(sd.per_cpu[0].is_empty());
         assert_eq!(sd.sd_llc_size[0], 1);

@@ -5,10 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use crate::{
-    validate_parts, CacheSizes, Costs, CpuInfo, CpuTopology, CpuVendor, IdleState, Machine,
-    MachineError,
-};
+use crate::{validate_parts, CacheSizes, Costs, CpuInfo, CpuTopology, CpuVendor, IdleState, Machine, MachineError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,11 +50,7 @@ struct FileCpu {
 }
 
 /// The `vendor` key's values, in the order the error message lists them.
-const VENDORS: [(&str, CpuVendor); 3] = [
-    ("intel", CpuVendor::Intel),
-    ("amd", CpuVendor::Amd),
-    ("other", CpuVendor::Other),
-];
+const VENDORS: [(&str, CpuVendor); 3] = [("intel", CpuVendor::Intel), ("amd", CpuVendor::Amd), ("other", CpuVendor::Other)];
 
 fn vendor_str(v: CpuVendor) -> &'static str {
     match v {
@@ -104,29 +97,13 @@ impl Compact {
     /// the first CPU of each group.
     pub(crate) fn cpus(&self) -> Vec<CpuInfo> {
         let cores_per_cluster = self.cores_per_llc / self.clusters_per_llc;
-        let total_cores =
-            self.packages * self.nodes_per_package * self.llcs_per_node * self.cores_per_llc;
+        let total_cores = self.packages * self.nodes_per_package * self.llcs_per_node * self.cores_per_llc;
         let threads = self.threads_per_core;
-        let mut cpus = vec![
-            CpuInfo {
-                core: 0,
-                cluster: 0,
-                llc: 0,
-                node: 0,
-                package: 0
-            };
-            (total_cores * threads) as usize
-        ];
+        let mut cpus = vec![CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }; (total_cores * threads) as usize];
         for g in 0..total_cores {
             let llc = g / self.cores_per_llc;
             let node = llc / self.llcs_per_node;
-            let info = CpuInfo {
-                core: g,
-                cluster: g / cores_per_cluster,
-                llc,
-                node,
-                package: node / self.nodes_per_package,
-            };
+            let info = CpuInfo { core: g, cluster: g / cores_per_cluster, llc, node, package: node / self.nodes_per_package };
             for t in 0..threads {
                 let id = match self.numbering {
                     Numbering::SmtLast => t * total_cores + g,
@@ -140,20 +117,9 @@ impl Compact {
 
     /// The compact form that generates exactly `t`, if any.
     fn infer(t: &CpuTopology) -> Option<Compact> {
-        let (cpus, cores, llcs, clusters, nodes, pkgs) = (
-            t.nr_cpus(),
-            t.nr_cores(),
-            t.nr_llcs(),
-            t.nr_clusters(),
-            t.nr_nodes(),
-            t.nr_packages(),
-        );
-        if nodes % pkgs != 0
-            || llcs % nodes != 0
-            || clusters % llcs != 0
-            || cores % llcs != 0
-            || cpus % cores != 0
-        {
+        let (cpus, cores, llcs, clusters, nodes, pkgs) =
+            (t.nr_cpus(), t.nr_cores(), t.nr_llcs(), t.nr_clusters(), t.nr_nodes(), t.nr_packages());
+        if nodes % pkgs != 0 || llcs % nodes != 0 || clusters % llcs != 0 || cores % llcs != 0 || cpus % cores != 0 {
             return None;
         }
         let base = Compact {
@@ -182,9 +148,7 @@ fn line_of(text: &str, table: Option<&str>, key: &str) -> Option<usize> {
     let lines: Vec<&str> = text.lines().collect();
     if let Some(tab) = table {
         let hdr = format!("[{tab}]");
-        start = lines
-            .iter()
-            .position(|l| l.trim_start().starts_with(&hdr))?;
+        start = lines.iter().position(|l| l.trim_start().starts_with(&hdr))?;
     }
     lines.iter().enumerate().skip(start).find_map(|(i, l)| {
         let l = l.trim_start();
@@ -208,40 +172,24 @@ impl Ctx<'_> {
         // `idle_states[2].name` -> key `name`, no single header to anchor on.
         let key = key.split('[').next().unwrap_or(key);
         let table = table.filter(|t| !t.contains('['));
-        let line = line_of(self.text, table, key)
-            .map(|l| format!(" (line {l})"))
-            .unwrap_or_default();
-        MachineError(format!(
-            "machine file {:?}: {field}{line}: {msg}",
-            self.name
-        ))
+        let line = line_of(self.text, table, key).map(|l| format!(" (line {l})")).unwrap_or_default();
+        MachineError(format!("machine file {:?}: {field}{line}: {msg}", self.name))
     }
 }
 
 pub(crate) fn from_toml_str(text: &str, name: &str) -> Result<Machine, MachineError> {
     let file: FileMachine = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| {
-            format!(
-                " line {}:",
-                text[..s.start.min(text.len())].matches('\n').count() + 1
-            )
-        });
+        let line = e.span().map(|s| format!(" line {}:", text[..s.start.min(text.len())].matches('\n').count() + 1));
         MachineError(format!(
             "machine file {name:?}:{} {}; fix the key or value (format: docs/machine-format.md)",
             line.unwrap_or_default(),
             e.message().trim_end()
         ))
     })?;
-    let name = if name.is_empty() {
-        file.name.clone().unwrap_or_default()
-    } else {
-        name.to_string()
-    };
+    let name = if name.is_empty() { file.name.clone().unwrap_or_default() } else { name.to_string() };
     let cx = Ctx { text, name: &name };
     if name.is_empty() {
-        return Err(MachineError(
-            "machine file without a name: pass a name or set `name = \"...\"` in the file".into(),
-        ));
+        return Err(MachineError("machine file without a name: pass a name or set `name = \"...\"` in the file".into()));
     }
     for (f, v) in [("description", &file.description), ("source", &file.source)] {
         if v.contains('\n') || v.trim().is_empty() {
@@ -250,19 +198,15 @@ pub(crate) fn from_toml_str(text: &str, name: &str) -> Result<Machine, MachineEr
     }
     let vendor = match file.vendor.as_deref() {
         None => CpuVendor::Other,
-        Some(v) => VENDORS
-            .iter()
-            .find(|(s, _)| *s == v)
-            .map(|(_, x)| *x)
-            .ok_or_else(|| {
-                cx.err(
-                    "vendor",
-                    format!(
-                        "is {v:?}; valid values: \"intel\", \"amd\", \"other\" (lower case; the CPUID vendor, \
+        Some(v) => VENDORS.iter().find(|(s, _)| *s == v).map(|(_, x)| *x).ok_or_else(|| {
+            cx.err(
+                "vendor",
+                format!(
+                    "is {v:?}; valid values: \"intel\", \"amd\", \"other\" (lower case; the CPUID vendor, \
                          e.g. \"amd\" for EPYC/Zen, or leave it out for \"other\")"
-                    ),
-                )
-            })?,
+                ),
+            )
+        })?,
     };
     let topology = build_topology(&cx, &file.topology)?.with_vendor(vendor);
     validate_parts(&file.caches, &file.costs, &file.idle_states).map_err(|(f, m)| cx.err(&f, m))?;
@@ -303,11 +247,7 @@ fn build_topology(cx: &Ctx, t: &FileTopology) -> Result<CpuTopology, MachineErro
     let dist = match &t.node_distance {
         Some(d) => {
             if d.len() != nr_nodes || d.iter().any(|r| r.len() != nr_nodes) {
-                let shape = d
-                    .iter()
-                    .map(|r| r.len().to_string())
-                    .collect::<Vec<_>>()
-                    .join(",");
+                let shape = d.iter().map(|r| r.len().to_string()).collect::<Vec<_>>().join(",");
                 return Err(cx.err(
                     "topology.node_distance",
                     format!(
@@ -326,55 +266,32 @@ fn build_topology(cx: &Ctx, t: &FileTopology) -> Result<CpuTopology, MachineErro
 
 /// Linux's distances when the firmware has no SLIT: LOCAL_DISTANCE 10, REMOTE_DISTANCE 20.
 pub(crate) fn default_distance(n: usize) -> Vec<Vec<u32>> {
-    (0..n)
-        .map(|a| (0..n).map(|b| if a == b { 10 } else { 20 }).collect())
-        .collect()
+    (0..n).map(|a| (0..n).map(|b| if a == b { 10 } else { 20 }).collect()).collect()
 }
 
 fn compact(cx: &Ctx, t: &FileTopology) -> Result<Compact, MachineError> {
     let need = |v: Option<u32>, k: &str, hint: &str| -> Result<u32, MachineError> {
         match v {
-            None => Err(cx.err(
-                &format!("topology.{k}"),
-                format!("is missing; {hint} (or give an explicit `cpu` list)"),
-            )),
+            None => Err(cx.err(&format!("topology.{k}"), format!("is missing; {hint} (or give an explicit `cpu` list)"))),
             Some(0) => Err(cx.err(&format!("topology.{k}"), format!("is 0; {hint}"))),
             Some(n) => Ok(n),
         }
     };
     let nonzero = |v: Option<u32>, k: &str, default: u32| -> Result<u32, MachineError> {
         match v {
-            Some(0) => Err(cx.err(
-                &format!("topology.{k}"),
-                "is 0; it must be at least 1 (or leave it out)",
-            )),
+            Some(0) => Err(cx.err(&format!("topology.{k}"), "is 0; it must be at least 1 (or leave it out)")),
             Some(n) => Ok(n),
             None => Ok(default),
         }
     };
-    let packages = need(
-        t.packages,
-        "packages",
-        "give the number of sockets, at least 1",
-    )?;
-    let cores_per_llc = need(
-        t.cores_per_llc,
-        "cores_per_llc",
-        "give the number of physical cores sharing one LLC, at least 1",
-    )?;
-    let threads_per_core = need(
-        t.threads_per_core,
-        "threads_per_core",
-        "give 1 (no SMT) or 2 (SMT2)",
-    )?;
+    let packages = need(t.packages, "packages", "give the number of sockets, at least 1")?;
+    let cores_per_llc = need(t.cores_per_llc, "cores_per_llc", "give the number of physical cores sharing one LLC, at least 1")?;
+    let threads_per_core = need(t.threads_per_core, "threads_per_core", "give 1 (no SMT) or 2 (SMT2)")?;
     let nodes_per_package = nonzero(t.nodes_per_package, "nodes_per_package", 1)?;
     let clusters_per_llc = nonzero(t.clusters_per_llc, "clusters_per_llc", 1)?;
     let llcs_per_node = match (t.llcs_per_node, t.llcs_per_package) {
         (Some(_), Some(_)) => {
-            return Err(cx.err(
-                "topology.llcs_per_package",
-                "is given together with llcs_per_node; give only one of them",
-            ));
+            return Err(cx.err("topology.llcs_per_package", "is given together with llcs_per_node; give only one of them"));
         }
         (Some(_), None) => nonzero(t.llcs_per_node, "llcs_per_node", 1)?,
         (None, Some(p)) => {
@@ -409,79 +326,34 @@ fn compact(cx: &Ctx, t: &FileTopology) -> Result<Compact, MachineError> {
             ))
         }
     };
-    let total = packages as u64
-        * nodes_per_package as u64
-        * llcs_per_node as u64
-        * cores_per_llc as u64
-        * threads_per_core as u64;
+    let total = packages as u64 * nodes_per_package as u64 * llcs_per_node as u64 * cores_per_llc as u64 * threads_per_core as u64;
     if total > schedlab_topology::MAX_CPUS as u64 {
         return Err(cx.err(
             "topology",
-            format!(
-                "describes {total} CPUs, more than schedlab models ({}); reduce packages or cores",
-                schedlab_topology::MAX_CPUS
-            ),
+            format!("describes {total} CPUs, more than schedlab models ({}); reduce packages or cores", schedlab_topology::MAX_CPUS),
         ));
     }
-    Ok(Compact {
-        packages,
-        nodes_per_package,
-        llcs_per_node,
-        clusters_per_llc,
-        cores_per_llc,
-        threads_per_core,
-        numbering,
-    })
+    Ok(Compact { packages, nodes_per_package, llcs_per_node, clusters_per_llc, cores_per_llc, threads_per_core, numbering })
 }
 
 fn explicit_cpus(cx: &Ctx, list: &[FileCpu]) -> Result<Vec<CpuInfo>, MachineError> {
     if list.is_empty() {
-        return Err(cx.err(
-            "topology.cpu",
-            "is empty; list every CPU (id = 0, core = 0, llc = 0, node = 0, package = 0)",
-        ));
+        return Err(cx.err("topology.cpu", "is empty; list every CPU (id = 0, core = 0, llc = 0, node = 0, package = 0)"));
     }
     if list.len() > schedlab_topology::MAX_CPUS {
-        return Err(cx.err(
-            "topology.cpu",
-            format!(
-                "lists {} CPUs; at most {} are modelled",
-                list.len(),
-                schedlab_topology::MAX_CPUS
-            ),
-        ));
+        return Err(cx.err("topology.cpu", format!("lists {} CPUs; at most {} are modelled", list.len(), schedlab_topology::MAX_CPUS)));
     }
     let mut out: Vec<Option<CpuInfo>> = vec![None; list.len()];
     for c in list {
         let slot = out.get_mut(c.id as usize).ok_or_else(|| {
-            cx.err(
-                "topology.cpu",
-                format!(
-                    "has id = {} but only {} CPUs are listed; ids must be 0..{}",
-                    c.id,
-                    list.len(),
-                    list.len()
-                ),
-            )
+            cx.err("topology.cpu", format!("has id = {} but only {} CPUs are listed; ids must be 0..{}", c.id, list.len(), list.len()))
         })?;
         if slot.is_some() {
-            return Err(cx.err(
-                "topology.cpu",
-                format!("lists id = {} twice; each CPU appears once", c.id),
-            ));
+            return Err(cx.err("topology.cpu", format!("lists id = {} twice; each CPU appears once", c.id)));
         }
-        *slot = Some(CpuInfo {
-            core: c.core,
-            cluster: c.cluster.unwrap_or(c.llc),
-            llc: c.llc,
-            node: c.node,
-            package: c.package,
-        });
+        *slot = Some(CpuInfo { core: c.core, cluster: c.cluster.unwrap_or(c.llc), llc: c.llc, node: c.node, package: c.package });
     }
-    Ok(out
-        .into_iter()
-        .map(|c| c.expect("all ids 0..n present: n entries, no duplicates, all < n"))
-        .collect())
+    Ok(out.into_iter().map(|c| c.expect("all ids 0..n present: n entries, no duplicates, all < n")).collect())
 }
 
 fn q(s: &str) -> String {
@@ -524,11 +396,7 @@ pub(crate) fn to_toml(m: &Machine) -> String {
     let _ = writeln!(s, "]");
     let c = &m.caches;
     let _ = writeln!(s, "\n[caches]");
-    let _ = writeln!(
-        s,
-        "l1d_kib = {}\nl2_kib = {}\nllc_kib = {}\nllc_inclusive = {}",
-        c.l1d_kib, c.l2_kib, c.llc_kib, c.llc_inclusive
-    );
+    let _ = writeln!(s, "l1d_kib = {}\nl2_kib = {}\nllc_kib = {}\nllc_inclusive = {}", c.l1d_kib, c.l2_kib, c.llc_kib, c.llc_inclusive);
     let k = &m.costs;
     let _ = writeln!(s, "\n[costs]");
     let fields: [(&str, u64); 15] = [
@@ -581,15 +449,9 @@ mod tests {
         let line = text.lines().position(|l| l.starts_with("l4_kib")).unwrap() + 1;
         assert!(e.contains(&format!("line {line}")), "{e}");
         let e = err(&GOOD.replace("[topology]", "[topology]\nsockets = 2"));
-        assert!(
-            e.contains("unknown field `sockets`") && e.contains("packages"),
-            "{e}"
-        );
+        assert!(e.contains("unknown field `sockets`") && e.contains("packages"), "{e}");
         let e = err(&format!("bogus = 1\n{GOOD}"));
-        assert!(
-            e.contains("unknown field `bogus`") && e.contains("line 1"),
-            "{e}"
-        );
+        assert!(e.contains("unknown field `bogus`") && e.contains("line 1"), "{e}");
     }
 
     #[test]
@@ -597,15 +459,8 @@ mod tests {
         let text = GOOD.replace("smt_factor_pct = 60", "smt_factor_pct = 0");
         assert_ne!(text, GOOD);
         let e = err(&text);
-        assert!(
-            e.contains("costs.smt_factor_pct") && e.contains("1..=100"),
-            "{e}"
-        );
-        let line = text
-            .lines()
-            .position(|l| l.starts_with("smt_factor_pct"))
-            .unwrap()
-            + 1;
+        assert!(e.contains("costs.smt_factor_pct") && e.contains("1..=100"), "{e}");
+        let line = text.lines().position(|l| l.starts_with("smt_factor_pct")).unwrap() + 1;
         assert!(e.contains(&format!("(line {line})")), "{e}");
         let e = err(&GOOD.replace("smt_factor_pct = 60", "smt_factor_pct = 101"));
         assert!(e.contains("costs.smt_factor_pct"), "{e}");
@@ -613,49 +468,25 @@ mod tests {
 
     #[test]
     fn distance_matrix_of_wrong_size_is_rejected() {
-        let text = GOOD.replace(
-            "node_distance = [[10, 20], [20, 10]]",
-            "node_distance = [[10, 20, 20], [20, 10, 20], [20, 20, 10]]",
-        );
+        let text = GOOD.replace("node_distance = [[10, 20], [20, 10]]", "node_distance = [[10, 20, 20], [20, 10, 20], [20, 20, 10]]");
         assert_ne!(text, GOOD);
         let e = err(&text);
-        assert!(
-            e.contains("topology.node_distance") && e.contains("2x2"),
-            "{e}"
-        );
-        let e = err(&GOOD.replace(
-            "node_distance = [[10, 20], [20, 10]]",
-            "node_distance = [[10, 20], [20]]",
-        ));
+        assert!(e.contains("topology.node_distance") && e.contains("2x2"), "{e}");
+        let e = err(&GOOD.replace("node_distance = [[10, 20], [20, 10]]", "node_distance = [[10, 20], [20]]"));
         assert!(e.contains("topology.node_distance"), "{e}");
         // asymmetric: reported by the topology check, through us
-        let e = err(&GOOD.replace(
-            "node_distance = [[10, 20], [20, 10]]",
-            "node_distance = [[10, 20], [21, 10]]",
-        ));
+        let e = err(&GOOD.replace("node_distance = [[10, 20], [20, 10]]", "node_distance = [[10, 20], [21, 10]]"));
         assert!(e.contains("symmetric"), "{e}");
     }
 
     #[test]
     fn impossible_values_are_rejected() {
         let e = err(&GOOD.replace("cores_per_llc = 2", "cores_per_llc = 0"));
-        assert!(
-            e.contains("topology.cores_per_llc") && e.contains("is 0"),
-            "{e}"
-        );
+        assert!(e.contains("topology.cores_per_llc") && e.contains("is 0"), "{e}");
         let e = err(&GOOD.replace("packages = 2", ""));
-        assert!(
-            e.contains("topology.packages") && e.contains("missing"),
-            "{e}"
-        );
-        let e = err(&GOOD.replace(
-            "numbering = \"smt-adjacent\"",
-            "numbering = \"interleaved\"",
-        ));
-        assert!(
-            e.contains("unknown variant") && e.contains("smt-adjacent"),
-            "{e}"
-        );
+        assert!(e.contains("topology.packages") && e.contains("missing"), "{e}");
+        let e = err(&GOOD.replace("numbering = \"smt-adjacent\"", "numbering = \"interleaved\""));
+        assert!(e.contains("unknown variant") && e.contains("smt-adjacent"), "{e}");
         let e = err(&GOOD.replace("dram_remote_ns = 131", "dram_remote_ns = 10"));
         assert!(e.contains("costs.dram_remote_ns"), "{e}");
         let e = err(&GOOD.replace("freq_mhz = 2500", "freq_mhz = -1"));
@@ -672,10 +503,7 @@ mod tests {
 
     #[test]
     fn vendor_key() {
-        assert_eq!(
-            from_toml_str(GOOD, "t").unwrap().topology.vendor(),
-            CpuVendor::Intel
-        );
+        assert_eq!(from_toml_str(GOOD, "t").unwrap().topology.vendor(), CpuVendor::Intel);
         let text = GOOD.replace("vendor = \"intel\"", "vendor = \"amd\"");
         assert_ne!(text, GOOD);
         let m = from_toml_str(&text, "t").unwrap();
@@ -761,17 +589,11 @@ target_residency_ns = 0
                 "  { id = 2, core = 0, llc = 0, node = 0, package = 0 },\n",
                 "[[topology.cpu]]\nid = 2\ncore = 0\nllc = 0\nnode = 0\npackage = 0\n",
             );
-        assert!(
-            tables.contains("[[topology.cpu]]") && !tables.contains("{ id"),
-            "{tables}"
-        );
+        assert!(tables.contains("[[topology.cpu]]") && !tables.contains("{ id"), "{tables}");
         assert_eq!(from_toml_str(&tables, "odd").unwrap(), m);
         // mixing forms is refused
         let e = err(&text.replace("[topology]", "[topology]\npackages = 1"));
-        assert!(
-            e.contains("topology.packages") && e.contains("explicit"),
-            "{e}"
-        );
+        assert!(e.contains("topology.packages") && e.contains("explicit"), "{e}");
         let e = err(&text.replace("id = 2", "id = 1"));
         assert!(e.contains("twice"), "{e}");
         let e = err(&text.replace("id = 2", "id = 7"));
@@ -783,10 +605,7 @@ target_residency_ns = 0
         let text = GOOD.replace("llcs_per_node = 1", "llcs_per_package = 1");
         let a = from_toml_str(&text, "t").unwrap();
         assert_eq!(a, from_toml_str(GOOD, "t").unwrap());
-        let e = err(&GOOD.replace(
-            "llcs_per_node = 1",
-            "llcs_per_node = 1\nllcs_per_package = 1",
-        ));
+        let e = err(&GOOD.replace("llcs_per_node = 1", "llcs_per_node = 1\nllcs_per_package = 1"));
         assert!(e.contains("only one"), "{e}");
     }
 

@@ -15,33 +15,20 @@ use std::collections::BTreeMap;
 use roxmltree::{Document, Node, ParsingOptions};
 
 use crate::format::default_distance;
-use crate::{
-    generic_costs, shape, vendor_from_cpuid, CacheSizes, CpuInfo, CpuTopology, IdleState, Machine,
-    MachineError, Renumber,
-};
+use crate::{generic_costs, shape, vendor_from_cpuid, CacheSizes, CpuInfo, CpuTopology, IdleState, Machine, MachineError, Renumber};
 
 /// Parse an hwloc bitmap ("0x00000003", "0x000000ff,0xffffffff", with "0xf...f"
 /// for an infinite prefix) into set bits.
 fn cpuset(s: &str) -> Result<Vec<u16>, String> {
     let mut words: Vec<&str> = s.trim().split(',').collect();
-    if words
-        .first()
-        .is_some_and(|w| w.trim().eq_ignore_ascii_case("0xf...f"))
-    {
+    if words.first().is_some_and(|w| w.trim().eq_ignore_ascii_case("0xf...f")) {
         words.remove(0);
     }
     let mut out = Vec::new();
     for (i, w) in words.iter().rev().enumerate() {
         let w = w.trim();
-        let hex = w
-            .strip_prefix("0x")
-            .or_else(|| w.strip_prefix("0X"))
-            .unwrap_or(w);
-        let v = if hex.is_empty() {
-            0
-        } else {
-            u32::from_str_radix(hex, 16).map_err(|_| format!("bad cpuset word {w:?} in {s:?}"))?
-        };
+        let hex = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")).unwrap_or(w);
+        let v = if hex.is_empty() { 0 } else { u32::from_str_radix(hex, 16).map_err(|_| format!("bad cpuset word {w:?} in {s:?}"))? };
         for b in 0..32 {
             if v & (1 << b) != 0 {
                 let bit = i * 32 + b;
@@ -75,26 +62,13 @@ fn err(name: &str, msg: impl std::fmt::Display) -> MachineError {
 }
 
 pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, MachineError> {
-    let opts = ParsingOptions {
-        allow_dtd: true,
-        ..ParsingOptions::default()
-    };
-    let doc = Document::parse_with_options(text, opts).map_err(|e| {
-        err(
-            name,
-            format!("not well-formed XML: {e}; give the output of `lstopo --of xml`"),
-        )
-    })?;
+    let opts = ParsingOptions { allow_dtd: true, ..ParsingOptions::default() };
+    let doc = Document::parse_with_options(text, opts)
+        .map_err(|e| err(name, format!("not well-formed XML: {e}; give the output of `lstopo --of xml`")))?;
     if doc.root_element().tag_name().name() != "topology" {
-        return Err(err(
-            name,
-            "root element is not <topology>; give the output of `lstopo --of xml`",
-        ));
+        return Err(err(name, "root element is not <topology>; give the output of `lstopo --of xml`"));
     }
-    let objects: Vec<Node> = doc
-        .descendants()
-        .filter(|n| n.is_element() && n.tag_name().name() == "object")
-        .collect();
+    let objects: Vec<Node> = doc.descendants().filter(|n| n.is_element() && n.tag_name().name() == "object").collect();
     let llc_level = objects.iter().filter_map(cache_level).max();
 
     // PUs by os_index.
@@ -103,31 +77,17 @@ pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, Mach
         let idx: u16 = n
             .attribute("os_index")
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| {
-                err(
-                    name,
-                    "a PU object has no numeric os_index; the file is not an lstopo topology",
-                )
-            })?;
+            .ok_or_else(|| err(name, "a PU object has no numeric os_index; the file is not an lstopo topology"))?;
         if pus.insert(idx, *n).is_some() {
             return Err(err(name, format!("PU os_index {idx} appears twice")));
         }
     }
     let nr = pus.len();
     if nr == 0 {
-        return Err(err(
-            name,
-            "no PU objects; give the output of `lstopo --of xml` (not --no-io --of synthetic...)",
-        ));
+        return Err(err(name, "no PU objects; give the output of `lstopo --of xml` (not --no-io --of synthetic...)"));
     }
     if nr > schedlab_topology::MAX_CPUS {
-        return Err(err(
-            name,
-            format!(
-                "{nr} PUs; schedlab models at most {}",
-                schedlab_topology::MAX_CPUS
-            ),
-        ));
+        return Err(err(name, format!("{nr} PUs; schedlab models at most {}", schedlab_topology::MAX_CPUS)));
     }
     if let Some((i, c)) = pus.keys().enumerate().find(|(i, c)| **c as usize != *i) {
         return Err(err(name, format!("PU os_index {c} found where {i} was expected; schedlab needs CPUs numbered 0..n without gaps")));
@@ -136,10 +96,7 @@ pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, Mach
     // NUMA nodes with CPUs, in os_index order.
     let mut numa: Vec<(u32, Vec<u16>)> = Vec::new();
     for n in objects.iter().filter(|n| ty(n) == "NUMANode") {
-        let os: u32 = n
-            .attribute("os_index")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(numa.len() as u32);
+        let os: u32 = n.attribute("os_index").and_then(|s| s.parse().ok()).unwrap_or(numa.len() as u32);
         let set = cpuset(n.attribute("cpuset").unwrap_or("")).map_err(|e| err(name, e))?;
         let set: Vec<u16> = set.into_iter().filter(|&c| (c as usize) < nr).collect();
         if !set.is_empty() {
@@ -156,10 +113,7 @@ pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, Mach
     if numa.is_empty() {
         node_of = vec![Some(0); nr];
     } else if let Some(c) = node_of.iter().position(|x| x.is_none()) {
-        return Err(err(
-            name,
-            format!("PU {c} is in no NUMANode's cpuset; the file is inconsistent"),
-        ));
+        return Err(err(name, format!("PU {c} is in no NUMANode's cpuset; the file is inconsistent")));
     }
 
     // Per-PU ancestry.
@@ -172,46 +126,23 @@ pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, Mach
     let raw: Vec<Raw> = pus
         .values()
         .map(|pu| {
-            let anc = || {
-                pu.ancestors()
-                    .filter(|a| a.is_element() && a.tag_name().name() == "object")
-            };
+            let anc = || pu.ancestors().filter(|a| a.is_element() && a.tag_name().name() == "object");
             Raw {
-                core: anc()
-                    .find(|a| ty(a) == "Core")
-                    .map(|a| a.id().get_usize())
-                    .unwrap_or(pu.id().get_usize()),
-                package: anc()
-                    .find(|a| ty(a) == "Package")
-                    .map(|a| a.id().get_usize()),
-                llc: anc()
-                    .find(|a| llc_level.is_some() && cache_level(a) == llc_level)
-                    .map(|a| a.id().get_usize()),
-                l2: anc()
-                    .find(|a| cache_level(a) == Some(2))
-                    .map(|a| a.id().get_usize()),
+                core: anc().find(|a| ty(a) == "Core").map(|a| a.id().get_usize()).unwrap_or(pu.id().get_usize()),
+                package: anc().find(|a| ty(a) == "Package").map(|a| a.id().get_usize()),
+                llc: anc().find(|a| llc_level.is_some() && cache_level(a) == llc_level).map(|a| a.id().get_usize()),
+                l2: anc().find(|a| cache_level(a) == Some(2)).map(|a| a.id().get_usize()),
             }
         })
         .collect();
-    let (mut core_r, mut pkg_r, mut llc_r, mut cl_r) = (
-        Renumber::default(),
-        Renumber::default(),
-        Renumber::default(),
-        Renumber::default(),
-    );
+    let (mut core_r, mut pkg_r, mut llc_r, mut cl_r) = (Renumber::default(), Renumber::default(), Renumber::default(), Renumber::default());
     let mut base: Vec<CpuInfo> = raw
         .iter()
         .enumerate()
         .map(|(i, r)| {
             let package = pkg_r.id(r.package);
             let llc = llc_r.id(r.llc.map(Ok).unwrap_or(Err(package)));
-            CpuInfo {
-                core: core_r.id(r.core),
-                cluster: llc,
-                llc,
-                node: node_of[i].unwrap_or(0),
-                package,
-            }
+            CpuInfo { core: core_r.id(r.core), cluster: llc, llc, node: node_of[i].unwrap_or(0), package }
         })
         .collect();
     // Clusters: L2s below the LLC that hold several cores.
@@ -236,64 +167,40 @@ pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, Mach
     }
 
     let nr_nodes = numa.len().max(1);
-    let distance = distances(&doc, &numa)
-        .map_err(|e| err(name, e))?
-        .unwrap_or_else(|| default_distance(nr_nodes));
+    let distance = distances(&doc, &numa).map_err(|e| err(name, e))?.unwrap_or_else(|| default_distance(nr_nodes));
     // Vendor: the CPUVendor info of the first Package that has one (hwloc puts it
     // on every Package on x86); none -> Other.
     let vendor = objects
         .iter()
         .filter(|n| ty(n) == "Package")
         .find_map(|p| {
-            p.children()
-                .find(|c| c.has_tag_name("info") && c.attribute("name") == Some("CPUVendor"))
-                .and_then(|c| c.attribute("value"))
+            p.children().find(|c| c.has_tag_name("info") && c.attribute("name") == Some("CPUVendor")).and_then(|c| c.attribute("value"))
         })
         .map(vendor_from_cpuid)
         .unwrap_or_default();
-    let topology = CpuTopology::new(base, distance)
-        .map_err(|e| err(name, format!("inconsistent topology: {e}")))?
-        .with_vendor(vendor);
+    let topology = CpuTopology::new(base, distance).map_err(|e| err(name, format!("inconsistent topology: {e}")))?.with_vendor(vendor);
 
     // Caches of PU 0.
     let pu0 = pus[&0];
     let cache_of = |lvl: u32| {
-        pu0.ancestors()
-            .find(|a| a.is_element() && cache_level(a) == Some(lvl))
-            .map(|a| {
-                let kib = a
-                    .attribute("cache_size")
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .map(|b| (b / 1024) as u32);
-                let incl = a.children().any(|c| {
-                    c.has_tag_name("info")
-                        && c.attribute("name") == Some("Inclusive")
-                        && c.attribute("value") == Some("1")
-                });
-                (kib, incl)
-            })
+        pu0.ancestors().find(|a| a.is_element() && cache_level(a) == Some(lvl)).map(|a| {
+            let kib = a.attribute("cache_size").and_then(|s| s.parse::<u64>().ok()).map(|b| (b / 1024) as u32);
+            let incl = a
+                .children()
+                .any(|c| c.has_tag_name("info") && c.attribute("name") == Some("Inclusive") && c.attribute("value") == Some("1"));
+            (kib, incl)
+        })
     };
     let llc_c = llc_level.and_then(cache_of);
     let caches = CacheSizes {
-        l1d_kib: cache_of(1)
-            .and_then(|c| c.0)
-            .filter(|&k| k > 0)
-            .unwrap_or(32),
-        l2_kib: cache_of(2)
-            .and_then(|c| c.0)
-            .filter(|&k| k > 0)
-            .unwrap_or(1024),
-        llc_kib: llc_c
-            .and_then(|c| c.0)
-            .filter(|&k| k > 0)
-            .unwrap_or(32 * 1024),
+        l1d_kib: cache_of(1).and_then(|c| c.0).filter(|&k| k > 0).unwrap_or(32),
+        l2_kib: cache_of(2).and_then(|c| c.0).filter(|&k| k > 0).unwrap_or(1024),
+        llc_kib: llc_c.and_then(|c| c.0).filter(|&k| k > 0).unwrap_or(32 * 1024),
         llc_inclusive: llc_c.is_some_and(|c| c.1),
     };
 
     let info = |key: &str| {
-        doc.descendants()
-            .find(|n| n.has_tag_name("info") && n.attribute("name") == Some(key))
-            .and_then(|n| n.attribute("value"))
+        doc.descendants().find(|n| n.has_tag_name("info") && n.attribute("name") == Some(key)).and_then(|n| n.attribute("value"))
     };
     let model = info("CPUModel").unwrap_or("unknown CPU");
     let m = Machine {
@@ -323,26 +230,12 @@ fn distances(doc: &Document, numa: &[(u32, Vec<u16>)]) -> Result<Option<Vec<Vec<
         return Ok(None);
     }
     let nums = |node: Option<Node>| -> Vec<f64> {
-        node.and_then(|x| x.text())
-            .unwrap_or("")
-            .split_whitespace()
-            .filter_map(|t| t.parse().ok())
-            .collect()
+        node.and_then(|x| x.text()).unwrap_or("").split_whitespace().filter_map(|t| t.parse().ok()).collect()
     };
     // hwloc 2: <distances2 type="NUMANode" nbobjs=N kind=K indexing="os"><indexes>..</indexes><u64values>..</u64values>
-    let d2: Vec<Node> = doc
-        .descendants()
-        .filter(|x| x.has_tag_name("distances2") && x.attribute("type") == Some("NUMANode"))
-        .collect();
+    let d2: Vec<Node> = doc.descendants().filter(|x| x.has_tag_name("distances2") && x.attribute("type") == Some("NUMANode")).collect();
     // Prefer latency-like matrices (kind bit 4 = MEANS_LATENCY), then the first.
-    let pick = d2
-        .iter()
-        .find(|x| {
-            x.attribute("kind")
-                .and_then(|k| k.parse::<u32>().ok())
-                .is_some_and(|k| k & 4 != 0)
-        })
-        .or(d2.first());
+    let pick = d2.iter().find(|x| x.attribute("kind").and_then(|k| k.parse::<u32>().ok()).is_some_and(|k| k & 4 != 0)).or(d2.first());
     let (index, values): (Vec<u32>, Vec<f64>) = if let Some(d) = pick {
         let idx = nums(d.children().find(|c| c.has_tag_name("indexes")));
         let vals = nums(d.children().find(|c| c.has_tag_name("u64values")));
@@ -353,11 +246,8 @@ fn distances(doc: &Document, numa: &[(u32, Vec<u16>)]) -> Result<Option<Vec<Vec<
     } else if let Some(d) = doc.descendants().find(|x| x.has_tag_name("distances")) {
         // hwloc 1: <distances nbobjs=N relative_depth=.. latency_base=B><latency value=V/>...; objects in logical
         // (= os_index order for NUMA nodes, normally) order.
-        let vals: Vec<f64> = d
-            .children()
-            .filter(|c| c.has_tag_name("latency"))
-            .filter_map(|c| c.attribute("value")?.parse().ok())
-            .collect();
+        let vals: Vec<f64> =
+            d.children().filter(|c| c.has_tag_name("latency")).filter_map(|c| c.attribute("value")?.parse().ok()).collect();
         let k = (vals.len() as f64).sqrt() as usize;
         (numa.iter().take(k).map(|(os, _)| *os).collect(), vals)
     } else {
@@ -365,37 +255,23 @@ fn distances(doc: &Document, numa: &[(u32, Vec<u16>)]) -> Result<Option<Vec<Vec<
     };
     let k = index.len();
     if k * k != values.len() || k == 0 {
-        return Err(format!(
-            "a NUMA distance matrix has {} indexes but {} values; the file is damaged",
-            k,
-            values.len()
-        ));
+        return Err(format!("a NUMA distance matrix has {} indexes but {} values; the file is damaged", k, values.len()));
     }
     let mut out = vec![vec![0u32; n]; n];
     for (a, (osa, _)) in numa.iter().enumerate() {
-        let ia = index
-            .iter()
-            .position(|x| x == osa)
-            .ok_or_else(|| format!("NUMA node {osa} is missing from the distance matrix"))?;
+        let ia = index.iter().position(|x| x == osa).ok_or_else(|| format!("NUMA node {osa} is missing from the distance matrix"))?;
         let diag = values[ia * k + ia];
         if diag <= 0.0 {
-            return Err(format!(
-                "distance of NUMA node {osa} to itself is {diag}; the file is damaged"
-            ));
+            return Err(format!("distance of NUMA node {osa} to itself is {diag}; the file is damaged"));
         }
         for (b, (osb, _)) in numa.iter().enumerate() {
-            let ib = index
-                .iter()
-                .position(|x| x == osb)
-                .ok_or_else(|| format!("NUMA node {osb} is missing from the distance matrix"))?;
+            let ib = index.iter().position(|x| x == osb).ok_or_else(|| format!("NUMA node {osb} is missing from the distance matrix"))?;
             let v = (values[ia * k + ib] * 10.0 / diag).round() as u32;
             out[a][b] = if a == b { 10 } else { v.max(11) };
         }
     }
     // Make symmetric (hwloc matrices from SLIT are; averaged latencies may not be).
-    let out = (0..n)
-        .map(|a| (0..n).map(|b| out[a][b].max(out[b][a])).collect())
-        .collect();
+    let out = (0..n).map(|a| (0..n).map(|b| out[a][b].max(out[b][a])).collect()).collect();
     Ok(Some(out))
 }
 
@@ -418,43 +294,18 @@ mod tests {
     fn hand_written_two_socket_file() {
         let m = from_hwloc_xml_str(HAND, "hwloc-2s-2c-smt2").unwrap();
         let t = &m.topology;
-        assert_eq!(
-            (
-                t.nr_cpus(),
-                t.nr_cores(),
-                t.nr_packages(),
-                t.nr_llcs(),
-                t.nr_nodes()
-            ),
-            (8, 4, 2, 2, 2)
-        );
+        assert_eq!((t.nr_cpus(), t.nr_cores(), t.nr_packages(), t.nr_llcs(), t.nr_nodes()), (8, 4, 2, 2, 2));
         // Linux server numbering in the file: siblings N and N+4.
-        assert_eq!(
-            t.smt_siblings(crate::CpuId(1))
-                .map(|c| c.0)
-                .collect::<Vec<_>>(),
-            vec![1, 5]
-        );
+        assert_eq!(t.smt_siblings(crate::CpuId(1)).map(|c| c.0).collect::<Vec<_>>(), vec![1, 5]);
         assert_eq!(crate::cpulist(t.ids_where(|c| c.node == 1)), "2-3,6-7");
         assert_eq!(t.distance_matrix(), &[vec![10, 21], vec![21, 10]]);
         assert!(t.cpus().iter().all(|c| c.cluster == c.llc));
-        assert_eq!(
-            m.caches,
-            CacheSizes {
-                l1d_kib: 32,
-                l2_kib: 1024,
-                llc_kib: 22528,
-                llc_inclusive: false
-            }
-        );
+        assert_eq!(m.caches, CacheSizes { l1d_kib: 32, l2_kib: 1024, llc_kib: 22528, llc_inclusive: false });
         assert!(m.description.contains("Xeon"), "{}", m.description);
         assert_eq!(t.vendor(), crate::CpuVendor::Intel);
         assert_eq!(crate::from_toml_str(&m.to_toml(), &m.name).unwrap(), m);
         // through load(), named after the file stem
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../examples/machines/hwloc-2s-2c-smt2.xml"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/machines/hwloc-2s-2c-smt2.xml");
         assert_eq!(crate::load(path).unwrap(), m);
     }
 
@@ -505,26 +356,14 @@ mod tests {
         let m = from_hwloc_xml_str(&xml, "clusters").unwrap();
         assert_eq!(m.topology.nr_clusters(), 2);
         assert_eq!(m.topology.nr_llcs(), 1);
-        assert_eq!(
-            m.topology.cpu(crate::CpuId(3)).cluster,
-            m.topology.cpu(crate::CpuId(2)).cluster
-        );
+        assert_eq!(m.topology.cpu(crate::CpuId(3)).cluster, m.topology.cpu(crate::CpuId(2)).cluster);
     }
 
     #[test]
     fn bad_files_are_explained() {
-        assert!(from_hwloc_xml_str("<x/>", "x")
-            .unwrap_err()
-            .0
-            .contains("lstopo"));
-        assert!(from_hwloc_xml_str("<topology", "x")
-            .unwrap_err()
-            .0
-            .contains("XML"));
+        assert!(from_hwloc_xml_str("<x/>", "x").unwrap_err().0.contains("lstopo"));
+        assert!(from_hwloc_xml_str("<topology", "x").unwrap_err().0.contains("XML"));
         let gap = HAND.replace(r#"type="PU" os_index="7""#, r#"type="PU" os_index="9""#);
-        assert!(from_hwloc_xml_str(&gap, "x")
-            .unwrap_err()
-            .0
-            .contains("without gaps"));
+        assert!(from_hwloc_xml_str(&gap, "x").unwrap_err().0.contains("without gaps"));
     }
 }

@@ -152,11 +152,7 @@ pub fn presets() -> &'static [PresetInfo] {
 }
 
 fn preset_names() -> String {
-    PRESETS
-        .iter()
-        .map(|p| p.info.name)
-        .collect::<Vec<_>>()
-        .join(", ")
+    PRESETS.iter().map(|p| p.info.name).collect::<Vec<_>>().join(", ")
 }
 
 /// Load a machine. `spec` is a preset name (see [`presets`]); `local` for the
@@ -181,12 +177,8 @@ pub fn load(spec: &str) -> Result<Machine, MachineError> {
         )));
     }
     let path = Path::new(spec);
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        MachineError(format!(
-            "cannot read machine file {spec:?}: {e}; check the path (presets: {})",
-            preset_names()
-        ))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| MachineError(format!("cannot read machine file {spec:?}: {e}; check the path (presets: {})", preset_names())))?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or(spec);
     if is_toml {
         from_toml_str(&text, stem)
@@ -224,36 +216,21 @@ impl Machine {
     /// Check the constants (the topology is checked by `CpuTopology::new`).
     /// Field names in messages are those of the TOML format.
     pub fn validate(&self) -> Result<(), MachineError> {
-        validate_parts(&self.caches, &self.costs, &self.idle_states).map_err(|(field, msg)| {
-            MachineError(format!("machine {:?}: {field}: {msg}", self.name))
-        })
+        validate_parts(&self.caches, &self.costs, &self.idle_states)
+            .map_err(|(field, msg)| MachineError(format!("machine {:?}: {field}: {msg}", self.name)))
     }
 }
 
 /// Range checks on everything but the topology. Returns (field path, message with fix).
-pub(crate) fn validate_parts(
-    caches: &CacheSizes,
-    costs: &Costs,
-    idle: &[IdleState],
-) -> Result<(), (String, String)> {
+pub(crate) fn validate_parts(caches: &CacheSizes, costs: &Costs, idle: &[IdleState]) -> Result<(), (String, String)> {
     let e = |f: &str, m: String| Err((f.to_string(), m));
-    for (f, v) in [
-        ("caches.l1d_kib", caches.l1d_kib),
-        ("caches.l2_kib", caches.l2_kib),
-        ("caches.llc_kib", caches.llc_kib),
-    ] {
+    for (f, v) in [("caches.l1d_kib", caches.l1d_kib), ("caches.l2_kib", caches.l2_kib), ("caches.llc_kib", caches.llc_kib)] {
         if v == 0 {
-            return e(
-                f,
-                "is 0; give the size in KiB (e.g. 32 for a 32 KiB L1d)".into(),
-            );
+            return e(f, "is 0; give the size in KiB (e.g. 32 for a 32 KiB L1d)".into());
         }
     }
     if costs.freq_mhz == 0 {
-        return e(
-            "costs.freq_mhz",
-            "is 0; give the nominal core clock in MHz (e.g. 2450)".into(),
-        );
+        return e("costs.freq_mhz", "is 0; give the nominal core clock in MHz (e.g. 2450)".into());
     }
     if costs.smt_factor_pct == 0 || costs.smt_factor_pct > 100 {
         return e(
@@ -266,22 +243,13 @@ pub(crate) fn validate_parts(
         );
     }
     if costs.context_switch_ns == 0 {
-        return e(
-            "costs.context_switch_ns",
-            "is 0; a context switch costs ~600-700 ns (calibration §3, L5)".into(),
-        );
+        return e("costs.context_switch_ns", "is 0; a context switch costs ~600-700 ns (calibration §3, L5)".into());
     }
     if costs.c2c_llc_ns == 0 {
-        return e(
-            "costs.c2c_llc_ns",
-            "is 0; give the one-way cache-line transfer time between cores of one LLC".into(),
-        );
+        return e("costs.c2c_llc_ns", "is 0; give the one-way cache-line transfer time between cores of one LLC".into());
     }
     if costs.dram_local_ns == 0 {
-        return e(
-            "costs.dram_local_ns",
-            "is 0; give the idle local DRAM latency (~70-120 ns)".into(),
-        );
+        return e("costs.dram_local_ns", "is 0; give the idle local DRAM latency (~70-120 ns)".into());
     }
     if costs.dram_remote_ns < costs.dram_local_ns {
         return e(
@@ -293,32 +261,23 @@ pub(crate) fn validate_parts(
         );
     }
     if costs.mem_bw_llc_mbps == 0 {
-        return e(
-            "costs.mem_bw_llc_mbps",
-            "is 0; give the sustainable bandwidth of one LLC in MB/s".into(),
-        );
+        return e("costs.mem_bw_llc_mbps", "is 0; give the sustainable bandwidth of one LLC in MB/s".into());
     }
     if costs.mem_bw_node_mbps == 0 {
-        return e(
-            "costs.mem_bw_node_mbps",
-            "is 0; give the sustainable bandwidth of one NUMA node in MB/s".into(),
-        );
+        return e("costs.mem_bw_node_mbps", "is 0; give the sustainable bandwidth of one NUMA node in MB/s".into());
     }
     if idle.is_empty() {
-        return e("idle_states", "is empty; give at least one state, e.g. name = \"POLL\", exit_latency_ns = 0, target_residency_ns = 0".into());
+        return e(
+            "idle_states",
+            "is empty; give at least one state, e.g. name = \"POLL\", exit_latency_ns = 0, target_residency_ns = 0".into(),
+        );
     }
     for (i, s) in idle.iter().enumerate() {
         if s.name.trim().is_empty() {
-            return e(
-                &format!("idle_states[{i}].name"),
-                "is empty; name the state as cpuidle does (POLL, C1, C1E, C6...)".into(),
-            );
+            return e(&format!("idle_states[{i}].name"), "is empty; name the state as cpuidle does (POLL, C1, C1E, C6...)".into());
         }
         if idle[..i].iter().any(|o| o.name == s.name) {
-            return e(
-                &format!("idle_states[{i}].name"),
-                format!("{:?} appears twice; state names must be unique", s.name),
-            );
+            return e(&format!("idle_states[{i}].name"), format!("{:?} appears twice; state names must be unique", s.name));
         }
         if i > 0 && s.exit_latency_ns < idle[i - 1].exit_latency_ns {
             return e(
@@ -377,9 +336,7 @@ pub(crate) struct Renumber<K: Ord> {
 
 impl<K: Ord> Default for Renumber<K> {
     fn default() -> Self {
-        Renumber {
-            map: std::collections::BTreeMap::new(),
-        }
+        Renumber { map: std::collections::BTreeMap::new() }
     }
 }
 
@@ -416,11 +373,7 @@ mod tests {
         for p in presets() {
             let m = load(p.name).unwrap_or_else(|e| panic!("{}: {e}", p.name));
             assert_eq!(m.name, p.name);
-            assert_eq!(
-                m.description, p.description,
-                "{}: presets! description differs from the file",
-                p.name
-            );
+            assert_eq!(m.description, p.description, "{}: presets! description differs from the file", p.name);
             assert!(!m.source.is_empty() && !m.source.contains('\n'));
             assert!(!m.description.contains('\n'));
             m.validate().unwrap();
@@ -432,13 +385,7 @@ mod tests {
     fn preset_counts() {
         let counts = |n: &str| {
             let t = load(n).unwrap().topology;
-            (
-                t.nr_cpus(),
-                t.nr_packages(),
-                t.nr_nodes(),
-                t.nr_llcs(),
-                t.threads_per_core(),
-            )
+            (t.nr_cpus(), t.nr_packages(), t.nr_nodes(), t.nr_llcs(), t.threads_per_core())
         };
         assert_eq!(counts("x86-12"), (12, 2, 2, 2, 1));
         assert_eq!(counts("skylake-2s"), (112, 2, 2, 2, 2));
@@ -517,8 +464,7 @@ mod tests {
         for p in presets() {
             let m = load(p.name).unwrap();
             let text = m.to_toml();
-            let back =
-                from_toml_str(&text, p.name).unwrap_or_else(|e| panic!("{}: {e}\n{text}", p.name));
+            let back = from_toml_str(&text, p.name).unwrap_or_else(|e| panic!("{}: {e}\n{text}", p.name));
             assert_eq!(back, m, "{}", p.name);
             // compact form chosen for regular topologies
             assert!(!text.contains("cpu = ["), "{}", p.name);
@@ -527,17 +473,10 @@ mod tests {
 
     #[test]
     fn preset_vendors() {
-        assert_eq!(
-            load("zen3-2s-nps4").unwrap().topology.vendor(),
-            CpuVendor::Amd
-        );
+        assert_eq!(load("zen3-2s-nps4").unwrap().topology.vendor(), CpuVendor::Amd);
         assert_eq!(load("spr-112").unwrap().topology.vendor(), CpuVendor::Intel);
         for p in presets() {
-            let want = if p.name.starts_with("zen3-") {
-                CpuVendor::Amd
-            } else {
-                CpuVendor::Intel
-            };
+            let want = if p.name.starts_with("zen3-") { CpuVendor::Amd } else { CpuVendor::Intel };
             assert_eq!(load(p.name).unwrap().topology.vendor(), want, "{}", p.name);
         }
     }

@@ -13,8 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::format::default_distance;
 use crate::{
-    generic_costs, parse_cpulist, shape, vendor_from_cpuid, CacheSizes, CpuInfo, CpuTopology,
-    IdleState, Machine, MachineError, Renumber,
+    generic_costs, parse_cpulist, shape, vendor_from_cpuid, CacheSizes, CpuInfo, CpuTopology, IdleState, Machine, MachineError, Renumber,
 };
 
 fn read(p: &Path) -> Option<String> {
@@ -28,9 +27,7 @@ fn err(msg: String) -> MachineError {
 fn list(p: &Path) -> Result<Option<Vec<u16>>, MachineError> {
     match read(p) {
         None => Ok(None),
-        Some(s) => parse_cpulist(&s)
-            .map(Some)
-            .map_err(|e| err(format!("{}: {e}", p.display()))),
+        Some(s) => parse_cpulist(&s).map(Some).map_err(|e| err(format!("{}: {e}", p.display()))),
     }
 }
 
@@ -53,12 +50,7 @@ fn numbered(dir: &Path, prefix: &str) -> Vec<(u32, PathBuf)> {
         .flatten()
         .flatten()
         .filter_map(|e| {
-            let n = e
-                .file_name()
-                .to_str()?
-                .strip_prefix(prefix)?
-                .parse::<u32>()
-                .ok()?;
+            let n = e.file_name().to_str()?.strip_prefix(prefix)?.parse::<u32>().ok()?;
             Some((n, e.path()))
         })
         .collect();
@@ -99,10 +91,7 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
     }
     let online = match list(&cpu_root.join("online"))? {
         Some(v) => v,
-        None => numbered(&cpu_root, "cpu")
-            .into_iter()
-            .map(|(n, _)| n as u16)
-            .collect(),
+        None => numbered(&cpu_root, "cpu").into_iter().map(|(n, _)| n as u16).collect(),
     };
     if online.is_empty() {
         return Err(err(format!("no CPUs found under {}", cpu_root.display())));
@@ -116,10 +105,7 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
     }
     let n = online.len();
     if n > schedlab_topology::MAX_CPUS {
-        return Err(err(format!(
-            "{n} CPUs; schedlab models at most {}",
-            schedlab_topology::MAX_CPUS
-        )));
+        return Err(err(format!("{n} CPUs; schedlab models at most {}", schedlab_topology::MAX_CPUS)));
     }
 
     // Per-CPU raw groups.
@@ -135,12 +121,8 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
     for &c in &online {
         let d = cpu_root.join(format!("cpu{c}"));
         let topo = d.join("topology");
-        let pkg: i64 = read(&topo.join("physical_package_id"))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let die: i64 = read(&topo.join("die_id"))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
+        let pkg: i64 = read(&topo.join("physical_package_id")).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let die: i64 = read(&topo.join("die_id")).and_then(|s| s.parse().ok()).unwrap_or(0);
         dies.insert((pkg, die));
         let core_set = match list(&topo.join("core_cpus_list"))? {
             Some(v) => v,
@@ -148,24 +130,16 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
                 Some(v) => v,
                 None => {
                     // No sibling lists: group by (package, core_id).
-                    let id: i64 = read(&topo.join("core_id"))
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or(c as i64);
+                    let id: i64 = read(&topo.join("core_id")).and_then(|s| s.parse().ok()).unwrap_or(c as i64);
                     vec![u16::MAX, pkg as u16, id as u16]
                 }
             },
         };
         let cs = caches(&d)?;
-        let llc = cs
-            .iter()
-            .filter(|k| k.kind == "Unified" || k.kind == "Data")
-            .max_by_key(|k| k.level);
+        let llc = cs.iter().filter(|k| k.kind == "Unified" || k.kind == "Data").max_by_key(|k| k.level);
         let llc_set = llc.and_then(|k| k.shared.clone());
         if c == 0 {
-            cache0 = cs
-                .iter()
-                .map(|k| (k.level, k.kind.clone(), k.size_kib))
-                .collect();
+            cache0 = cs.iter().map(|k| (k.level, k.kind.clone(), k.size_kib)).collect();
         }
         let cluster_set = list(&topo.join("cluster_cpus_list"))?;
         let core = core_r.id(core_set);
@@ -182,29 +156,20 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
 
     // Clusters: only when every cluster groups several cores inside one LLC and is
     // smaller than it; otherwise the cluster level is the LLC (no CLS domain).
-    let clusters_real = cluster_sets
-        .iter()
-        .zip(&llc_sets)
-        .enumerate()
-        .all(|(i, (cl, llc))| {
-            let Some(cl) = cl else { return false };
-            let cores_in = {
-                let mut v: Vec<u32> = cl
-                    .iter()
-                    .filter_map(|&c| raw.get(c as usize).map(|r| r.0))
-                    .collect();
-                v.sort_unstable();
-                v.dedup();
-                v.len()
-            };
-            let inside_llc = match llc {
-                Some(l) => cl.iter().all(|c| l.contains(c)) && cl.len() < l.len(),
-                None => cl
-                    .iter()
-                    .all(|&c| raw.get(c as usize).is_some_and(|r| r.1 == raw[i].1)),
-            };
-            cores_in > 1 && inside_llc
-        });
+    let clusters_real = cluster_sets.iter().zip(&llc_sets).enumerate().all(|(i, (cl, llc))| {
+        let Some(cl) = cl else { return false };
+        let cores_in = {
+            let mut v: Vec<u32> = cl.iter().filter_map(|&c| raw.get(c as usize).map(|r| r.0)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v.len()
+        };
+        let inside_llc = match llc {
+            Some(l) => cl.iter().all(|c| l.contains(c)) && cl.len() < l.len(),
+            None => cl.iter().all(|&c| raw.get(c as usize).is_some_and(|r| r.1 == raw[i].1)),
+        };
+        cores_in > 1 && inside_llc
+    });
 
     // Nodes.
     let node_root = root.join("sys/devices/system/node");
@@ -228,18 +193,12 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
         vec![vec![10]]
     } else {
         if let Some(c) = node_of.iter().position(|x| x.is_none()) {
-            return Err(err(format!(
-                "cpu{c} is in no node's cpulist under {}; the NUMA information is inconsistent",
-                node_root.display()
-            )));
+            return Err(err(format!("cpu{c} is in no node's cpulist under {}; the NUMA information is inconsistent", node_root.display())));
         }
         let rows: Option<Vec<Vec<u32>>> = kept
             .iter()
             .map(|&p| {
-                let row: Vec<u32> = read(&all_nodes[p].1.join("distance"))?
-                    .split_whitespace()
-                    .filter_map(|x| x.parse().ok())
-                    .collect();
+                let row: Vec<u32> = read(&all_nodes[p].1.join("distance"))?.split_whitespace().filter_map(|x| x.parse().ok()).collect();
                 (row.len() == all_nodes.len()).then(|| kept.iter().map(|&q| row[q]).collect())
             })
             .collect();
@@ -256,42 +215,20 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
         .iter()
         .enumerate()
         .map(|(i, &(core, package, llc))| {
-            let cluster = if clusters_real {
-                cluster_r.id(cluster_sets[i].clone().unwrap_or_default())
-            } else {
-                llc
-            };
-            CpuInfo {
-                core,
-                cluster,
-                llc,
-                node: node_of[i].unwrap_or(0),
-                package,
-            }
+            let cluster = if clusters_real { cluster_r.id(cluster_sets[i].clone().unwrap_or_default()) } else { llc };
+            CpuInfo { core, cluster, llc, node: node_of[i].unwrap_or(0), package }
         })
         .collect();
     // Cluster ids from a separate counter can collide with nothing (the cluster
     // level is compared only with itself), but keep them nested: checked below.
-    let topology =
-        CpuTopology::new(cpus, distance).map_err(|e| err(format!("inconsistent topology: {e}")))?;
+    let topology = CpuTopology::new(cpus, distance).map_err(|e| err(format!("inconsistent topology: {e}")))?;
 
-    let size = |pred: &dyn Fn(u32, &str) -> bool| {
-        cache0
-            .iter()
-            .filter(|(l, k, _)| pred(*l, k))
-            .find_map(|(_, _, s)| *s)
-    };
-    let llc_level = cache0
-        .iter()
-        .filter(|(_, k, _)| k == "Unified" || k == "Data")
-        .map(|(l, _, _)| *l)
-        .max();
+    let size = |pred: &dyn Fn(u32, &str) -> bool| cache0.iter().filter(|(l, k, _)| pred(*l, k)).find_map(|(_, _, s)| *s);
+    let llc_level = cache0.iter().filter(|(_, k, _)| k == "Unified" || k == "Data").map(|(l, _, _)| *l).max();
     let caches = CacheSizes {
         l1d_kib: size(&|l, k| l == 1 && (k == "Data" || k == "Unified")).unwrap_or(32),
         l2_kib: size(&|l, k| l == 2 && k != "Instruction").unwrap_or(1024),
-        llc_kib: llc_level
-            .and_then(|lv| size(&|l, k| l == lv && k != "Instruction"))
-            .unwrap_or(32 * 1024),
+        llc_kib: llc_level.and_then(|lv| size(&|l, k| l == lv && k != "Instruction")).unwrap_or(32 * 1024),
         llc_inclusive: false,
     };
 
@@ -305,17 +242,11 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
     let guest = field("flags").is_some_and(|f| f.split_whitespace().any(|x| x == "hypervisor"));
     let model = field("model name").unwrap_or_else(|| "unknown CPU".into());
     // No cpuinfo (or no x86 vendor_id line, e.g. arm64): Other.
-    let topology = topology.with_vendor(vendor_from_cpuid(
-        field("vendor_id").as_deref().unwrap_or(""),
-    ));
+    let topology = topology.with_vendor(vendor_from_cpuid(field("vendor_id").as_deref().unwrap_or("")));
     let freq_mhz = read(&cpu_root.join("cpu0/cpufreq/cpuinfo_max_freq"))
         .and_then(|k| k.parse::<u64>().ok())
         .map(|khz| (khz / 1000) as u32)
-        .or_else(|| {
-            field("cpu MHz")
-                .and_then(|m| m.parse::<f64>().ok())
-                .map(|m| m.round() as u32)
-        })
+        .or_else(|| field("cpu MHz").and_then(|m| m.parse::<f64>().ok()).map(|m| m.round() as u32))
         .filter(|&f| f > 0)
         .unwrap_or(2500);
 
@@ -334,18 +265,11 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
     let mut seen = std::collections::BTreeSet::new();
     idle_states.retain(|s| seen.insert(s.name.clone()));
     if idle_states.is_empty() {
-        idle_states.push(IdleState {
-            name: "POLL".into(),
-            exit_latency_ns: 0,
-            target_residency_ns: 0,
-        });
+        idle_states.push(IdleState { name: "POLL".into(), exit_latency_ns: 0, target_residency_ns: 0 });
     }
 
-    let dies_note = if dies.len() > topology.nr_packages() {
-        format!(", {} dies (not a modelled level)", dies.len())
-    } else {
-        String::new()
-    };
+    let dies_note =
+        if dies.len() > topology.nr_packages() { format!(", {} dies (not a modelled level)", dies.len()) } else { String::new() };
     let m = Machine {
         name: "local".into(),
         description: format!("this machine ({model}): {}{dies_note}{}", shape(&topology), if guest { ", virtual machine" } else { "" }),
@@ -372,11 +296,8 @@ pub(crate) mod tests {
         pub(crate) fn new(tag: &str) -> TempDir {
             use std::sync::atomic::{AtomicU32, Ordering};
             static N: AtomicU32 = AtomicU32::new(0);
-            let p = std::env::temp_dir().join(format!(
-                "schedlab-machine-{tag}-{}-{}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ));
+            let p =
+                std::env::temp_dir().join(format!("schedlab-machine-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
             let _ = fs::remove_dir_all(&p);
             fs::create_dir_all(&p).unwrap();
             TempDir(p)
@@ -403,16 +324,8 @@ pub(crate) mod tests {
             let pkg = core / 2;
             let sib = format!("{core},{}", core + 4);
             let d = format!("sys/devices/system/cpu/cpu{c}");
-            put(
-                root,
-                &format!("{d}/topology/physical_package_id"),
-                &pkg.to_string(),
-            );
-            put(
-                root,
-                &format!("{d}/topology/core_id"),
-                &(core % 2).to_string(),
-            );
+            put(root, &format!("{d}/topology/physical_package_id"), &pkg.to_string());
+            put(root, &format!("{d}/topology/core_id"), &(core % 2).to_string());
             put(root, &format!("{d}/topology/die_id"), "0");
             put(root, &format!("{d}/topology/core_cpus_list"), &sib);
             put(root, &format!("{d}/topology/cluster_cpus_list"), &sib);
@@ -434,22 +347,13 @@ pub(crate) mod tests {
                 put(root, &format!("{ix}/shared_cpu_list"), shared);
             }
         }
-        for (s, name, lat, res) in [
-            (0, "POLL", 0, 0),
-            (1, "C1", 1, 1),
-            (2, "C1E", 2, 4),
-            (3, "C6", 290, 800),
-        ] {
+        for (s, name, lat, res) in [(0, "POLL", 0, 0), (1, "C1", 1, 1), (2, "C1E", 2, 4), (3, "C6", 290, 800)] {
             let d = format!("sys/devices/system/cpu/cpu0/cpuidle/state{s}");
             put(root, &format!("{d}/name"), name);
             put(root, &format!("{d}/latency"), &lat.to_string());
             put(root, &format!("{d}/residency"), &res.to_string());
         }
-        put(
-            root,
-            "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",
-            "2000000",
-        );
+        put(root, "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "2000000");
         if with_nodes {
             put(root, "sys/devices/system/node/node0/cpulist", "0-1,4-5");
             put(root, "sys/devices/system/node/node0/distance", "10 21 17");
@@ -458,11 +362,7 @@ pub(crate) mod tests {
             put(root, "sys/devices/system/node/node2/cpulist", "");
             put(root, "sys/devices/system/node/node2/distance", "17 28 10");
         }
-        put(
-            root,
-            "proc/cpuinfo",
-            "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Fake Xeon\nflags\t\t: fpu sse2\n",
-        );
+        put(root, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Fake Xeon\nflags\t\t: fpu sse2\n");
     }
 
     #[test]
@@ -471,35 +371,13 @@ pub(crate) mod tests {
         fake_tree(&dir.0, true);
         let m = from_sysfs(&dir.0).unwrap();
         let t = &m.topology;
-        assert_eq!(
-            (
-                t.nr_cpus(),
-                t.nr_cores(),
-                t.nr_packages(),
-                t.nr_llcs(),
-                t.nr_nodes()
-            ),
-            (8, 4, 2, 2, 2)
-        );
-        assert_eq!(
-            t.smt_siblings(crate::CpuId(1))
-                .map(|c| c.0)
-                .collect::<Vec<_>>(),
-            vec![1, 5]
-        );
+        assert_eq!((t.nr_cpus(), t.nr_cores(), t.nr_packages(), t.nr_llcs(), t.nr_nodes()), (8, 4, 2, 2, 2));
+        assert_eq!(t.smt_siblings(crate::CpuId(1)).map(|c| c.0).collect::<Vec<_>>(), vec![1, 5]);
         assert_eq!(t.distance_matrix(), &[vec![10, 21], vec![21, 10]]);
         assert_eq!(t.cpu(crate::CpuId(6)).node, 1);
         // cluster = one core on x86: no cluster level, cluster == llc
         assert!(t.cpus().iter().all(|c| c.cluster == c.llc));
-        assert_eq!(
-            m.caches,
-            CacheSizes {
-                l1d_kib: 48,
-                l2_kib: 2048,
-                llc_kib: 105 * 1024,
-                llc_inclusive: false
-            }
-        );
+        assert_eq!(m.caches, CacheSizes { l1d_kib: 48, l2_kib: 2048, llc_kib: 105 * 1024, llc_inclusive: false });
         assert_eq!(m.costs.freq_mhz, 2000);
         assert_eq!(m.costs.ipi_ns, 1000);
         assert_eq!(m.idle_states.len(), 4);
@@ -524,9 +402,7 @@ pub(crate) mod tests {
     fn vendor_from_proc_cpuinfo() {
         let dir = TempDir::new("sysfs-vendor");
         fake_tree(&dir.0, true);
-        let cpuinfo = |v: &str| {
-            format!("processor\t: 0\nvendor_id\t: {v}\nmodel name\t: X\n\nprocessor\t: 1\nvendor_id\t: {v}\n")
-        };
+        let cpuinfo = |v: &str| format!("processor\t: 0\nvendor_id\t: {v}\nmodel name\t: X\n\nprocessor\t: 1\nvendor_id\t: {v}\n");
         for (v, want) in [
             ("AuthenticAMD", crate::CpuVendor::Amd),
             ("HygonGenuine", crate::CpuVendor::Amd),
@@ -539,20 +415,10 @@ pub(crate) mod tests {
             assert_eq!(crate::from_toml_str(&m.to_toml(), "local").unwrap(), m);
         }
         // arm64-style cpuinfo without vendor_id, and no cpuinfo at all
-        put(
-            &dir.0,
-            "proc/cpuinfo",
-            "processor\t: 0\nCPU implementer\t: 0x41\n",
-        );
-        assert_eq!(
-            from_sysfs(&dir.0).unwrap().topology.vendor(),
-            crate::CpuVendor::Other
-        );
+        put(&dir.0, "proc/cpuinfo", "processor\t: 0\nCPU implementer\t: 0x41\n");
+        assert_eq!(from_sysfs(&dir.0).unwrap().topology.vendor(), crate::CpuVendor::Other);
         fs::remove_file(dir.0.join("proc/cpuinfo")).unwrap();
-        assert_eq!(
-            from_sysfs(&dir.0).unwrap().topology.vendor(),
-            crate::CpuVendor::Other
-        );
+        assert_eq!(from_sysfs(&dir.0).unwrap().topology.vendor(), crate::CpuVendor::Other);
     }
 
     #[test]

@@ -92,10 +92,7 @@ impl CpuTopology {
             return err("a machine needs at least one CPU".into());
         }
         if cpus.len() > MAX_CPUS {
-            return err(format!(
-                "{} CPUs is more than schedlab models ({MAX_CPUS}); describe a smaller machine",
-                cpus.len()
-            ));
+            return err(format!("{} CPUs is more than schedlab models ({MAX_CPUS}); describe a smaller machine", cpus.len()));
         }
         let nr_nodes = node_distance.len();
         if nr_nodes == 0 {
@@ -113,22 +110,20 @@ impl CpuTopology {
                     return err(format!("node distance [{a}][{a}] is {d}; the local distance must be 10 (LOCAL_DISTANCE)"));
                 }
                 if a != b && d <= 10 {
-                    return err(format!(
-                        "node distance [{a}][{b}] is {d}; remote distances must be above 10"
-                    ));
+                    return err(format!("node distance [{a}][{b}] is {d}; remote distances must be above 10"));
                 }
                 if node_distance[b][a] != d {
-                    return err(format!("node distance [{a}][{b}]={d} but [{b}][{a}]={}; the matrix must be symmetric", node_distance[b][a]));
+                    return err(format!(
+                        "node distance [{a}][{b}]={d} but [{b}][{a}]={}; the matrix must be symmetric",
+                        node_distance[b][a]
+                    ));
                 }
             }
         }
         let mut seen_node = vec![false; nr_nodes];
         for (i, c) in cpus.iter().enumerate() {
             if c.node as usize >= nr_nodes {
-                return err(format!(
-                    "cpu{i} is on node {} but the distance matrix has only {nr_nodes} nodes",
-                    c.node
-                ));
+                return err(format!("cpu{i} is on node {} but the distance matrix has only {nr_nodes} nodes", c.node));
             }
             seen_node[c.node as usize] = true;
         }
@@ -142,11 +137,7 @@ impl CpuTopology {
             coarse: impl Fn(&CpuInfo) -> u32,
             what: &str,
         ) -> Result<(), TopologyError> {
-            let mut map: Vec<(u32, u32, usize)> = cpus
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (fine(c), coarse(c), i))
-                .collect();
+            let mut map: Vec<(u32, u32, usize)> = cpus.iter().enumerate().map(|(i, c)| (fine(c), coarse(c), i)).collect();
             map.sort_unstable();
             for w in map.windows(2) {
                 if w[0].0 == w[1].0 && w[0].1 != w[1].1 {
@@ -164,11 +155,7 @@ impl CpuTopology {
         nested(&cpus, |c| c.node, |c| c.package, "NUMA node")
             .or_else(|_| nested(&cpus, |c| c.package, |c| c.node, "package"))
             .map_err(|_| TopologyError("nodes and packages do not nest: a node must lie in one package or a package in one node".into()))?;
-        Ok(CpuTopology {
-            cpus,
-            node_distance,
-            vendor: CpuVendor::Other,
-        })
+        Ok(CpuTopology { cpus, node_distance, vendor: CpuVendor::Other })
     }
 
     /// Set the CPU vendor (the kernel reads it from CPUID; it changes e.g.
@@ -206,15 +193,8 @@ impl CpuTopology {
         self.ids_where(move |i| i.core == core)
     }
     /// All CPU ids whose info satisfies `f`, ascending.
-    pub fn ids_where<'a>(
-        &'a self,
-        f: impl Fn(&CpuInfo) -> bool + 'a,
-    ) -> impl Iterator<Item = CpuId> + 'a {
-        self.cpus
-            .iter()
-            .enumerate()
-            .filter(move |(_, i)| f(i))
-            .map(|(n, _)| CpuId(n as u16))
+    pub fn ids_where<'a>(&'a self, f: impl Fn(&CpuInfo) -> bool + 'a) -> impl Iterator<Item = CpuId> + 'a {
+        self.cpus.iter().enumerate().filter(move |(_, i)| f(i)).map(|(n, _)| CpuId(n as u16))
     }
     pub fn threads_per_core(&self) -> usize {
         self.smt_siblings(CpuId(0)).count()
@@ -270,11 +250,7 @@ pub fn cpulist(cpus: impl IntoIterator<Item = CpuId>) -> String {
 pub fn parse_cpulist(s: &str) -> Result<Vec<u16>, String> {
     let mut out = Vec::new();
     for tok in s.trim().split(',').filter(|t| !t.is_empty()) {
-        let parse = |x: &str| {
-            x.trim()
-                .parse::<u16>()
-                .map_err(|_| format!("bad CPU number {x:?} in cpulist {s:?}"))
-        };
+        let parse = |x: &str| x.trim().parse::<u16>().map_err(|_| format!("bad CPU number {x:?} in cpulist {s:?}"));
         if let Some((a, b)) = tok.split_once('-') {
             let (a, b) = (parse(a)?, parse(b)?);
             if a > b {
@@ -293,13 +269,7 @@ mod tests {
     use super::*;
 
     fn info(core: u32, llc: u32, node: u32) -> CpuInfo {
-        CpuInfo {
-            core,
-            cluster: llc,
-            llc,
-            node,
-            package: node,
-        }
+        CpuInfo { core, cluster: llc, llc, node, package: node }
     }
 
     #[test]
@@ -315,32 +285,20 @@ mod tests {
     fn rejects_bad_topologies() {
         assert!(CpuTopology::new(vec![], vec![vec![10]]).is_err());
         // asymmetric matrix
-        let e = CpuTopology::new(
-            vec![info(0, 0, 0), info(1, 1, 1)],
-            vec![vec![10, 20], vec![21, 10]],
-        )
-        .unwrap_err();
+        let e = CpuTopology::new(vec![info(0, 0, 0), info(1, 1, 1)], vec![vec![10, 20], vec![21, 10]]).unwrap_err();
         assert!(e.0.contains("symmetric"), "{e}");
         // a core split across LLCs
         let e = CpuTopology::new(vec![info(0, 0, 0), info(0, 1, 0)], vec![vec![10]]).unwrap_err();
         assert!(e.0.contains("nest"), "{e}");
         // node without CPUs
-        let e =
-            CpuTopology::new(vec![info(0, 0, 0)], vec![vec![10, 20], vec![20, 10]]).unwrap_err();
+        let e = CpuTopology::new(vec![info(0, 0, 0)], vec![vec![10, 20], vec![20, 10]]).unwrap_err();
         assert!(e.0.contains("node 1 has no CPUs"), "{e}");
     }
 
     #[test]
     fn siblings_and_counts() {
-        let t = CpuTopology::new(
-            vec![info(0, 0, 0), info(1, 0, 0), info(0, 0, 0), info(1, 0, 0)],
-            vec![vec![10]],
-        )
-        .unwrap();
-        assert_eq!(
-            t.smt_siblings(CpuId(1)).collect::<Vec<_>>(),
-            vec![CpuId(1), CpuId(3)]
-        );
+        let t = CpuTopology::new(vec![info(0, 0, 0), info(1, 0, 0), info(0, 0, 0), info(1, 0, 0)], vec![vec![10]]).unwrap();
+        assert_eq!(t.smt_siblings(CpuId(1)).collect::<Vec<_>>(), vec![CpuId(1), CpuId(3)]);
         assert_eq!(t.threads_per_core(), 2);
         assert_eq!(t.nr_cores(), 2);
     }

@@ -4,6 +4,7 @@
 //!
 //! Only the root cfs_rq of each CPU exists: FIDELITY F-002 (no task groups yet).
 
+pub mod balance;
 pub mod select;
 
 use crate::core::Kernel;
@@ -48,10 +49,7 @@ impl Kernel {
 
     #[inline]
     fn entity_key(&self, cpu: CpuId, p: TaskId) -> i64 {
-        vdiff(
-            self.tasks[p.idx()].se.vruntime,
-            self.rqs[cpu.idx()].cfs.min_vruntime,
-        )
+        vdiff(self.tasks[p.idx()].se.vruntime, self.rqs[cpu.idx()].cfs.min_vruntime)
     }
 
     fn avg_vruntime_add(&mut self, cpu: CpuId, p: TaskId) {
@@ -128,11 +126,7 @@ impl Kernel {
             }
         }
         if let Some(l) = left {
-            v = if curr.is_none() || vdiff(l, v) < 0 {
-                l
-            } else {
-                v
-            };
+            v = if curr.is_none() || vdiff(l, v) < 0 { l } else { v };
         }
         let delta = vdiff(v, cfs.min_vruntime);
         if delta > 0 {
@@ -168,18 +162,11 @@ impl Kernel {
         if let Some(p) = p {
             let se = &mut self.tasks[p.idx()].se;
             let runnable = se.on_rq && !se.sched_delayed;
-            se.avg.update(
-                now,
-                se.on_rq as u64,
-                se.weight,
-                runnable as u64,
-                curr == Some(p),
-            );
+            se.avg.update(now, se.on_rq as u64, se.weight, runnable as u64, curr == Some(p));
         }
         let cfs = &mut rq.cfs;
         let runnable = (cfs.nr_running - cfs.h_nr_delayed) as u64;
-        cfs.avg
-            .update(now, cfs.load_weight, 1, runnable, curr.is_some());
+        cfs.avg.update(now, cfs.load_weight, 1, runnable, curr.is_some());
     }
 
     /// `attach_entity_load_avg()`: a migrated task brings its averages along.
@@ -232,9 +219,7 @@ impl Kernel {
         let mut resched = false;
         if vdiff(se.vruntime, se.deadline) >= 0 {
             se.slice = self.tun.base_slice_ns;
-            se.deadline = se
-                .vruntime
-                .wrapping_add(calc_delta_fair(se.slice, se.weight));
+            se.deadline = se.vruntime.wrapping_add(calc_delta_fair(se.slice, se.weight));
             resched = true;
         }
         self.update_min_vruntime(cpu);
@@ -277,11 +262,7 @@ impl Kernel {
         let cfs = &self.rqs[cpu.idx()].cfs;
         let se = &self.tasks[p.idx()].se;
         let nr = cfs.nr_running as u64 + (!se.on_rq) as u64;
-        let period = if nr > self.tun.nr_latency {
-            nr * self.tun.min_granularity_ns
-        } else {
-            self.tun.latency_ns
-        };
+        let period = if nr > self.tun.nr_latency { nr * self.tun.min_granularity_ns } else { self.tun.latency_ns };
         let load = cfs.load_weight + if se.on_rq { 0 } else { se.weight };
         let mut slice = (period as u128 * se.weight as u128 / load.max(1) as u128) as u64;
         if self.profile.version >= (5, 13) && self.feats.has(BASE_SLICE) {
@@ -396,6 +377,8 @@ impl Kernel {
             self.enqueue_tree(cpu, p);
         }
         self.tasks[p.idx()].se.on_rq = true;
+        self.mru_seq += 1;
+        self.tasks[p.idx()].mru = self.mru_seq;
         let ue = self.tasks[p.idx()].se.avg.util_est_value();
         if self.feats.has(UTIL_EST) {
             self.rqs[cpu.idx()].cfs.util_est_enqueued += ue;
@@ -499,6 +482,8 @@ impl Kernel {
             self.update_load_avg(cpu, Some(p), now);
         }
         self.rqs[cpu.idx()].cfs.curr = Some(p);
+        self.mru_seq += 1;
+        self.tasks[p.idx()].mru = self.mru_seq;
         let eevdf = self.eevdf();
         let se = &mut self.tasks[p.idx()].se;
         if eevdf {
@@ -551,8 +536,7 @@ impl Kernel {
             return curr.or_else(|| cfs.queue.first().copied());
         }
         // v6.12 (before PICK_BUDDY): the next buddy under NEXT_BUDDY; ~v6.14+: PICK_BUDDY.
-        let buddy_on = self.feats.has(NEXT_BUDDY)
-            || (self.profile.version >= (6, 14) && self.feats.has(PICK_BUDDY));
+        let buddy_on = self.feats.has(NEXT_BUDDY) || (self.profile.version >= (6, 14) && self.feats.has(PICK_BUDDY));
         if self.profile.version >= (6, 12) && buddy_on {
             if let Some(n) = cfs.next {
                 if self.entity_eligible(cpu, n) {
@@ -694,9 +678,7 @@ impl Kernel {
                     self.update_curr(cpu, now);
                 }
             }
-            let se = self
-                .pick_eevdf(cpu)
-                .expect("a non-empty cfs_rq has an eligible entity");
+            let se = self.pick_eevdf(cpu).expect("a non-empty cfs_rq has an eligible entity");
             if self.tasks[se.idx()].se.sched_delayed {
                 // pick_next_entity(): finish the delayed dequeue and pick again.
                 self.dequeue_entity(cpu, se, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
@@ -740,19 +722,12 @@ impl Kernel {
             return;
         }
         let cfs = &self.rqs[cpu.idx()].cfs;
-        let Some(first) = cfs.queue.iter().copied().min_by(|a, b| {
-            vdiff(
-                self.tasks[a.idx()].se.vruntime,
-                self.tasks[b.idx()].se.vruntime,
-            )
-            .cmp(&0)
-        }) else {
+        let Some(first) =
+            cfs.queue.iter().copied().min_by(|a, b| vdiff(self.tasks[a.idx()].se.vruntime, self.tasks[b.idx()].se.vruntime).cmp(&0))
+        else {
             return;
         };
-        let d = vdiff(
-            self.tasks[curr.idx()].se.vruntime,
-            self.tasks[first.idx()].se.vruntime,
-        );
+        let d = vdiff(self.tasks[curr.idx()].se.vruntime, self.tasks[first.idx()].se.vruntime);
         if d < 0 {
             return;
         }
@@ -763,13 +738,7 @@ impl Kernel {
 
     /// `check_preempt_wakeup()` (CFS, v3.x-v6.5) / `check_preempt_wakeup_fair()`
     /// (EEVDF): may the freshly enqueued `p` preempt the current task of `cpu`?
-    pub(crate) fn check_preempt_wakeup(
-        &mut self,
-        cpu: CpuId,
-        p: TaskId,
-        wake_fork: bool,
-        now: u64,
-    ) {
+    pub(crate) fn check_preempt_wakeup(&mut self, cpu: CpuId, p: TaskId, wake_fork: bool, now: u64) {
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             // The idle task is always preempted by a fair task.
             self.resched_curr(cpu);
@@ -847,17 +816,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn one_cpu(kernel: &str) -> Kernel {
-        let t = CpuTopology::new(
-            vec![CpuInfo {
-                core: 0,
-                cluster: 0,
-                llc: 0,
-                node: 0,
-                package: 0,
-            }],
-            vec![vec![10]],
-        )
-        .unwrap();
+        let t = CpuTopology::new(vec![CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }], vec![vec![10]]).unwrap();
         Kernel::new(&t, profile(kernel).unwrap())
     }
 
@@ -885,14 +844,7 @@ mod tests {
     #[test]
     fn eevdf_picks_earliest_eligible_deadline() {
         let mut k = one_cpu("v6.6");
-        let ids = hand_queue(
-            &mut k,
-            &[
-                (1024, 0, 30 * MS),
-                (1024, 10 * MS, 15 * MS),
-                (1024, 20 * MS, 5 * MS),
-            ],
-        );
+        let ids = hand_queue(&mut k, &[(1024, 0, 30 * MS), (1024, 10 * MS, 15 * MS), (1024, 20 * MS, 5 * MS)]);
         assert_eq!(k.avg_vruntime(CpuId(0)), 10 * MS);
         assert!(k.entity_eligible(CpuId(0), ids[0]));
         assert!(k.entity_eligible(CpuId(0), ids[1]), "v == V is eligible");
@@ -917,25 +869,19 @@ mod tests {
     #[test]
     fn eevdf_run_to_parity_protects_curr() {
         let mut k = one_cpu("v6.6");
-        let ids = hand_queue(&mut k, &[(1024, 0, 3 * MS), (1024, 0, 1 * MS)]);
+        let ids = hand_queue(&mut k, &[(1024, 0, 3 * MS), (1024, 0, MS)]);
         k.set_next_entity(CpuId(0), ids[0], 0);
         k.rqs[0].curr = Some(ids[0]);
         assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[0]), "protected curr");
-        k.feats
-            .set(crate::features::SchedFeat::RUN_TO_PARITY, false);
-        assert_eq!(
-            k.pick_eevdf(CpuId(0)),
-            Some(ids[1]),
-            "without RUN_TO_PARITY the earlier deadline wins"
-        );
+        k.feats.set(crate::features::SchedFeat::RUN_TO_PARITY, false);
+        assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[1]), "without RUN_TO_PARITY the earlier deadline wins");
     }
 
     /// Make `p` (queued, not running) go to sleep at `now`, as schedule() does for a blocking curr.
     fn run_then_sleep(k: &mut Kernel, p: TaskId, now: u64) {
-        k.rqs[0]
-            .cfs
-            .curr
-            .map(|c| k.put_prev_entity(CpuId(0), c, now));
+        if let Some(c) = k.rqs[0].cfs.curr {
+            k.put_prev_entity(CpuId(0), c, now);
+        }
         k.set_next_entity(CpuId(0), p, now);
         k.rqs[0].curr = Some(p);
         k.schedule(CpuId(0), SwitchReason::Block, now);
@@ -946,14 +892,7 @@ mod tests {
     #[test]
     fn eevdf_lag_kept_across_sleep() {
         let mut k = one_cpu("v6.6");
-        let ids = hand_queue(
-            &mut k,
-            &[
-                (1024, 0, 3 * MS),
-                (1024, 4 * MS, 7 * MS),
-                (1024, 8 * MS, 11 * MS),
-            ],
-        );
+        let ids = hand_queue(&mut k, &[(1024, 0, 3 * MS), (1024, 4 * MS, 7 * MS), (1024, 8 * MS, 11 * MS)]);
         // ids[0] is 4ms behind V (=4ms): lag +4ms; it sleeps (runs 0 ns first).
         run_then_sleep(&mut k, ids[0], 0);
         let vlag = k.tasks[ids[0].idx()].se.vlag;
@@ -963,31 +902,15 @@ mod tests {
         k.try_to_wake_up(ids[0], CpuId(0), None, crate::core::WakeFlags::default(), 0);
         let v_after = k.avg_vruntime(CpuId(0));
         let lag_after = vdiff(v_after, k.tasks[ids[0].idx()].se.vruntime);
-        assert!(
-            (lag_after - vlag).abs() <= 2,
-            "lag after placement {lag_after} vs stored {vlag}"
-        );
+        assert!((lag_after - vlag).abs() <= 2, "lag after placement {lag_after} vs stored {vlag}");
         // Without PLACE_LAG it would be placed at V (lag 0).
         let mut k2 = one_cpu("v6.6");
         k2.feats.set(crate::features::SchedFeat::PLACE_LAG, false);
-        let ids2 = hand_queue(
-            &mut k2,
-            &[
-                (1024, 0, 3 * MS),
-                (1024, 4 * MS, 7 * MS),
-                (1024, 8 * MS, 11 * MS),
-            ],
-        );
+        let ids2 = hand_queue(&mut k2, &[(1024, 0, 3 * MS), (1024, 4 * MS, 7 * MS), (1024, 8 * MS, 11 * MS)]);
         run_then_sleep(&mut k2, ids2[0], 0);
         k2.tasks[ids2[0].idx()].state = TaskState::Sleeping;
         let v_before = k2.avg_vruntime(CpuId(0));
-        k2.try_to_wake_up(
-            ids2[0],
-            CpuId(0),
-            None,
-            crate::core::WakeFlags::default(),
-            0,
-        );
+        k2.try_to_wake_up(ids2[0], CpuId(0), None, crate::core::WakeFlags::default(), 0);
         assert_eq!(k2.tasks[ids2[0].idx()].se.vruntime, v_before);
     }
 
@@ -1010,10 +933,7 @@ mod tests {
         let mut k3 = one_cpu("v6.6");
         let ids3 = hand_queue(&mut k3, &[(1024, 0, 3 * MS), (1024, 8 * MS, 11 * MS)]);
         run_then_sleep(&mut k3, ids3[1], 0);
-        assert!(
-            !k3.tasks[ids3[1].idx()].se.on_rq,
-            "v6.6 has no delayed dequeue"
-        );
+        assert!(!k3.tasks[ids3[1].idx()].se.on_rq, "v6.6 has no delayed dequeue");
     }
 
     // spec §7.3: CFS picks the leftmost (smallest vruntime) entity; a next buddy
@@ -1021,14 +941,7 @@ mod tests {
     #[test]
     fn cfs_picks_leftmost_and_honours_close_buddy() {
         let mut k = one_cpu("v3.10");
-        let ids = hand_queue(
-            &mut k,
-            &[
-                (1024, 5 * MS, 0),
-                (1024, 2 * MS, 0),
-                (1024, 2 * MS + MS / 2, 0),
-            ],
-        );
+        let ids = hand_queue(&mut k, &[(1024, 5 * MS, 0), (1024, 2 * MS, 0), (1024, 2 * MS + MS / 2, 0)]);
         assert_eq!(k.pick_next_entity_cfs(CpuId(0)), Some(ids[1]));
         // wakeup_gran on 1 CPU = 1ms (factor 1): buddy 0.5ms right of leftmost wins...
         k.rqs[0].cfs.next = Some(ids[2]);
@@ -1050,10 +963,7 @@ mod tests {
         // 1 CPU: latency 6ms, 2 tasks -> ideal slice 3ms.
         assert_eq!(k.sched_slice(CpuId(0), ids[0]), 3 * MS);
         k.task_tick_fair(CpuId(0), MS / 2);
-        assert!(
-            !k.rqs[0].need_resched,
-            "below min_granularity: no preemption"
-        );
+        assert!(!k.rqs[0].need_resched, "below min_granularity: no preemption");
         k.task_tick_fair(CpuId(0), 2 * MS);
         // ran 2ms, vruntime 2ms ahead of the other (0) but < ideal 3ms: no preemption
         assert!(!k.rqs[0].need_resched);
@@ -1065,25 +975,14 @@ mod tests {
     #[test]
     fn cfs_wakeup_preemption_granularity() {
         let mut k = one_cpu("v3.10");
-        let ids = hand_queue(
-            &mut k,
-            &[
-                (1024, 10 * MS, 0),
-                (1024, 9 * MS + MS / 2, 0),
-                (1024, 8 * MS, 0),
-            ],
-        );
+        let ids = hand_queue(&mut k, &[(1024, 10 * MS, 0), (1024, 9 * MS + MS / 2, 0), (1024, 8 * MS, 0)]);
         k.set_next_entity(CpuId(0), ids[0], 0);
         k.rqs[0].curr = Some(ids[0]);
         k.check_preempt_wakeup(CpuId(0), ids[1], false, 0);
         assert!(!k.rqs[0].need_resched, "0.5ms behind < 1ms gran");
         k.check_preempt_wakeup(CpuId(0), ids[2], false, 0);
         assert!(k.rqs[0].need_resched, "2ms behind > 1ms gran");
-        assert_eq!(
-            k.rqs[0].cfs.next,
-            Some(ids[2]),
-            "the preempting wakee becomes next buddy"
-        );
+        assert_eq!(k.rqs[0].cfs.next, Some(ids[2]), "the preempting wakee becomes next buddy");
     }
 
     // spec §7.2: EEVDF has no tick preemption check; the request renews at the
@@ -1099,10 +998,6 @@ mod tests {
         k.task_tick_fair(CpuId(0), 800_000);
         assert!(k.rqs[0].need_resched, "vruntime passed the deadline");
         let se = &k.tasks[ids[0].idx()].se;
-        assert_eq!(
-            se.deadline,
-            se.vruntime + k.tun.base_slice_ns,
-            "new request of one base slice"
-        );
+        assert_eq!(se.deadline, se.vruntime + k.tun.base_slice_ns, "new request of one base slice");
     }
 }

@@ -4,11 +4,7 @@
 use crate::core::{Kernel, WakeFlags};
 use crate::cpumask::CpuMask;
 use crate::features::SchedFeat::*;
-use crate::profile::{
-    Patch,
-    FindIdlestVariant, RecentUsedVariant, SelectShape, SisVariant, WakeAffineVariant, WakeLoad,
-    WakeWideVariant,
-};
+use crate::profile::{FindIdlestVariant, Patch, RecentUsedVariant, SelectShape, SisVariant, WakeAffineVariant, WakeLoad, WakeWideVariant};
 use crate::sched::TaskId;
 use crate::topology::{SchedDomain, SD_CLUSTER, SD_NUMA, SD_SHARE_LLC, SD_WAKE_AFFINE};
 use schedlab_topology::CpuId;
@@ -60,9 +56,7 @@ impl Kernel {
                 self.record_wakee(w, p, now);
             }
         }
-        let wide = ttwu
-            && self.profile.wake_wide == WakeWideVariant::V4_5
-            && self.wake_wide(p, waker, this_cpu);
+        let wide = ttwu && self.profile.wake_wide == WakeWideVariant::V4_5 && self.wake_wide(p, waker, this_cpu);
         let want_affine = ttwu && !wide && self.tasks[p.idx()].allowed(this_cpu);
         let mut new_cpu = prev_cpu;
         let mut sd: Option<u32> = None;
@@ -85,9 +79,7 @@ impl Kernel {
                 if let Some(lvl) = affine {
                     // v3.10: if (cpu != prev_cpu && wake_affine(affine_sd, p, sync)) prev_cpu = cpu;
                     let mut target = prev_cpu;
-                    if this_cpu != prev_cpu
-                        && self.wake_affine_old(this_cpu, lvl, p, prev_cpu, sync, waker)
-                    {
+                    if this_cpu != prev_cpu && self.wake_affine_old(this_cpu, lvl, p, prev_cpu, sync, waker) {
                         target = this_cpu;
                     }
                     return self.select_idle_sibling(p, prev_cpu, target, this_cpu);
@@ -145,10 +137,7 @@ impl Kernel {
     pub fn wake_wide(&self, p: TaskId, waker: Option<TaskId>, this_cpu: CpuId) -> bool {
         let Some(w) = waker else { return false };
         let factor = self.sd.sd_llc_size[this_cpu.idx()];
-        let (waker_flips, wakee_flips) = (
-            self.tasks[w.idx()].wakee_flips,
-            self.tasks[p.idx()].wakee_flips,
-        );
+        let (waker_flips, wakee_flips) = (self.tasks[w.idx()].wakee_flips, self.tasks[p.idx()].wakee_flips);
         match self.profile.wake_wide {
             WakeWideVariant::None => false,
             WakeWideVariant::V3_11 => wakee_flips > factor && waker_flips > factor * wakee_flips,
@@ -169,10 +158,7 @@ impl Kernel {
         (match self.profile.wake_load {
             WakeLoad::Instant => cfs.load_weight,
             WakeLoad::RunnableAvg => {
-                let mut sum = cfs
-                    .curr
-                    .filter(|t| self.tasks[t.idx()].se.on_rq)
-                    .map_or(0, |t| self.tasks[t.idx()].se.avg.load_avg);
+                let mut sum = cfs.curr.filter(|t| self.tasks[t.idx()].se.on_rq).map_or(0, |t| self.tasks[t.idx()].se.avg.load_avg);
                 for q in &cfs.queue {
                     sum += self.tasks[q.idx()].se.avg.load_avg;
                 }
@@ -185,15 +171,7 @@ impl Kernel {
     /// Old `wake_affine()` (v2.6.3x-v4.13, spec §4.3): pull to this_cpu when the
     /// loads are balanced within half the imbalance_pct, or when this CPU is
     /// lightly loaded. The v3.11 form first gives up on wide wakeups.
-    fn wake_affine_old(
-        &mut self,
-        this_cpu: CpuId,
-        lvl: usize,
-        p: TaskId,
-        prev_cpu: CpuId,
-        sync: bool,
-        waker: Option<TaskId>,
-    ) -> bool {
+    fn wake_affine_old(&mut self, this_cpu: CpuId, lvl: usize, p: TaskId, prev_cpu: CpuId, sync: bool, waker: Option<TaskId>) -> bool {
         if self.profile.wake_wide == WakeWideVariant::V3_11 && self.wake_wide(p, waker, this_cpu) {
             return false;
         }
@@ -222,11 +200,7 @@ impl Kernel {
         }
         // tl_per_task = cpu_avg_load_per_task(this_cpu)
         let nr = self.rqs[this_cpu.idx()].nr_running() as i64;
-        let tl_per_task = if nr > 0 {
-            self.wake_cpu_load(this_cpu) / nr
-        } else {
-            0
-        };
+        let tl_per_task = if nr > 0 { self.wake_cpu_load(this_cpu) / nr } else { 0 };
         if balanced || (this_load <= load && this_load + load <= tl_per_task) {
             self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
             return true;
@@ -235,15 +209,7 @@ impl Kernel {
     }
 
     /// `wake_affine()` v4.14+ (spec §4.3): WA_IDLE then WA_WEIGHT; returns this_cpu or prev_cpu.
-    fn wake_affine(
-        &mut self,
-        this_cpu: CpuId,
-        lvl: usize,
-        p: TaskId,
-        prev_cpu: CpuId,
-        sync: bool,
-        waker: Option<TaskId>,
-    ) -> CpuId {
+    fn wake_affine(&mut self, this_cpu: CpuId, lvl: usize, p: TaskId, prev_cpu: CpuId, sync: bool, waker: Option<TaskId>) -> CpuId {
         let mut target = None;
         if self.feats.has(WA_IDLE) {
             target = self.wake_affine_idle(this_cpu, prev_cpu, sync);
@@ -261,11 +227,7 @@ impl Kernel {
     /// `wake_affine_idle()`
     fn wake_affine_idle(&self, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) -> Option<CpuId> {
         if self.available_idle_cpu(this_cpu) && self.sd.cpus_share_cache(this_cpu, prev_cpu) {
-            return Some(if self.available_idle_cpu(prev_cpu) {
-                prev_cpu
-            } else {
-                this_cpu
-            });
+            return Some(if self.available_idle_cpu(prev_cpu) { prev_cpu } else { this_cpu });
         }
         let rq = &self.rqs[this_cpu.idx()];
         let mut nr = rq.nr_running();
@@ -283,8 +245,7 @@ impl Kernel {
                 }
             }
         }
-        if self.profile.wake_affine == WakeAffineVariant::V5_11 && self.available_idle_cpu(prev_cpu)
-        {
+        if self.profile.wake_affine == WakeAffineVariant::V5_11 && self.available_idle_cpu(prev_cpu) {
             return Some(prev_cpu);
         }
         None
@@ -355,13 +316,7 @@ impl Kernel {
 
     /// `select_idle_sibling()` in the profile's form (spec §5, §5.5). Counts the
     /// CPUs it examines in `self.last_scan`.
-    fn select_idle_sibling(
-        &mut self,
-        p: TaskId,
-        prev: CpuId,
-        target: CpuId,
-        this_cpu: CpuId,
-    ) -> CpuId {
+    fn select_idle_sibling(&mut self, p: TaskId, prev: CpuId, target: CpuId, this_cpu: CpuId) -> CpuId {
         match self.profile.sis {
             SisVariant::V2_6_38 => self.sis_v2_6_38(p, prev, target, this_cpu),
             SisVariant::V3_10 => self.sis_v3_10(p, prev, target, this_cpu),
@@ -503,11 +458,7 @@ impl Kernel {
             }
             _ => {
                 let has_idle_core = smt && self.llc_shared[llc_id].has_idle_cores;
-                if smt
-                    && self.profile.sis == SisVariant::V5_13
-                    && !has_idle_core
-                    && self.sd.cpus_share_cache(prev, target)
-                {
+                if smt && self.profile.sis == SisVariant::V5_13 && !has_idle_core && self.sd.cpus_share_cache(prev, target) {
                     // select_idle_smt(p, sd, prev) (c722f35b513f)
                     let span = &self.sd.domains[llc].span;
                     for s in self.sd.smt_mask[prev.idx()].iter() {
@@ -586,9 +537,7 @@ impl Kernel {
         if self.feats.has(SIS_PROP) {
             nr = self.sis_prop_budget(llc, this_cpu, now);
         }
-        if self.feats.has(SIS_AVG_CPU)
-            && self.rqs[this_cpu.idx()].avg_idle / 512 < self.avg_scan_cost[this_cpu.idx()] + 1
-        {
+        if self.feats.has(SIS_AVG_CPU) && self.rqs[this_cpu.idx()].avg_idle / 512 < self.avg_scan_cost[this_cpu.idx()] + 1 {
             return None;
         }
         let span = self.sd.domains[llc].span.clone();
@@ -623,13 +572,7 @@ impl Kernel {
 
     /// v5.12+ `select_idle_cpu()`: one loop, core mode when has_idle_core, budget
     /// from SIS_PROP (<= v5.19) or SIS_UTIL (v6.0+); v6.8+ scans the cluster first.
-    fn select_idle_cpu(
-        &mut self,
-        p: TaskId,
-        llc: usize,
-        has_idle_core: bool,
-        target: CpuId,
-    ) -> Option<CpuId> {
+    fn select_idle_cpu(&mut self, p: TaskId, llc: usize, has_idle_core: bool, target: CpuId) -> Option<CpuId> {
         let this_cpu = self.cur_this_cpu;
         let now = self.cur_now;
         let mut cpus = self.sd.domains[llc].span.clone();
@@ -665,11 +608,7 @@ impl Kernel {
         }
         let before = self.last_scan;
         let mut idle_cpu: Option<CpuId> = None;
-        let start = if self.profile.sis_scan_from_next {
-            CpuId(((target.0 as usize + 1) % self.nr_cpus()) as u16)
-        } else {
-            target
-        };
+        let start = if self.profile.sis_scan_from_next { CpuId(((target.0 as usize + 1) % self.nr_cpus()) as u16) } else { target };
         // v6.8+: the target's cluster first, when the LLC's children are clusters.
         let mut order: Vec<CpuId> = Vec::new();
         if self.profile.sis_cluster_first {
@@ -771,14 +710,7 @@ impl Kernel {
 
     /// `find_idlest_cpu()` / `sched_balance_find_dst_cpu()` (spec §4.4): descend
     /// from `sd` through the idlest groups to the idlest CPU.
-    fn find_idlest_cpu(
-        &self,
-        sd_id: u32,
-        p: TaskId,
-        mut cpu: CpuId,
-        prev_cpu: CpuId,
-        sd_flag: u32,
-    ) -> CpuId {
+    fn find_idlest_cpu(&self, sd_id: u32, p: TaskId, mut cpu: CpuId, prev_cpu: CpuId, sd_flag: u32) -> CpuId {
         let task = &self.tasks[p.idx()];
         let sd0 = &self.sd.domains[sd_id as usize];
         if let Some(m) = &task.cpus_allowed {
@@ -866,7 +798,7 @@ impl Kernel {
         let pct = sd.imbalance_pct as u64;
         // group_is_overloaded() / group_has_capacity() (spec §6.4)
         let overloaded = nr > weight && (cap * 100 < util * pct || cap * pct < runnable * 100);
-        let has_capacity = nr < weight || (!(cap * pct < runnable * 100) && cap * 100 > util * pct);
+        let has_capacity = nr < weight || (cap * pct >= runnable * 100 && cap * 100 > util * pct);
         let group_type = if overloaded {
             GroupType::Overloaded
         } else if !has_capacity {
@@ -874,22 +806,11 @@ impl Kernel {
         } else {
             GroupType::HasSpare
         };
-        GroupStats {
-            group_type,
-            avg_load: load * 1024 / cap.max(1),
-            idle_cpus: idle,
-            group_util: util,
-            nr_running: nr,
-        }
+        GroupStats { group_type, avg_load: load * 1024 / cap.max(1), idle_cpus: idle, group_util: util, nr_running: nr }
     }
 
     /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form (spec §4.4).
-    fn find_idlest_group<'a>(
-        &self,
-        sd: &'a SchedDomain,
-        p: TaskId,
-        this_cpu: CpuId,
-    ) -> Option<&'a CpuMask> {
+    fn find_idlest_group<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> Option<&'a CpuMask> {
         let task = &self.tasks[p.idx()];
         let mut local: Option<(&CpuMask, GroupStats)> = None;
         let mut idlest: Option<(&CpuMask, GroupStats)> = None;
@@ -913,13 +834,9 @@ impl Kernel {
                             st.group_type < b.group_type
                         } else {
                             match st.group_type {
-                                GroupType::Overloaded | GroupType::FullyBusy => {
-                                    st.avg_load < b.avg_load
-                                }
+                                GroupType::Overloaded | GroupType::FullyBusy => st.avg_load < b.avg_load,
                                 GroupType::HasSpare => {
-                                    st.idle_cpus > b.idle_cpus
-                                        || (st.idle_cpus == b.idle_cpus
-                                            && st.group_util < b.group_util)
+                                    st.idle_cpus > b.idle_cpus || (st.idle_cpus == b.idle_cpus && st.group_util < b.group_util)
                                 }
                             }
                         }
@@ -970,7 +887,7 @@ impl Kernel {
                         if sd.flags & SD_NUMA != 0 && sd.imb_numa_nr > 0 {
                             // adjust_numa_imbalance() (v5.18+ form).
                             let imbalance = ls.idle_cpus.abs_diff(is.idle_cpus);
-                            if ls.nr_running + 1 <= sd.imb_numa_nr && imbalance <= 2 {
+                            if ls.nr_running < sd.imb_numa_nr && imbalance <= 2 {
                                 return None;
                             }
                         }
@@ -1026,15 +943,7 @@ mod tests {
 
     /// x86-12 as the preset describes it: 2 nodes x 6 cores, no SMT, SLIT 10/20.
     fn x86_12() -> CpuTopology {
-        let cpus = (0..12u32)
-            .map(|c| CpuInfo {
-                core: c,
-                cluster: c / 6,
-                llc: c / 6,
-                node: c / 6,
-                package: c / 6,
-            })
-            .collect();
+        let cpus = (0..12u32).map(|c| CpuInfo { core: c, cluster: c / 6, llc: c / 6, node: c / 6, package: c / 6 }).collect();
         CpuTopology::new(cpus, vec![vec![10, 20], vec![20, 10]]).unwrap()
     }
 
@@ -1066,15 +975,7 @@ mod tests {
     #[test]
     fn affinity_is_respected() {
         let mut k = Kernel::new(&x86_12(), profile("v6.6").unwrap());
-        let p = k.sched_fork(
-            &TaskParams {
-                cpus_allowed: Some(vec![CpuId(7)]),
-                ..Default::default()
-            },
-            None,
-            CpuId(0),
-            0,
-        );
+        let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(7)]), ..Default::default() }, None, CpuId(0), 0);
         assert_eq!(k.wake_up_new_task(p, CpuId(0), 0).cpu, CpuId(7));
     }
 }
@@ -1275,11 +1176,9 @@ mod placement_tests {
         let queued = |kernel: &str, target: u16| {
             let mut k = Kernel::new(&topo, profile(kernel).unwrap());
             let w = occupy(&mut k, 0);
-            let mut p = sleeper_on(&mut k, target);
+            let p = sleeper_on(&mut k, target);
             k.tasks[p.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(4, [CpuId(target)]));
             let r = k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::default(), 0);
-            p = p;
-            let _ = p;
             r.queued
         };
         assert!(!queued("v2.6.38", 2), "no wake lists before v3.0");

@@ -1,0 +1,756 @@
+//! Load balancing (kernel/sched/fair.c `sched_balance_*`, formerly
+//! `load_balance()` / `rebalance_domains()` / `idle_balance()`; spec §8).
+//!
+//! Two forms, chosen by the profile's `LbVariant`:
+//! - `GroupTypes` (v5.5+ rework by Vincent Guittot): group classification,
+//!   migration types (load, util, task), NUMA imbalance allowance;
+//! - `LoadIdx` (v2.6.x-v5.4): avg_load comparison with imbalance_pct, the
+//!   load imbalance moved by weighted load, no NUMA allowance.
+//!
+//! Periodic balancing runs from the tick of a busy CPU (`scheduler_tick`),
+//! idle CPUs are balanced by the nohz idle balancer (`nohz_idle_balance`),
+//! and a CPU about to go idle runs `sched_balance_newidle`.
+
+use crate::core::Kernel;
+use crate::cpumask::CpuMask;
+use crate::features::SchedFeat::*;
+use crate::profile::LbVariant;
+use crate::sched::{TaskId, TaskState};
+use crate::stats::LbStats;
+use crate::topology::{SD_BALANCE_NEWIDLE, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_LLC};
+use schedlab_topology::CpuId;
+
+/// `enum cpu_idle_type`, in the v16+ schedstat order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleType {
+    Busy = 0,
+    Idle = 1,
+    NewlyIdle = 2,
+}
+
+/// Per CPU, per domain level balancing state (`struct sched_domain` fields that
+/// are per-CPU copies in the kernel).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SdLbState {
+    pub last_balance: u64,
+    /// ms
+    pub balance_interval: u64,
+    pub nr_balance_failed: u32,
+    pub max_newidle_lb_cost: u64,
+    pub last_decay_max_lb_cost: u64,
+}
+
+/// `enum group_type`, low to high (spec §6.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupType {
+    HasSpare,
+    FullyBusy,
+    Overloaded,
+}
+
+/// `enum migration_type`
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MigrationType {
+    Load,
+    Util,
+    Task,
+}
+
+/// `struct sg_lb_stats`
+#[derive(Clone, Copy, Debug, Default)]
+struct SgStats {
+    group_load: u64,
+    group_util: u64,
+    group_runnable: u64,
+    sum_nr_running: u32,
+    idle_cpus: u32,
+    group_weight: u32,
+    group_capacity: u64,
+    avg_load: u64,
+    overloaded_cpu: bool,
+}
+
+struct LbEnv {
+    dst: CpuId,
+    lvl: usize,
+    idle: IdleType,
+    imbalance: i64,
+    migration_type: MigrationType,
+    all_pinned: bool,
+}
+
+/// Outcome of balancing that the engine must act on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BalanceResult {
+    /// Tasks moved.
+    pub pulled: u32,
+    /// CPUs examined (the hardware charges for reading their runqueues).
+    pub examined: u64,
+    /// CPUs whose current task must be preempted (active balance sources).
+    pub kicks: Vec<CpuId>,
+}
+
+impl Kernel {
+    /// The load the balancer compares: PELT load_avg (v3.8+), or the
+    /// instantaneous weight (v2.6.38).
+    fn lb_cpu_load(&self, c: CpuId) -> u64 {
+        let cfs = &self.rqs[c.idx()].cfs;
+        match self.profile.wake_load {
+            crate::profile::WakeLoad::Instant => cfs.load_weight,
+            _ => cfs.avg.load_avg.max(if cfs.nr_running > 0 { 1 } else { 0 }),
+        }
+    }
+
+    fn lb_group_stats(&mut self, sd_pct: u64, g: &CpuMask, env_dst: CpuId, examined: &mut u64, sg_overloaded: &mut bool) -> SgStats {
+        let mut s = SgStats::default();
+        for c in g.iter() {
+            *examined += 1;
+            let rq = &self.rqs[c.idx()];
+            let nr = rq.nr_running() - rq.cfs.h_nr_delayed;
+            s.group_load += self.lb_cpu_load(c);
+            s.group_util += self.cpu_util_cfs(c);
+            s.group_runnable += rq.cfs.avg.runnable_avg;
+            s.sum_nr_running += nr;
+            if nr > 1 {
+                s.overloaded_cpu = true;
+                *sg_overloaded = true;
+            }
+            // idle_cpu(): the balancing CPU itself counts as idle when newly idle.
+            if self.idle_cpu(c) || (c == env_dst && rq.curr.is_none() && nr == 0) {
+                s.idle_cpus += 1;
+            }
+        }
+        s.group_weight = g.weight();
+        s.group_capacity = 1024 * s.group_weight as u64;
+        let _ = sd_pct;
+        s
+    }
+
+    fn group_classify(pct: u64, s: &SgStats) -> GroupType {
+        let cap = s.group_capacity;
+        let nr = s.sum_nr_running as u64;
+        let w = s.group_weight as u64;
+        // group_is_overloaded() / group_has_capacity() (spec §6.4)
+        if nr > w && (cap * 100 < s.group_util * pct || cap * pct < s.group_runnable * 100) {
+            return GroupType::Overloaded;
+        }
+        let has_capacity = nr < w || (cap * pct >= s.group_runnable * 100 && cap * 100 > s.group_util * pct);
+        if has_capacity {
+            GroupType::HasSpare
+        } else {
+            GroupType::FullyBusy
+        }
+    }
+
+    /// `should_we_balance()`: only one CPU of the local group balances a level.
+    fn should_we_balance(&self, dst: CpuId, lvl: usize, idle: IdleType) -> bool {
+        if idle == IdleType::NewlyIdle {
+            let rq = &self.rqs[dst.idx()];
+            return rq.nr_running() == 0 && rq.ttwu_pending == 0;
+        }
+        let sd = &self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize];
+        let local = sd.groups.iter().find(|g| g.test(dst)).expect("local group");
+        // The first idle CPU of the local group, else its first CPU.
+        for c in local.iter() {
+            if self.idle_cpu(c) {
+                return c == dst;
+            }
+        }
+        local.first() == Some(dst)
+    }
+
+    /// `sched_balance_rq()` / `load_balance()` at level `lvl` of `dst`'s domains.
+    /// Returns (pulled, continue_balancing).
+    pub(crate) fn sched_balance_rq(&mut self, dst: CpuId, lvl: usize, idle: IdleType, now: u64, out: &mut BalanceResult) -> (u32, bool) {
+        let sd_id = self.sd.per_cpu[dst.idx()][lvl] as usize;
+        self.lb_stats[dst.idx()][lvl][idle as usize].lb_count += 1;
+        if !self.should_we_balance(dst, lvl, idle) {
+            return (0, false);
+        }
+        let mut env = LbEnv { dst, lvl, idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        let Some(busiest_group) = self.find_busiest_group(sd_id, &mut env, out) else {
+            self.lb_stats[dst.idx()][lvl][idle as usize].lb_balanced += 1;
+            self.lb_balanced_interval(dst, lvl, idle);
+            return (0, true);
+        };
+        let Some(src) = self.find_busiest_queue(&busiest_group, &env, out) else {
+            let st: &mut LbStats = &mut self.lb_stats[dst.idx()][lvl][idle as usize];
+            st.lb_nobusyq += 1;
+            st.lb_balanced += 1;
+            self.lb_balanced_interval(dst, lvl, idle);
+            return (0, true);
+        };
+        let pulled = if self.rqs[src.idx()].nr_running() > 1 { self.detach_attach_tasks(src, &mut env, now) } else { 0 };
+        let st = &mut self.sd_lb[dst.idx()][lvl];
+        if pulled == 0 {
+            self.lb_stats[dst.idx()][lvl][idle as usize].lb_failed += 1;
+            if idle != IdleType::NewlyIdle {
+                st.nr_balance_failed += 1;
+            }
+            // need_active_balance() (spec §8.5)
+            let cache_nice_tries = self.sd.domains[sd_id].cache_nice_tries;
+            let st = &self.sd_lb[dst.idx()][lvl];
+            let generic = self.profile.lb == LbVariant::LoadIdx || env.migration_type == MigrationType::Task;
+            if idle != IdleType::NewlyIdle && generic && st.nr_balance_failed > cache_nice_tries + 2 {
+                if let Some(curr) = self.rqs[src.idx()].curr {
+                    if self.rqs[src.idx()].nr_running() == 1
+                        && self.tasks[curr.idx()].allowed(dst)
+                        && self.rqs[src.idx()].active_balance.is_none()
+                    {
+                        self.rqs[src.idx()].active_balance = Some(dst);
+                        self.resched_curr(src);
+                        out.kicks.push(src);
+                        self.lb_stats[dst.idx()][lvl][idle as usize].lb_failed += 0;
+                        self.sd_lb[dst.idx()][lvl].nr_balance_failed = cache_nice_tries + 1;
+                    }
+                }
+            }
+        } else {
+            st.nr_balance_failed = 0;
+            self.lb_stats[dst.idx()][lvl][idle as usize].lb_gained += pulled as u64;
+            // Imbalanced: back to the minimum interval.
+            self.sd_lb[dst.idx()][lvl].balance_interval = self.sd.domains[sd_id].min_interval as u64;
+        }
+        out.pulled += pulled;
+        (pulled, true)
+    }
+
+    fn lb_balanced_interval(&mut self, dst: CpuId, lvl: usize, idle: IdleType) {
+        if idle == IdleType::NewlyIdle {
+            return;
+        }
+        let sd = &self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize];
+        let max = sd.max_interval as u64;
+        let st = &mut self.sd_lb[dst.idx()][lvl];
+        st.nr_balance_failed = 0;
+        if st.balance_interval < max {
+            st.balance_interval = (st.balance_interval * 2).min(max);
+        }
+    }
+
+    /// `find_busiest_group()` (`sched_balance_find_src_group()`): returns the
+    /// busiest group's span and sets the imbalance, or None when balanced.
+    fn find_busiest_group(&mut self, sd_id: usize, env: &mut LbEnv, out: &mut BalanceResult) -> Option<CpuMask> {
+        let sd = self.sd.domains[sd_id].clone();
+        let pct = sd.imbalance_pct as u64;
+        let mut sg_overloaded = false;
+        let mut local: Option<SgStats> = None;
+        let mut busiest: Option<(CpuMask, SgStats, GroupType)> = None;
+        let mut total_load = 0u64;
+        let mut total_cap = 0u64;
+        for g in &sd.groups {
+            let s = self.lb_group_stats(pct, g, env.dst, &mut out.examined, &mut sg_overloaded);
+            total_load += s.group_load;
+            total_cap += s.group_capacity;
+            if g.test(env.dst) {
+                local = Some(s);
+                continue;
+            }
+            if s.sum_nr_running == 0 {
+                continue;
+            }
+            let t = Self::group_classify(pct, &s);
+            let better = match &busiest {
+                None => true,
+                Some((_, b, bt)) => match self.profile.lb {
+                    LbVariant::LoadIdx => s.group_load * 1024 / s.group_capacity > b.group_load * 1024 / b.group_capacity,
+                    LbVariant::GroupTypes => {
+                        if t != *bt {
+                            t > *bt
+                        } else {
+                            match t {
+                                GroupType::Overloaded | GroupType::FullyBusy => {
+                                    s.group_load * 1024 / s.group_capacity > b.group_load * 1024 / b.group_capacity
+                                }
+                                GroupType::HasSpare => {
+                                    s.idle_cpus < b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.sum_nr_running > b.sum_nr_running)
+                                }
+                            }
+                        }
+                    }
+                },
+            };
+            if better {
+                busiest = Some((g.clone(), s, t));
+            }
+        }
+        // update_idle_cpu_scan() (v6.0+ SIS_UTIL) from periodic balancing of the LLC domain.
+        if env.idle != IdleType::NewlyIdle
+            && self.feats.has(SIS_UTIL)
+            && sd.span_weight == self.sd.sd_llc_size[env.dst.idx()]
+            && sd.flags & SD_SHARE_LLC != 0
+        {
+            self.update_idle_cpu_scan(env.dst);
+        }
+        // Root domain: refresh rd->overload.
+        if self.sd.per_cpu[env.dst.idx()].len() == env.lvl + 1 {
+            self.rd_overload = sg_overloaded;
+        }
+        let mut local = local?;
+        let (bg, mut busiest_s, bt) = busiest?;
+        let sds_avg = total_load * 1024 / total_cap.max(1);
+        local.avg_load = local.group_load * 1024 / local.group_capacity.max(1);
+        busiest_s.avg_load = busiest_s.group_load * 1024 / busiest_s.group_capacity.max(1);
+        match self.profile.lb {
+            LbVariant::LoadIdx => {
+                // v3.x find_busiest_group(): force when the local group has spare
+                // capacity and the busiest has more tasks than CPUs (SD_PREFER_SIBLING,
+                // group_has_capacity); else compare average loads.
+                let force = env.idle != IdleType::Busy
+                    && local.sum_nr_running < local.group_weight
+                    && busiest_s.sum_nr_running > busiest_s.group_weight;
+                if !force {
+                    if local.avg_load >= busiest_s.avg_load || local.avg_load >= sds_avg {
+                        return None;
+                    }
+                    if 100 * busiest_s.avg_load <= pct * local.avg_load {
+                        return None;
+                    }
+                }
+                let max_pull = busiest_s.avg_load.saturating_sub(sds_avg);
+                let imb = (max_pull * busiest_s.group_capacity).min(sds_avg.saturating_sub(local.avg_load) * local.group_capacity) / 1024;
+                env.imbalance = if force { imb.max(1024) } else { imb } as i64;
+                env.migration_type = MigrationType::Load;
+                if env.imbalance <= 0 {
+                    return None;
+                }
+                Some(bg)
+            }
+            LbVariant::GroupTypes => {
+                let lt = Self::group_classify(pct, &local);
+                if lt > bt {
+                    return None;
+                }
+                if lt == GroupType::Overloaded && bt == GroupType::Overloaded {
+                    if local.avg_load >= busiest_s.avg_load || local.avg_load >= sds_avg || 100 * busiest_s.avg_load <= pct * local.avg_load
+                    {
+                        return None;
+                    }
+                } else if bt != GroupType::Overloaded {
+                    let prefer_sibling_force = sd.flags & SD_PREFER_SIBLING == 0
+                        && self.sd_child_prefers_sibling(env.dst, env.lvl)
+                        && lt == GroupType::HasSpare
+                        && busiest_s.sum_nr_running > local.sum_nr_running + 1;
+                    if !prefer_sibling_force {
+                        if env.idle == IdleType::Busy {
+                            return None;
+                        }
+                        if busiest_s.group_weight > 1 && local.idle_cpus <= busiest_s.idle_cpus + 1 {
+                            return None;
+                        }
+                        if busiest_s.sum_nr_running <= 1 {
+                            return None;
+                        }
+                    }
+                }
+                self.calculate_imbalance(&sd, env, &local, &busiest_s, lt, bt, sds_avg);
+                if env.imbalance <= 0 {
+                    return None;
+                }
+                Some(bg)
+            }
+        }
+    }
+
+    /// The child domain of level `lvl` has SD_PREFER_SIBLING.
+    fn sd_child_prefers_sibling(&self, dst: CpuId, lvl: usize) -> bool {
+        lvl > 0 && self.sd.domains[self.sd.per_cpu[dst.idx()][lvl - 1] as usize].flags & SD_PREFER_SIBLING != 0
+    }
+
+    /// `calculate_imbalance()` (v5.5+, spec §8.2).
+    #[allow(clippy::too_many_arguments)]
+    fn calculate_imbalance(
+        &self,
+        sd: &crate::topology::SchedDomain,
+        env: &mut LbEnv,
+        local: &SgStats,
+        busiest: &SgStats,
+        lt: GroupType,
+        bt: GroupType,
+        sds_avg: u64,
+    ) {
+        if lt == GroupType::HasSpare {
+            if bt > GroupType::FullyBusy && sd.flags & SD_SHARE_LLC == 0 {
+                // Use spare capacity of the local group.
+                env.migration_type = MigrationType::Util;
+                env.imbalance = (local.group_capacity as i64 - local.group_util as i64).max(0);
+                if env.imbalance == 0 && env.idle != IdleType::Busy {
+                    env.migration_type = MigrationType::Task;
+                    env.imbalance = 1;
+                }
+                return;
+            }
+            env.migration_type = MigrationType::Task;
+            if busiest.group_weight == 1 || self.sd_child_prefers_sibling(env.dst, env.lvl) {
+                // Even out the number of tasks per group (sibling_imbalance).
+                env.imbalance = ((busiest.sum_nr_running as i64 - local.sum_nr_running as i64) / 2).max(0);
+                if env.imbalance == 0 && busiest.sum_nr_running > local.sum_nr_running + 1 {
+                    env.imbalance = 1;
+                }
+            } else {
+                env.imbalance = ((local.idle_cpus as i64 - busiest.idle_cpus as i64) / 2).max(0);
+            }
+            if sd.flags & SD_NUMA != 0 && sd.imb_numa_nr > 0 {
+                // adjust_numa_imbalance() (v5.18+ form): allow a small imbalance
+                // while the destination is lightly used, keeping communicating tasks together.
+                let dst_running = local.sum_nr_running + 1;
+                if dst_running <= sd.imb_numa_nr && env.imbalance <= 2 {
+                    env.imbalance = 0;
+                }
+            }
+            return;
+        }
+        // Local is fully busy or overloaded: move load toward the domain average.
+        env.migration_type = MigrationType::Load;
+        if bt == GroupType::Overloaded && lt < GroupType::Overloaded {
+            // Local group not overloaded: move enough to bring busiest to the average.
+        }
+        let local_avg = local.group_load * 1024 / local.group_capacity.max(1);
+        let busiest_avg = busiest.group_load * 1024 / busiest.group_capacity.max(1);
+        if local_avg >= busiest_avg {
+            env.imbalance = 0;
+            return;
+        }
+        let pull = busiest_avg.saturating_sub(sds_avg) * busiest.group_capacity;
+        let push = sds_avg.saturating_sub(local_avg) * local.group_capacity;
+        env.imbalance = (pull.min(push) / 1024) as i64;
+    }
+
+    /// `find_busiest_queue()` (`sched_balance_find_src_rq()`).
+    fn find_busiest_queue(&self, g: &CpuMask, env: &LbEnv, out: &mut BalanceResult) -> Option<CpuId> {
+        let mut best: Option<(CpuId, u64)> = None;
+        for c in g.iter() {
+            out.examined += 1;
+            let rq = &self.rqs[c.idx()];
+            let nr = rq.nr_running() - rq.cfs.h_nr_delayed;
+            if nr == 0 {
+                continue;
+            }
+            let metric = match env.migration_type {
+                MigrationType::Load => {
+                    let load = self.lb_cpu_load(c);
+                    // A single task whose load exceeds the imbalance cannot help.
+                    if nr == 1 && load as i64 > env.imbalance && self.profile.lb == LbVariant::GroupTypes {
+                        continue;
+                    }
+                    load
+                }
+                MigrationType::Util => {
+                    if nr <= 1 {
+                        continue;
+                    }
+                    self.cpu_util_cfs(c)
+                }
+                MigrationType::Task => nr as u64,
+            };
+            if best.is_none_or(|(_, m)| metric > m) {
+                best = Some((c, metric));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+
+    /// `task_hot()` (spec §8.4).
+    fn task_hot(&self, p: TaskId, src: CpuId, dst: CpuId, now: u64) -> bool {
+        let t = &self.tasks[p.idx()];
+        if t.policy == crate::sched::Policy::Idle {
+            return false;
+        }
+        if self.feats.has(CACHE_HOT_BUDDY) && self.rqs[dst.idx()].nr_running() > 0 && self.rqs[src.idx()].cfs.next == Some(p) {
+            return true;
+        }
+        if t.se.exec_start == 0 {
+            return false; // just migrated: cold
+        }
+        now.saturating_sub(t.se.exec_start) < self.tun.migration_cost_ns
+    }
+
+    /// `can_migrate_task()` (spec §8.4).
+    fn can_migrate_task(&self, p: TaskId, src: CpuId, env: &mut LbEnv, now: u64) -> bool {
+        let t = &self.tasks[p.idx()];
+        if t.se.sched_delayed && env.migration_type != MigrationType::Load {
+            return false;
+        }
+        if !t.allowed(env.dst) {
+            return false;
+        }
+        env.all_pinned = false;
+        if self.rqs[src.idx()].curr == Some(p) {
+            return false;
+        }
+        let hot = self.task_hot(p, src, env.dst, now);
+        let sd = &self.sd.domains[self.sd.per_cpu[env.dst.idx()][env.lvl] as usize];
+        !hot || self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed > sd.cache_nice_tries
+    }
+
+    /// `detach_tasks()` + `attach_tasks()`: move tasks from the tail of `src`'s
+    /// cfs_tasks (least recently run first) until the imbalance is met.
+    fn detach_attach_tasks(&mut self, src: CpuId, env: &mut LbEnv, now: u64) -> u32 {
+        let mut cands: Vec<TaskId> = self.rqs[src.idx()].cfs.queue.clone();
+        if let Some(c) = self.rqs[src.idx()].curr {
+            cands.push(c);
+        }
+        cands.sort_by_key(|t| (self.tasks[t.idx()].mru, t.0));
+        let loop_max = cands.len().min(32);
+        let mut moved = 0;
+        for &p in cands.iter().take(loop_max) {
+            if env.imbalance <= 0 {
+                break;
+            }
+            if !self.can_migrate_task(p, src, env, now) {
+                continue;
+            }
+            let load = self.tasks[p.idx()].se.avg.load_avg.max(1) as i64;
+            match env.migration_type {
+                MigrationType::Load => {
+                    let failed = self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed;
+                    if (load >> failed.min(63)) > env.imbalance {
+                        continue;
+                    }
+                    env.imbalance -= load;
+                }
+                MigrationType::Util => {
+                    let util = self.tasks[p.idx()].se.avg.util_est_value() as i64;
+                    if util > env.imbalance {
+                        continue;
+                    }
+                    env.imbalance -= util;
+                }
+                MigrationType::Task => env.imbalance -= 1,
+            }
+            self.migrate_queued_task(p, src, env.dst, now);
+            moved += 1;
+            // Newly idle balancing stops after one task on preemptible kernels.
+            if env.idle == IdleType::NewlyIdle {
+                break;
+            }
+        }
+        moved
+    }
+
+    /// `detach_task()` + `attach_task()` for a queued, not running task.
+    pub(crate) fn migrate_queued_task(&mut self, p: TaskId, src: CpuId, dst: CpuId, now: u64) {
+        debug_assert_ne!(self.rqs[src.idx()].curr, Some(p));
+        self.dequeue_entity(src, p, 0, now);
+        let se = &mut self.tasks[p.idx()].se;
+        se.avg.update(now, 0, se.weight, 0, false);
+        self.set_task_cpu_pub(p, dst);
+        let queued_at = self.tasks[p.idx()].last_queued;
+        self.enqueue_entity(dst, p, crate::fair::flags::ENQUEUE_MIGRATED, now);
+        let t = &mut self.tasks[p.idx()];
+        t.state = TaskState::Runnable;
+        t.last_queued = queued_at.or(Some(now));
+        self.check_preempt_wakeup(dst, p, false, now);
+        self.note_nr_running(dst);
+    }
+
+    /// `sched_balance_domains()` / `rebalance_domains()`: periodic balancing of
+    /// `cpu`'s domains whose interval has elapsed.
+    pub fn sched_balance_domains(&mut self, cpu: CpuId, idle: IdleType, now: u64) -> BalanceResult {
+        let mut out = BalanceResult::default();
+        let jiffy = self.tun.tick_ns;
+        let busy = idle == IdleType::Busy;
+        let mut next_balance = now + 60 * jiffy;
+        let mut continue_balancing = true;
+        let nlev = self.sd.per_cpu[cpu.idx()].len();
+        let max_lb = jiffy * (self.profile.tunables.hz as u64 * self.nr_cpus() as u64 / 10).max(1);
+        for lvl in 0..nlev {
+            let sd = &self.sd.domains[self.sd.per_cpu[cpu.idx()][lvl] as usize];
+            let busy_factor = sd.busy_factor as u64;
+            // Decay max_newidle_lb_cost once per second (x 253/256).
+            let st = &mut self.sd_lb[cpu.idx()][lvl];
+            if now > st.last_decay_max_lb_cost + 1_000_000_000 {
+                st.max_newidle_lb_cost = st.max_newidle_lb_cost * 253 / 256;
+                st.last_decay_max_lb_cost = now;
+            }
+            if !continue_balancing {
+                continue;
+            }
+            let mut interval_ms = st.balance_interval.max(1);
+            if busy {
+                interval_ms *= busy_factor;
+            }
+            let mut interval = interval_ms * 1_000_000;
+            if busy {
+                interval = interval.saturating_sub(jiffy);
+            }
+            interval = interval.clamp(jiffy, max_lb);
+            if now >= st.last_balance + interval {
+                let (_, cont) = self.sched_balance_rq(cpu, lvl, idle, now, &mut out);
+                continue_balancing = cont;
+                self.sd_lb[cpu.idx()][lvl].last_balance = now;
+            }
+            let st = &self.sd_lb[cpu.idx()][lvl];
+            next_balance = next_balance.min(st.last_balance + interval);
+        }
+        self.rqs[cpu.idx()].next_balance = next_balance;
+        out
+    }
+
+    /// `sched_balance_newidle()` (spec §8.3): a CPU about to go idle pulls work.
+    pub(crate) fn sched_balance_newidle(&mut self, cpu: CpuId, now: u64) -> BalanceResult {
+        let mut out = BalanceResult::default();
+        if self.rqs[cpu.idx()].ttwu_pending > 0 || self.sd.per_cpu[cpu.idx()].is_empty() {
+            return out;
+        }
+        let avg_idle = self.rqs[cpu.idx()].avg_idle;
+        let overload_gate = self.profile.version >= (4, 0) && !self.rd_overload;
+        let cutoff =
+            if self.profile.version >= (5, 16) { self.sd_lb[cpu.idx()][0].max_newidle_lb_cost } else { self.tun.migration_cost_ns };
+        if overload_gate || avg_idle < cutoff {
+            return out;
+        }
+        let mut curr_cost = 0u64;
+        for lvl in 0..self.sd.per_cpu[cpu.idx()].len() {
+            let sd = &self.sd.domains[self.sd.per_cpu[cpu.idx()][lvl] as usize];
+            if self.profile.version >= (3, 11) && avg_idle < curr_cost + self.sd_lb[cpu.idx()][lvl].max_newidle_lb_cost {
+                break;
+            }
+            if sd.flags & SD_BALANCE_NEWIDLE == 0 {
+                continue;
+            }
+            let before = out.examined;
+            let (pulled, cont) = self.sched_balance_rq(cpu, lvl, IdleType::NewlyIdle, now, &mut out);
+            let cost = (out.examined - before) * self.scan_cost_per_cpu_ns.max(1);
+            curr_cost += cost;
+            let st = &mut self.sd_lb[cpu.idx()][lvl];
+            st.max_newidle_lb_cost = st.max_newidle_lb_cost.max(cost);
+            if pulled > 0 || !cont {
+                break;
+            }
+        }
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(curr_cost);
+        out
+    }
+
+    /// `nohz_balancer_kick()` conditions at the tick of a busy CPU: returns the
+    /// idle load balancer CPU to kick, if any.
+    pub(crate) fn nohz_balancer_kick(&mut self, cpu: CpuId, now: u64) -> Option<CpuId> {
+        if now < self.nohz_next_balance {
+            return None;
+        }
+        let rq = &self.rqs[cpu.idx()];
+        let busy_llc = self.sd.sd_llc(cpu).map_or(0, |sd| sd.span.iter().filter(|&c| self.rqs[c.idx()].curr.is_some()).count());
+        if rq.nr_running() < 2 && busy_llc < 2 {
+            return None;
+        }
+        // find_new_ilb(): the first idle CPU.
+        let ilb = (0..self.nr_cpus()).map(|c| CpuId(c as u16)).find(|&c| self.idle_cpu(c))?;
+        self.nohz_next_balance = now + self.tun.tick_ns;
+        Some(ilb)
+    }
+
+    /// `nohz_idle_balance()`: the kicked idle CPU balances every idle CPU whose
+    /// next_balance has passed. Returns the CPUs that received work.
+    pub fn nohz_idle_balance(&mut self, ilb: CpuId, now: u64) -> BalanceResult {
+        let mut all = BalanceResult::default();
+        let mut next = u64::MAX;
+        for c in 0..self.nr_cpus() {
+            let c = CpuId(c as u16);
+            if !self.idle_cpu(c) && c != ilb {
+                continue;
+            }
+            if self.rqs[c.idx()].curr.is_some() {
+                continue;
+            }
+            if now >= self.rqs[c.idx()].next_balance {
+                let r = self.sched_balance_domains(c, IdleType::Idle, now);
+                all.pulled += r.pulled;
+                all.examined += r.examined;
+                all.kicks.extend(r.kicks);
+            }
+            next = next.min(self.rqs[c.idx()].next_balance);
+        }
+        self.nohz_next_balance = next.max(now + self.tun.tick_ns);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{SwitchReason, TaskParams};
+    use crate::profile::profile;
+    use schedlab_topology::{CpuInfo, CpuTopology};
+
+    fn flat(n: u32) -> CpuTopology {
+        let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+    }
+
+    // spec §8.4: a queued task that ran within sysctl_sched_migration_cost is
+    // cache hot and is not pulled until the domain's nr_balance_failed exceeds
+    // cache_nice_tries (1 at the LLC level).
+    #[test]
+    fn cache_hot_tasks_skipped_until_balance_failures() {
+        let mut k = Kernel::new(&flat(2), profile("v6.6").unwrap());
+        let mut ts = Vec::new();
+        for _ in 0..3 {
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0);
+            k.tasks[p.idx()].cpus_allowed = None;
+            ts.push(p);
+        }
+        // Run each for a while so all three are hot at t = 3 ms.
+        let mut now = 0;
+        for _ in 0..3 {
+            now += 1_000_000;
+            k.rqs[0].need_resched = true;
+            k.schedule(CpuId(0), SwitchReason::Preempt, now);
+        }
+        let queued: Vec<TaskId> = k.rqs[0].cfs.queue.clone();
+        assert_eq!(queued.len(), 2);
+        let now = now + 100_000; // 0.1 ms later: the last-run queued task is hot
+        let hot = *queued.iter().max_by_key(|t| k.tasks[t.idx()].se.exec_start).unwrap();
+        assert!(k.task_hot(hot, CpuId(0), CpuId(1), now));
+        let mut env =
+            LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 1, migration_type: MigrationType::Task, all_pinned: true };
+        let cache_nice_tries = k.sd.domains[k.sd.per_cpu[1][0] as usize].cache_nice_tries;
+        assert_eq!(cache_nice_tries, 1);
+        for failed in 0..=cache_nice_tries {
+            k.sd_lb[1][0].nr_balance_failed = failed;
+            assert!(!k.can_migrate_task(hot, CpuId(0), &mut env, now), "hot task migrated with nr_balance_failed={failed}");
+        }
+        k.sd_lb[1][0].nr_balance_failed = cache_nice_tries + 1;
+        assert!(k.can_migrate_task(hot, CpuId(0), &mut env, now));
+        // Cold after migration_cost.
+        k.sd_lb[1][0].nr_balance_failed = 0;
+        assert!(k.can_migrate_task(hot, CpuId(0), &mut env, now + 600_000));
+        // The running task is never pulled by a periodic balance.
+        let curr = k.rqs[0].curr.unwrap();
+        k.sd_lb[1][0].nr_balance_failed = 10;
+        assert!(!k.can_migrate_task(curr, CpuId(0), &mut env, now));
+    }
+
+    // spec §8.2: an idle CPU pulls from a CPU with several runnable tasks.
+    #[test]
+    fn idle_cpu_pulls_from_overloaded_cpu() {
+        for kernel in ["v3.10", "v6.6"] {
+            let mut k = Kernel::new(&flat(2), profile(kernel).unwrap());
+            for _ in 0..4 {
+                let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+                k.wake_up_new_task(p, CpuId(0), 0);
+                k.tasks[p.idx()].cpus_allowed = None;
+            }
+            k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+            // Long enough that nothing is cache hot and PELT has seen the load.
+            let mut now = 0;
+            for _ in 0..50 {
+                now += 4_000_000;
+                k.scheduler_tick(CpuId(0), now);
+                if k.rqs[0].need_resched {
+                    k.schedule(CpuId(0), SwitchReason::Preempt, now);
+                }
+            }
+            let r = k.sched_balance_domains(CpuId(1), IdleType::Idle, now + 10_000_000);
+            assert!(r.pulled >= 1, "{kernel}: nothing pulled");
+            assert!(
+                k.rqs[1].nr_running() >= 1 && k.rqs[0].nr_running() >= 2,
+                "{kernel}: {} / {}",
+                k.rqs[0].nr_running(),
+                k.rqs[1].nr_running()
+            );
+        }
+    }
+}
