@@ -44,6 +44,11 @@ enum Cmd {
     },
     /// List built-in workloads with their parameters.
     Workloads,
+    /// Workload files: `workload export NAME --set ...` writes a built-in as a file.
+    Workload {
+        #[command(subcommand)]
+        cmd: WorkloadCmd,
+    },
     /// Run one simulation.
     Run(RunArgs),
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
@@ -72,6 +77,24 @@ enum MachineCmd {
 }
 
 #[derive(Subcommand)]
+enum WorkloadCmd {
+    /// Write a built-in workload as a workload file (docs/workload-format.md).
+    Export {
+        /// Built-in name (`schedlab workloads`).
+        name: String,
+        /// Parameters key=value[,key=value...]; may be repeated.
+        #[arg(long = "set")]
+        set: Vec<String>,
+        /// Machine whose CPU count sizes defaulted parameters.
+        #[arg(long, default_value = "x86-12")]
+        machine: String,
+        /// Output file (default: stdout).
+        #[arg(long, short = 'o')]
+        output: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
 enum KernelCmd {
     Show { name: String },
 }
@@ -90,7 +113,7 @@ pub struct RunArgs {
     /// Proposed patches to apply on top of the kernel profile (`schedlab kernels` lists them).
     #[arg(long)]
     pub patch: Option<String>,
-    /// Built-in workload (`schedlab workloads`).
+    /// Built-in workload (`schedlab workloads`), or a workload file: FILE.toml (docs/workload-format.md) or FILE.json (rt-app).
     #[arg(long, default_value = "hackbench")]
     pub workload: String,
     /// Workload parameters key=value[,key=value...]; may be repeated.
@@ -183,7 +206,8 @@ fn dispatch(cli: Cli) -> Result<()> {
                 &prep.cfg,
             );
             if let (Some(path), Some(text)) = (&args.schedstat, &res.schedstat) {
-                std::fs::write(path, text).with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
+                std::fs::write(path, text)
+                    .with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
             }
             if args.json {
                 println!(
@@ -192,6 +216,25 @@ fn dispatch(cli: Cli) -> Result<()> {
                 );
             } else {
                 print!("{}", output::run_summary(&prep, &args, &res));
+            }
+            Ok(())
+        }
+        Cmd::Workload {
+            cmd: WorkloadCmd::Export { name, set, machine, output },
+        } => {
+            let m = load_machine(&machine)?;
+            let params = Params::parse(&set.join(",")).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let w = schedlab_workload::build(&name, &params, m.topology.nr_cpus(), &cores_of(&m))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let header = format!(
+                "schedlab workload file (docs/workload-format.md), exported from the built-in {name}\n`schedlab workload export {name}{}{}` (defaults sized for --machine {machine})",
+                if set.is_empty() { "" } else { " --set " },
+                set.join(",")
+            );
+            let text = schedlab_workload::file::to_toml(&w, &header);
+            match output {
+                Some(p) => std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?,
+                None => print!("{text}"),
             }
             Ok(())
         }
@@ -211,7 +254,11 @@ pub fn load_machine(name: &str) -> Result<Machine> {
     schedlab_machine::load(name).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-pub fn load_kernel_patched(name: &str, patch: Option<&str>, features: Option<&str>) -> Result<KernelProfile> {
+pub fn load_kernel_patched(
+    name: &str,
+    patch: Option<&str>,
+    features: Option<&str>,
+) -> Result<KernelProfile> {
     let mut k = load_kernel(name, None)?;
     if let Some(p) = patch {
         k.apply_patches(p).map_err(anyhow::Error::msg)?;
@@ -272,12 +319,14 @@ pub fn parse_duration(s: &str) -> Result<u64> {
 
 pub fn prepare(args: &RunArgs) -> Result<Prepared> {
     let machine = load_machine(&args.machine)?;
-    let kernel = load_kernel_patched(&args.kernel, args.patch.as_deref(), args.features.as_deref())?;
+    let kernel = load_kernel_patched(
+        &args.kernel,
+        args.patch.as_deref(),
+        args.features.as_deref(),
+    )?;
     let params = Params::parse(&args.set.join(",")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let cores = cores_of(&machine);
-    let workload =
-        schedlab_workload::build(&args.workload, &params, machine.topology.nr_cpus(), &cores)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let workload = load_workload(&args.workload, &params, &machine, &cores)?;
     for t in &workload.tasks {
         if let Some(c) = &t.cpus {
             if let Some(bad) = c
@@ -310,6 +359,25 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared> {
         },
         duration_defaulted,
     })
+}
+
+/// A built-in by name, or a workload file: `.toml` (docs/workload-format.md)
+/// or `.json` (rt-app). Files take no `--set`.
+pub fn load_workload(name: &str, params: &Params, machine: &Machine, cores: &[Vec<u16>]) -> Result<Workload> {
+    let is_toml = name.ends_with(".toml");
+    if is_toml || name.ends_with(".json") {
+        if !params.0.is_empty() {
+            bail!("--set applies to built-in workloads; edit the file {name} instead");
+        }
+        let text = std::fs::read_to_string(name).with_context(|| format!("cannot read workload file {name}"))?;
+        let w = if is_toml {
+            schedlab_workload::file::from_toml_str(&text, name)
+        } else {
+            schedlab_workload::rtapp::from_json_str(&text, name)
+        };
+        return w.map_err(|e| anyhow::anyhow!("{e}"));
+    }
+    schedlab_workload::build(name, params, machine.topology.nr_cpus(), cores).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Domains for display (`machine show`).

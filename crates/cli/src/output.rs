@@ -100,18 +100,38 @@ pub fn kernel_show(k: &KernelProfile) -> String {
     let _ = writeln!(o, "algorithm variants:");
     let _ = writeln!(o, "  select_task_rq_fair shape   {:?}", k.select_shape);
     let _ = writeln!(o, "  wake_wide                   {:?}", k.wake_wide);
-    let _ = writeln!(o, "  wake_affine                 {:?} (load: {:?})", k.wake_affine, k.wake_load);
+    let _ = writeln!(
+        o,
+        "  wake_affine                 {:?} (load: {:?})",
+        k.wake_affine, k.wake_load
+    );
     let _ = writeln!(
         o,
         "  select_idle_sibling         {:?}{}{}",
         k.sis,
-        if k.sis_scan_from_next { ", scan from target+1" } else { ", scan from target" },
-        if k.sis_cluster_first { ", cluster first" } else { "" }
+        if k.sis_scan_from_next {
+            ", scan from target+1"
+        } else {
+            ", scan from target"
+        },
+        if k.sis_cluster_first {
+            ", cluster first"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(o, "  recent_used_cpu             {:?}", k.recent_used);
     let _ = writeln!(o, "  TTWU_QUEUE wake lists       {:?}", k.ttwu_queue);
     if !k.patches.is_empty() {
-        let _ = writeln!(o, "patches: {}", k.patches.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "));
+        let _ = writeln!(
+            o,
+            "patches: {}",
+            k.patches
+                .iter()
+                .map(|p| p.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     let t = &k.tunables;
     let _ = writeln!(
@@ -250,15 +270,37 @@ fn pct(n: u64, d: u64) -> f64 {
 /// domain level with it, and that wake_affine() pulled (schedstat, charged to the waker).
 pub fn wakeup_table(r: &RunResult) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "  wakeups ({} try_to_wake_up calls; shares of all):", r.ttwu_count);
-    let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", "Wakeups on same CPU", r.ttwu_local, pct(r.ttwu_local, r.ttwu_count));
+    let _ = writeln!(
+        o,
+        "  wakeups ({} try_to_wake_up calls; shares of all):",
+        r.ttwu_count
+    );
+    let _ = writeln!(
+        o,
+        "    {:<36} {:>10} ({:5.1}%)",
+        "Wakeups on same CPU",
+        r.ttwu_local,
+        pct(r.ttwu_local, r.ttwu_count)
+    );
     for (name, remote, _) in &r.wakeup_levels {
         let label = format!("Wakeups on same {name} cpus");
-        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, remote, pct(*remote, r.ttwu_count));
+        let _ = writeln!(
+            o,
+            "    {:<36} {:>10} ({:5.1}%)",
+            label,
+            remote,
+            pct(*remote, r.ttwu_count)
+        );
     }
     for (name, _, affine) in &r.wakeup_levels {
         let label = format!("Affine wakeups on same {name} cpus");
-        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, affine, pct(*affine, r.ttwu_count));
+        let _ = writeln!(
+            o,
+            "    {:<36} {:>10} ({:5.1}%)",
+            label,
+            affine,
+            pct(*affine, r.ttwu_count)
+        );
     }
     o
 }

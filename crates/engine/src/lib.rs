@@ -43,6 +43,8 @@ enum EvKind {
     Timer { task: u32 },
     /// The wake-list IPI reaches `cpu`: it activates its queued wakeups.
     WakeList { cpu: u16 },
+    /// The nohz-balance kick reaches the idle load balancer `cpu`.
+    NohzBalance { cpu: u16 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -145,6 +147,20 @@ pub struct RunResult {
     pub wakeup_levels: Vec<(String, u64, u64)>,
     /// /proc/schedstat v17 at the end, when requested.
     pub schedstat: Option<String>,
+    /// Latency histograms recorded by `Op::WakeLatency` (those with samples), ns.
+    pub latencies: Vec<LatencySummary>,
+}
+
+/// Percentiles of one latency histogram (ns).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LatencySummary {
+    pub hist: u32,
+    pub count: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
 }
 
 /// A simulation in progress.
@@ -172,6 +188,13 @@ pub struct Sim<'a> {
     tick_ns: u64,
     jitter_pct: u32,
     want_schedstat: bool,
+    /// `Op::Barrier` state by id: (arrived, waiters); grown on first use.
+    barriers: Vec<(u32, Vec<TaskId>)>,
+    /// Time of the last `Op::WakeQueued` post per semaphore.
+    sem_stamp: Vec<u64>,
+    /// Latency histograms of `Op::WakeLatency`.
+    lat_hists: Vec<Histogram>,
+    ilb_pending: bool,
 }
 
 const INF: u64 = u64::MAX;
@@ -200,7 +223,7 @@ impl<'a> Sim<'a> {
                     count: 0,
                     readers: Vec::new(),
                     writers: Vec::new(),
-                    tagged: wl.programs.iter().flatten().any(|op| matches!(*op, Op::ReadTag { chan, .. } if chan as usize == i)),
+                    tagged: wl.programs.iter().flatten().any(|op| matches!(*op, Op::ReadTag { chan, .. } | Op::WakeQueued { chan, .. } if chan as usize == i)),
                     tags: Default::default(),
                 })
                 .collect(),
@@ -225,6 +248,10 @@ impl<'a> Sim<'a> {
             tick_ns,
             jitter_pct: wl.jitter_pct,
             want_schedstat: cfg.schedstat,
+            barriers: Vec::new(),
+            sem_stamp: vec![0; wl.sems.len()],
+            lat_hists: Vec::new(),
+            ilb_pending: false,
         };
         // Tasks that exist at time 0 are started from CPU 0, as a shell would fork them.
         for (i, t) in wl.tasks.iter().enumerate() {
@@ -291,7 +318,21 @@ impl<'a> Sim<'a> {
                     if self.cpus[c.idx()].running.is_none() {
                         continue; // NOHZ: an idle CPU stops its tick
                     }
-                    if self.kernel.scheduler_tick(c, self.now) {
+                    let tr = self.kernel.scheduler_tick(c, self.now);
+                    if tr.balance_examined > 0 {
+                        // The balancing softirq runs on this CPU, in the running task's time.
+                        if let Some(t) = self.cpus[c.idx()].running {
+                            self.rt[t.idx()].remaining += tr.balance_examined * self.machine.costs.idle_scan_ns_per_cpu;
+                            self.reschedule_segment(c, t);
+                        }
+                    }
+                    for k in tr.kicks {
+                        self.kick_remote(k);
+                    }
+                    if let Some(ilb) = tr.nohz_kick {
+                        self.kick_ilb(ilb);
+                    }
+                    if tr.resched {
                         self.do_schedule(c, SwitchReason::Preempt);
                     }
                     if self.cpus[c.idx()].running.is_some() {
@@ -305,6 +346,23 @@ impl<'a> Sim<'a> {
                     let cpu = self.kernel.task_cpu(p);
                     let current = self.cpus[cpu.idx()].running;
                     self.wake(p, cpu, current, WakeFlags::default());
+                }
+                EvKind::NohzBalance { cpu } => {
+                    let c = CpuId(cpu);
+                    self.ilb_pending = false;
+                    if self.cpus[c.idx()].running.is_none() {
+                        let r = self.kernel.nohz_idle_balance(c, self.now);
+                        for k in r.kicks {
+                            self.kick_remote(k);
+                        }
+                        // Idle CPUs that received tasks are woken to run them.
+                        for i in 0..self.cpus.len() {
+                            let ci = CpuId(i as u16);
+                            if self.cpus[i].running.is_none() && self.kernel.need_resched(ci) {
+                                self.kick_remote(ci);
+                            }
+                        }
+                    }
                 }
                 EvKind::WakeList { cpu } => {
                     let c = CpuId(cpu);
@@ -431,6 +489,45 @@ impl<'a> Sim<'a> {
         self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
     }
 
+    /// Send a reschedule IPI to `target` (it leaves idle first if idle).
+    fn kick_remote(&mut self, target: CpuId) {
+        if self.cpus[target.idx()].resched_pending {
+            return;
+        }
+        let mut lat = self.machine.costs.ipi_ns;
+        if self.cpus[target.idx()].running.is_none() {
+            let exit = self.idle_exit_latency(target);
+            self.idle_exit_ns += exit;
+            lat += exit;
+            self.cpus[target.idx()].exit_lat = lat;
+        }
+        self.cpus[target.idx()].resched_pending = true;
+        self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
+    }
+
+    /// Kick the idle load balancer (an IPI; it balances after leaving idle).
+    fn kick_ilb(&mut self, ilb: CpuId) {
+        if self.ilb_pending {
+            return;
+        }
+        self.ilb_pending = true;
+        let lat = self.machine.costs.ipi_ns + self.idle_exit_latency(ilb);
+        self.push(self.now + lat, EvKind::NohzBalance { cpu: ilb.0 });
+    }
+
+    /// The running task's remaining work changed: move its segment end.
+    fn reschedule_segment(&mut self, c: CpuId, t: TaskId) {
+        let cpu = &mut self.cpus[c.idx()];
+        let done = self.now.saturating_sub(cpu.seg_start);
+        let r = &mut self.rt[t.idx()];
+        r.remaining = r.remaining.saturating_sub(done);
+        cpu.seg_start = self.now.max(cpu.seg_start);
+        cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
+        let gen = cpu.seg_gen;
+        let at = cpu.seg_start + r.remaining;
+        self.push(at, EvKind::SegEnd { cpu: c.0, gen });
+    }
+
     /// Exit latency of the idle state the governor chose for `c`: the deepest
     /// state whose target residency fits the predicted idle length.
     ///
@@ -465,6 +562,15 @@ impl<'a> Sim<'a> {
         let res = self.kernel.schedule(c, reason, now);
         if let Some(d) = res.next_run_delay {
             self.run_delay.record(d);
+        }
+        if let Some(dst) = res.kick {
+            self.kick_remote(dst);
+        }
+        if res.balance_examined > 0 {
+            if let Some(nx) = res.next {
+                // Newly-idle balancing ran before the switch to the pulled task.
+                self.rt[nx.idx()].remaining += res.balance_examined * self.machine.costs.idle_scan_ns_per_cpu;
+            }
         }
         self.switch_to(c, res.prev, res.next);
     }
@@ -699,6 +805,48 @@ impl<'a> Sim<'a> {
                     self.exit_task(c, t);
                     return;
                 }
+                Op::Barrier { id, parties } => {
+                    if self.barrier_arrive(c, t, id, parties) {
+                        return;
+                    }
+                }
+                Op::Poll { chan } => {
+                    if self.chans[chan as usize].count > 0 {
+                        self.advance(t);
+                    } else {
+                        self.chans[chan as usize].readers.push(t);
+                        self.block(c);
+                        return;
+                    }
+                }
+                Op::WakeQueued { chan, sem_base, cost } => {
+                    if stage == 0 {
+                        let k = self.wake_queued(c, t, chan, sem_base);
+                        let j = self.jitter(cost * k);
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                        if k > 0 && self.preempt_point(c) {
+                            return;
+                        }
+                    } else {
+                        self.advance(t);
+                    }
+                }
+                Op::SemWake { sem, n } => {
+                    self.advance(t);
+                    if self.sem_wake(c, t, sem, n) && self.preempt_point(c) {
+                        return;
+                    }
+                }
+                Op::WakeLatency { hist, sem } => {
+                    let d = self.now.saturating_sub(self.sem_stamp[sem as usize]);
+                    if self.lat_hists.len() <= hist as usize {
+                        self.lat_hists.resize_with(hist as usize + 1, Histogram::default);
+                    }
+                    self.lat_hists[hist as usize].record(d);
+                    self.advance(t);
+                }
             }
         }
     }
@@ -861,7 +1009,37 @@ impl<'a> Sim<'a> {
                 };
                 (name.clone(), v, unit.clone())
             }
+            MetricSpec::ScaledRate { name, unit, counter, divisor, start, end: e } => {
+                let s = start.and_then(|m| self.marks[m as usize]).unwrap_or(0);
+                let f = e.and_then(|m| self.marks[m as usize]).unwrap_or(end);
+                let secs = (f.saturating_sub(s)) as f64 / 1e9;
+                let v = if secs > 0.0 {
+                    self.counters[*counter as usize] as f64 / *divisor as f64 / secs
+                } else {
+                    0.0
+                };
+                (name.clone(), v, unit.clone())
+            }
+            MetricSpec::LatencyPercentile { name, hist, q } => {
+                let v = self.lat_hists.get(*hist as usize).map_or(0, |h| h.quantile(*q));
+                (name.clone(), v as f64 / 1e3, "us".to_string())
+            }
         };
+        let latencies = self
+            .lat_hists
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.count() > 0)
+            .map(|(i, h)| LatencySummary {
+                hist: i as u32,
+                count: h.count(),
+                p50: h.quantile(0.50),
+                p90: h.quantile(0.90),
+                p99: h.quantile(0.99),
+                p999: h.quantile(0.999),
+                max: h.max(),
+            })
+            .collect();
         RunResult {
             metric_name: name,
             metric_value: value,
@@ -887,6 +1065,7 @@ impl<'a> Sim<'a> {
             ttwu_local,
             wakeup_levels: levels.into_iter().map(|(n, r, a)| (n.to_string(), r, a)).collect(),
             schedstat,
+            latencies,
         }
     }
 }
@@ -903,6 +1082,73 @@ pub fn run(
 }
 
 impl Sim<'_> {
+    /// `Op::Barrier`: arrive at barrier `id`. The last of `parties` arrivals
+    /// releases the waiters with futex (non-sync) wakeups and continues; the
+    /// others block. Returns true when the caller must stop interpreting.
+    fn barrier_arrive(&mut self, c: CpuId, t: TaskId, id: u32, parties: u32) -> bool {
+        if self.barriers.len() <= id as usize {
+            self.barriers.resize_with(id as usize + 1, Default::default);
+        }
+        let b = &mut self.barriers[id as usize];
+        b.0 += 1;
+        if b.0 < parties {
+            b.1.push(t);
+            self.block(c);
+            return true;
+        }
+        b.0 = 0;
+        let ws = std::mem::take(&mut b.1);
+        self.advance(t);
+        let woke = !ws.is_empty();
+        for w in ws {
+            self.advance(w);
+            self.wake(w, c, Some(t), WakeFlags::default());
+        }
+        woke && self.preempt_point(c)
+    }
+
+    /// `Op::WakeQueued`: drain `chan`, posting `sem_base + tag` per message
+    /// (stamped now) and waking blocked writers; returns the number drained.
+    fn wake_queued(&mut self, c: CpuId, t: TaskId, chan: u32, sem_base: u32) -> u64 {
+        let ch = &mut self.chans[chan as usize];
+        let k = ch.count as u64;
+        ch.count = 0;
+        let tags: Vec<u32> = ch.tags.drain(..).collect();
+        let writers = std::mem::take(&mut ch.writers);
+        let wf = if self.wl.channels[chan as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        for w in writers {
+            self.wake(w, c, Some(t), wf);
+        }
+        for tag in tags {
+            let sem = (sem_base + tag) as usize;
+            self.sem_stamp[sem] = self.now;
+            let sf = if self.wl.sems[sem].sync { WakeFlags::SYNC } else { WakeFlags::default() };
+            let s = &mut self.sems[sem];
+            if s.waiters.is_empty() {
+                s.count += 1;
+            } else {
+                let w = s.waiters.remove(0);
+                self.advance(w);
+                self.wake(w, c, Some(t), sf);
+            }
+        }
+        k
+    }
+
+    /// `Op::SemWake`: wake up to `n` current waiters of `sem` (futex_wake);
+    /// returns whether anyone was woken.
+    fn sem_wake(&mut self, c: CpuId, t: TaskId, sem: u32, n: u32) -> bool {
+        let s = &mut self.sems[sem as usize];
+        let k = (n as usize).min(s.waiters.len());
+        let ws: Vec<TaskId> = s.waiters.drain(..k).collect();
+        let wf = if self.wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        for &w in &ws {
+            self.advance(w);
+            self.wake(w, c, Some(t), wf);
+        }
+        !ws.is_empty()
+    }
+
     /// Like [`Sim::run`] but also hands back the kernel state (tests, tools).
     pub fn run_keep_kernel(mut self, cfg: &SimConfig) -> (RunResult, Kernel) {
         let r = self.run(cfg);

@@ -205,3 +205,84 @@ fn pipe_round_trip_on_one_cpu_follows_costs() {
     );
     assert!(r.voluntary_switches >= 2 * 5000);
 }
+
+fn run_with(m: &Machine, kernel: schedlab_kernel::Kernel, w: &Workload, duration: u64) -> (RunResult, schedlab_kernel::Kernel) {
+    let cfg = SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false };
+    crate::Sim::new(m, kernel, w, &cfg).run_keep_kernel(&cfg)
+}
+
+/// Issue 6: all tasks start on one CPU with fork balancing switched off; the
+/// load balancer spreads them to one per CPU within bounded simulated time, on
+/// every preset. The bound is set by the slowest preset (zen3-2s-nps1, 256
+/// tasks): across NUMA nodes only the first idle CPU of the idle node balances
+/// the NUMA level, one task per pass, every 256-512 ms.
+const SPREAD_BOUND: u64 = 150_000 * MS;
+
+#[test]
+fn balancer_spreads_tasks_forked_onto_one_cpu() {
+    for name in std::env::var("SPREAD_PRESETS").map(|v| v.split(',').map(String::from).collect::<Vec<_>>()).unwrap_or_else(|_| ["x86-12", "laptop-4c8t", "skylake-2s", "spr-112", "numa-2n-96", "zen3-2s-nps1", "zen3-2s-nps4"].map(String::from).to_vec()) {
+        let name = name.as_str();
+        let m = machine(name);
+        let n = m.topology.nr_cpus();
+        let w = wl(&m, "soaker", &format!("tasks={n},run_us=20000"));
+        let mut k = schedlab_kernel::Kernel::new(&m.topology, profile("v6.6").unwrap());
+        k.clear_sd_flag(schedlab_kernel::topology::SD_BALANCE_FORK);
+        let (r, k) = run_with(&m, k, &w, SPREAD_BOUND);
+        let counts: Vec<u32> = k.rqs.iter().map(|rq| rq.nr_running()).collect();
+        let stacked = counts.iter().filter(|&&c| c != 1).count();
+        if std::env::var("SPREAD_DEBUG").is_ok() {
+            for (c, lv) in k.lb_stats.iter().enumerate().filter(|(c, _)| [0usize, 70, 71, 198].contains(c)) {
+                for (l, t) in lv.iter().enumerate() {
+                    eprintln!("cpu{c} lvl{l}: busy {:?} idle {:?} newidle {:?}", t[0], t[1], t[2]);
+                }
+            }
+            eprintln!("alb_pushed {}", k.alb_pushed);
+        }
+        assert_eq!(stacked, 0, "{name}: per-CPU nr_running at the bound: {counts:?}");
+        check_invariants(&r, &w, false);
+    }
+}
+
+/// Issue 6: with as many CPU hogs as cores on zen3-2s-nps1, the balancer puts
+/// one per core (SMT siblings on separate idle cores) rather than doubling up.
+#[test]
+fn smt_siblings_go_to_separate_idle_cores() {
+    let m = machine("zen3-2s-nps1");
+    let cores = m.topology.nr_cores();
+    let w = wl(&m, "soaker", &format!("tasks={cores},run_us=20000"));
+    let mut k = schedlab_kernel::Kernel::new(&m.topology, profile("v6.6").unwrap());
+    k.clear_sd_flag(schedlab_kernel::topology::SD_BALANCE_FORK);
+    let (_, k) = run_with(&m, k, &w, SPREAD_BOUND);
+    let mut per_core = std::collections::BTreeMap::new();
+    for (c, rq) in k.rqs.iter().enumerate() {
+        *per_core.entry(m.topology.cpus()[c].core).or_insert(0u32) += rq.nr_running();
+    }
+    let doubled = per_core.values().filter(|&&v| v > 1).count();
+    let empty = per_core.values().filter(|&&v| v == 0).count();
+    assert_eq!((doubled, empty), (0, 0), "cores with 2+ tasks / idle cores");
+}
+
+/// Issue 6: a communicating pair (a streaming sender and receiver, both busy:
+/// hackbench with one sender and one receiver) stays on one node under the
+/// v6.0 NUMA imbalance allowance and is spread across nodes by v3.10's
+/// balancer, which had no such allowance.
+#[test]
+fn numa_allowance_keeps_a_pair_together() {
+    let m = machine("x86-12");
+    // CPU time the pair spent on its less used node (node 0 = CPUs 0-5, node 1 = 6-10;
+    // the main task is pinned to 11), in % of one CPU.
+    let node1_share = |kernel: &str| {
+        let mut w = wl(&m, "hackbench", "groups=1,fds=1,loops=1000000");
+        // Pin the main task away so that only the pair is placed by the kernel.
+        w.tasks[0].cpus = Some(vec![11]);
+        let k = schedlab_kernel::Kernel::new(&m.topology, profile(kernel).unwrap());
+        let (r, k) = run_with(&m, k, &w, 500 * MS);
+        let n0: u64 = r.cpus[0..6].iter().map(|c| c.0).sum();
+        let n1: u64 = r.cpus[6..11].iter().map(|c| c.0).sum();
+        (n0.min(n1) * 100 / r.simulated_ns, k.alb_pushed)
+    };
+    let (v60, _) = node1_share("v6.0");
+    assert!(v60 < 2, "v6.0: the pair stays on one node under adjust_numa_imbalance(): {v60}% on the other");
+    let (v310, alb) = node1_share("v3.10");
+    assert!(v310 > 10 && alb > 0, "v3.10: the balancer spreads the pair (active balance): {v310}% on the less used node, {alb} pushes");
+}

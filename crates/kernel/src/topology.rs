@@ -123,7 +123,6 @@ fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_d
         LevelKind::Smt => {
             imbalance_pct = 110;
             cache_nice_tries = 0;
-            flags &= !SD_PREFER_SIBLING;
             if profile.sd_init == SdInitVariant::V3 {
                 busy_factor = 2;
             }

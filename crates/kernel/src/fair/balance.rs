@@ -321,26 +321,23 @@ impl Kernel {
                 if lt > bt {
                     return None;
                 }
-                if lt == GroupType::Overloaded && bt == GroupType::Overloaded {
-                    if local.avg_load >= busiest_s.avg_load || local.avg_load >= sds_avg || 100 * busiest_s.avg_load <= pct * local.avg_load
-                    {
+                if lt == GroupType::Overloaded
+                    && (local.avg_load >= busiest_s.avg_load || local.avg_load >= sds_avg || 100 * busiest_s.avg_load <= pct * local.avg_load)
+                {
+                    return None;
+                }
+                // Try to move all excess tasks to a sibling domain of the busiest group's child.
+                let prefer_sibling = self.sd_child_prefers_sibling(env.dst, env.lvl);
+                let force = prefer_sibling && lt == GroupType::HasSpare && busiest_s.sum_nr_running > local.sum_nr_running + 1;
+                if !force && bt != GroupType::Overloaded {
+                    if env.idle == IdleType::Busy {
                         return None;
                     }
-                } else if bt != GroupType::Overloaded {
-                    let prefer_sibling_force = sd.flags & SD_PREFER_SIBLING == 0
-                        && self.sd_child_prefers_sibling(env.dst, env.lvl)
-                        && lt == GroupType::HasSpare
-                        && busiest_s.sum_nr_running > local.sum_nr_running + 1;
-                    if !prefer_sibling_force {
-                        if env.idle == IdleType::Busy {
-                            return None;
-                        }
-                        if busiest_s.group_weight > 1 && local.idle_cpus <= busiest_s.idle_cpus + 1 {
-                            return None;
-                        }
-                        if busiest_s.sum_nr_running <= 1 {
-                            return None;
-                        }
+                    if busiest_s.group_weight > 1 && local.idle_cpus <= busiest_s.idle_cpus + 1 {
+                        return None;
+                    }
+                    if busiest_s.sum_nr_running <= 1 {
+                        return None;
                     }
                 }
                 self.calculate_imbalance(&sd, env, &local, &busiest_s, lt, bt, sds_avg);
@@ -381,23 +378,28 @@ impl Kernel {
                 return;
             }
             env.migration_type = MigrationType::Task;
-            if busiest.group_weight == 1 || self.sd_child_prefers_sibling(env.dst, env.lvl) {
-                // Even out the number of tasks per group (sibling_imbalance).
-                env.imbalance = ((busiest.sum_nr_running as i64 - local.sum_nr_running as i64) / 2).max(0);
-                if env.imbalance == 0 && busiest.sum_nr_running > local.sum_nr_running + 1 {
-                    env.imbalance = 1;
-                }
+            env.imbalance = if busiest.group_weight == 1 || self.sd_child_prefers_sibling(env.dst, env.lvl) {
+                // Even out the number of tasks (nr_diff; v6.6+ sibling_imbalance() per core).
+                (busiest.sum_nr_running as i64 - local.sum_nr_running as i64).max(0)
             } else {
-                env.imbalance = ((local.idle_cpus as i64 - busiest.idle_cpus as i64) / 2).max(0);
-            }
-            if sd.flags & SD_NUMA != 0 && sd.imb_numa_nr > 0 {
-                // adjust_numa_imbalance() (v5.18+ form): allow a small imbalance
-                // while the destination is lightly used, keeping communicating tasks together.
+                (local.idle_cpus as i64 - busiest.idle_cpus as i64).max(0)
+            };
+            if sd.flags & SD_NUMA != 0 {
+                // adjust_numa_imbalance(): allow a small imbalance while the
+                // destination is lightly used, keeping communicating tasks together.
+                // v5.18+: dst_running <= imb_numa_nr; v5.11-v5.17: < 25% of the span.
                 let dst_running = local.sum_nr_running + 1;
-                if dst_running <= sd.imb_numa_nr && env.imbalance <= 2 {
+                let allowed = if self.profile.version >= (5, 18) {
+                    dst_running <= sd.imb_numa_nr
+                } else {
+                    dst_running < sd.span_weight / 4
+                };
+                if allowed && env.imbalance <= 2 {
                     env.imbalance = 0;
                 }
             }
+            // Number of tasks to move to restore balance.
+            env.imbalance >>= 1;
             return;
         }
         // Local is fully busy or overloaded: move load toward the domain average.
