@@ -52,11 +52,7 @@ const SCENARIOS: &[Scenario] = &[
 fn peak_rss() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
         .map_or(0, |kb| kb * 1024)
 }
 
@@ -68,15 +64,9 @@ fn reset_peak_rss() {
 pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
     let mut rows = Vec::new();
     if !json {
-        println!(
-            "{:<38} {:>14} {:>14} {:>9} {:>10} {:>12}",
-            "scenario", "ctx-sw/s", "events/s", "wall s", "peak MB", "ctx switches"
-        );
+        println!("{:<38} {:>14} {:>14} {:>9} {:>10} {:>12}", "scenario", "ctx-sw/s", "events/s", "wall s", "peak MB", "ctx switches");
     }
-    for s in SCENARIOS
-        .iter()
-        .filter(|s| filter.is_none_or(|f| s.name.contains(f)))
-    {
+    for s in SCENARIOS.iter().filter(|s| filter.is_none_or(|f| s.name.contains(f))) {
         let args = RunArgs {
             machine: s.machine.into(),
             kernel: s.kernel.into(),
@@ -88,16 +78,12 @@ pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
             duration: s.duration.map(Into::into),
             json: false,
             schedstat: None,
+            machine_model: None,
         };
         let prep = prepare(&args)?;
         reset_peak_rss();
         let t0 = Instant::now();
-        let r = schedlab_engine::run(
-            &prep.machine,
-            prep.kernel.clone(),
-            &prep.workload,
-            &prep.cfg,
-        );
+        let r = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
         let wall = t0.elapsed().as_secs_f64();
         let rss = peak_rss();
         let cs = r.voluntary_switches + r.involuntary_switches;

@@ -16,11 +16,7 @@ use schedlab_workload::{builtin, Params, Workload};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(
-    name = "schedlab",
-    version,
-    about = "A deterministic laboratory for Linux fair-scheduler task placement"
-)]
+#[command(name = "schedlab", version, about = "A deterministic laboratory for Linux fair-scheduler task placement")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -127,6 +123,9 @@ pub struct RunArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Machine-model components to switch off for ablation: NO_CACHE,NO_SMT,NO_MEMBW,NO_NUMA,NO_LOCKS,NO_WAKELAT,NO_SWITCH,NO_SCAN.
+    #[arg(long = "machine-model")]
+    pub machine_model: Option<String>,
     /// Write /proc/schedstat (version 17) as it reads at the end of the run to FILE.
     #[arg(long, value_name = "FILE")]
     pub schedstat: Option<std::path::PathBuf>,
@@ -150,16 +149,11 @@ fn dispatch(cli: Cli) -> Result<()> {
             for p in schedlab_machine::presets() {
                 println!("{:<16} {}", p.name, p.description);
             }
-            println!(
-                "{:<16} this machine, from /sys/devices/system/cpu and /sys/devices/system/node",
-                "local"
-            );
+            println!("{:<16} this machine, from /sys/devices/system/cpu and /sys/devices/system/node", "local");
             println!("\nAlso: --machine FILE.toml (docs/machine-format.md) or FILE.xml (hwloc: lstopo --of xml).");
             Ok(())
         }
-        Cmd::Machine {
-            cmd: MachineCmd::Show { name, kernel, toml },
-        } => {
+        Cmd::Machine { cmd: MachineCmd::Show { name, kernel, toml } } => {
             let m = load_machine(&name)?;
             if toml {
                 print!("{}", m.to_toml());
@@ -179,9 +173,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Kernel {
-            cmd: KernelCmd::Show { name },
-        } => {
+        Cmd::Kernel { cmd: KernelCmd::Show { name } } => {
             let k = load_kernel(&name, None)?;
             print!("{}", output::kernel_show(&k));
             Ok(())
@@ -199,33 +191,21 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Cmd::Run(args) => {
             let prep = prepare(&args)?;
-            let res = schedlab_engine::run(
-                &prep.machine,
-                prep.kernel.clone(),
-                &prep.workload,
-                &prep.cfg,
-            );
+            let res = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
             if let (Some(path), Some(text)) = (&args.schedstat, &res.schedstat) {
-                std::fs::write(path, text)
-                    .with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
+                std::fs::write(path, text).with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
             }
             if args.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&output::run_json(&prep, &args, &res))?
-                );
+                println!("{}", serde_json::to_string_pretty(&output::run_json(&prep, &args, &res))?);
             } else {
                 print!("{}", output::run_summary(&prep, &args, &res));
             }
             Ok(())
         }
-        Cmd::Workload {
-            cmd: WorkloadCmd::Export { name, set, machine, output },
-        } => {
+        Cmd::Workload { cmd: WorkloadCmd::Export { name, set, machine, output } } => {
             let m = load_machine(&machine)?;
             let params = Params::parse(&set.join(",")).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let w = schedlab_workload::build(&name, &params, m.topology.nr_cpus(), &cores_of(&m))
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let w = schedlab_workload::build(&name, &params, m.topology.nr_cpus(), &cores_of(&m)).map_err(|e| anyhow::anyhow!("{e}"))?;
             let header = format!(
                 "schedlab workload file (docs/workload-format.md), exported from the built-in {name}\n`schedlab workload export {name}{}{}` (defaults sized for --machine {machine})",
                 if set.is_empty() { "" } else { " --set " },
@@ -254,11 +234,7 @@ pub fn load_machine(name: &str) -> Result<Machine> {
     schedlab_machine::load(name).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-pub fn load_kernel_patched(
-    name: &str,
-    patch: Option<&str>,
-    features: Option<&str>,
-) -> Result<KernelProfile> {
+pub fn load_kernel_patched(name: &str, patch: Option<&str>, features: Option<&str>) -> Result<KernelProfile> {
     let mut k = load_kernel(name, None)?;
     if let Some(p) = patch {
         k.apply_patches(p).map_err(anyhow::Error::msg)?;
@@ -303,10 +279,7 @@ pub fn parse_duration(s: &str) -> Result<u64> {
     } else {
         bail!("duration {s:?} needs a unit: e.g. 2s, 500ms, 250us");
     };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .with_context(|| format!("duration {s:?} is not a number with a unit (e.g. 2s)"))?;
+    let v: f64 = num.trim().parse().with_context(|| format!("duration {s:?} is not a number with a unit (e.g. 2s)"))?;
     if !v.is_finite() || v <= 0.0 {
         bail!("duration {s:?} must be positive");
     }
@@ -319,26 +292,14 @@ pub fn parse_duration(s: &str) -> Result<u64> {
 
 pub fn prepare(args: &RunArgs) -> Result<Prepared> {
     let machine = load_machine(&args.machine)?;
-    let kernel = load_kernel_patched(
-        &args.kernel,
-        args.patch.as_deref(),
-        args.features.as_deref(),
-    )?;
+    let kernel = load_kernel_patched(&args.kernel, args.patch.as_deref(), args.features.as_deref())?;
     let params = Params::parse(&args.set.join(",")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let cores = cores_of(&machine);
     let workload = load_workload(&args.workload, &params, &machine, &cores)?;
     for t in &workload.tasks {
         if let Some(c) = &t.cpus {
-            if let Some(bad) = c
-                .iter()
-                .find(|&&x| x as usize >= machine.topology.nr_cpus())
-            {
-                bail!(
-                    "task {} is bound to CPU {bad}, but {} has {} CPUs",
-                    t.name,
-                    machine.name,
-                    machine.topology.nr_cpus()
-                );
+            if let Some(bad) = c.iter().find(|&&x| x as usize >= machine.topology.nr_cpus()) {
+                bail!("task {} is bound to CPU {bad}, but {} has {} CPUs", t.name, machine.name, machine.topology.nr_cpus());
             }
         }
     }
@@ -356,6 +317,7 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared> {
             seed: args.seed,
             duration_ns,
             schedstat: args.schedstat.is_some(),
+            model: schedlab_machine::cost::ModelSwitches::parse(args.machine_model.as_deref().unwrap_or("")).map_err(anyhow::Error::msg)?,
         },
         duration_defaulted,
     })
@@ -405,10 +367,7 @@ mod tests {
         assert_eq!(parse_duration("2s").unwrap(), 2_000_000_000);
         assert_eq!(parse_duration("500ms").unwrap(), 500_000_000);
         assert_eq!(parse_duration("1.5s").unwrap(), 1_500_000_000);
-        assert!(parse_duration("2")
-            .unwrap_err()
-            .to_string()
-            .contains("unit"));
+        assert!(parse_duration("2").unwrap_err().to_string().contains("unit"));
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("xs").is_err());
     }

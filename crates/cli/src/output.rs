@@ -32,31 +32,15 @@ pub fn machine_show(m: &Machine, k: &KernelProfile) -> String {
         m.caches.l1d_kib,
         m.caches.l2_kib,
         m.caches.llc_kib,
-        if m.caches.llc_inclusive {
-            "inclusive"
-        } else {
-            "non-inclusive"
-        }
+        if m.caches.llc_inclusive { "inclusive" } else { "non-inclusive" }
     );
     for n in 0..t.nr_nodes() as u32 {
         let cpus = t.ids_where(|c| c.node == n);
-        let d: Vec<String> = t.distance_matrix()[n as usize]
-            .iter()
-            .map(|x| x.to_string())
-            .collect();
-        let _ = writeln!(
-            o,
-            "node {n}: cpus {}  distances {}",
-            cpulist(cpus),
-            d.join(" ")
-        );
+        let d: Vec<String> = t.distance_matrix()[n as usize].iter().map(|x| x.to_string()).collect();
+        let _ = writeln!(o, "node {n}: cpus {}  distances {}", cpulist(cpus), d.join(" "));
     }
     let sd = domains(m, k);
-    let _ = writeln!(
-        o,
-        "\nsched domains of cpu0 as {} builds them (bottom-up):",
-        k.name
-    );
+    let _ = writeln!(o, "\nsched domains of cpu0 as {} builds them (bottom-up):", k.name);
     for (i, d) in sd.of(CpuId(0)).enumerate() {
         let _ = writeln!(
             o,
@@ -75,12 +59,7 @@ pub fn machine_show(m: &Machine, k: &KernelProfile) -> String {
     if sd.per_cpu[0].is_empty() {
         let _ = writeln!(o, "  (none: a single CPU has no sched domains)");
     }
-    let _ = writeln!(
-        o,
-        "sd_llc_size {} (cpu0); distinct domains on the machine: {}",
-        sd.sd_llc_size[0],
-        sd.domains.len()
-    );
+    let _ = writeln!(o, "sd_llc_size {} (cpu0); distinct domains on the machine: {}", sd.sd_llc_size[0], sd.domains.len());
     o
 }
 
@@ -92,46 +71,22 @@ pub fn kernel_show(k: &KernelProfile) -> String {
         "pick: {:?}; sd_init: {:?}; find_idlest_group: {:?}; fork placement: {:?}",
         k.pick, k.sd_init, k.find_idlest, k.fork_placement
     );
-    let _ = writeln!(
-        o,
-        "level names: {} {} {} {}",
-        k.level_names.smt, k.level_names.cls, k.level_names.mc, k.level_names.pkg
-    );
+    let _ = writeln!(o, "level names: {} {} {} {}", k.level_names.smt, k.level_names.cls, k.level_names.mc, k.level_names.pkg);
     let _ = writeln!(o, "algorithm variants:");
     let _ = writeln!(o, "  select_task_rq_fair shape   {:?}", k.select_shape);
     let _ = writeln!(o, "  wake_wide                   {:?}", k.wake_wide);
-    let _ = writeln!(
-        o,
-        "  wake_affine                 {:?} (load: {:?})",
-        k.wake_affine, k.wake_load
-    );
+    let _ = writeln!(o, "  wake_affine                 {:?} (load: {:?})", k.wake_affine, k.wake_load);
     let _ = writeln!(
         o,
         "  select_idle_sibling         {:?}{}{}",
         k.sis,
-        if k.sis_scan_from_next {
-            ", scan from target+1"
-        } else {
-            ", scan from target"
-        },
-        if k.sis_cluster_first {
-            ", cluster first"
-        } else {
-            ""
-        }
+        if k.sis_scan_from_next { ", scan from target+1" } else { ", scan from target" },
+        if k.sis_cluster_first { ", cluster first" } else { "" }
     );
     let _ = writeln!(o, "  recent_used_cpu             {:?}", k.recent_used);
     let _ = writeln!(o, "  TTWU_QUEUE wake lists       {:?}", k.ttwu_queue);
     if !k.patches.is_empty() {
-        let _ = writeln!(
-            o,
-            "patches: {}",
-            k.patches
-                .iter()
-                .map(|p| p.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let _ = writeln!(o, "patches: {}", k.patches.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "));
     }
     let t = &k.tunables;
     let _ = writeln!(
@@ -147,28 +102,13 @@ pub fn kernel_show(k: &KernelProfile) -> String {
     );
     let _ = writeln!(o, "features:");
     for f in SchedFeat::ALL {
-        let _ = writeln!(
-            o,
-            "  {}{}",
-            if k.features.has(*f) { "" } else { "NO_" },
-            f.name()
-        );
+        let _ = writeln!(o, "  {}{}", if k.features.has(*f) { "" } else { "NO_" }, f.name());
     }
     o
 }
 
 fn util(res: &RunResult) -> (f64, f64, f64) {
-    let u: Vec<f64> = res
-        .cpus
-        .iter()
-        .map(|&(b, i)| {
-            if b + i == 0 {
-                0.0
-            } else {
-                b as f64 / (b + i) as f64
-            }
-        })
-        .collect();
+    let u: Vec<f64> = res.cpus.iter().map(|&(b, i)| if b + i == 0 { 0.0 } else { b as f64 / (b + i) as f64 }).collect();
     let avg = u.iter().sum::<f64>() / u.len().max(1) as f64;
     let min = u.iter().cloned().fold(f64::INFINITY, f64::min);
     let max = u.iter().cloned().fold(0.0, f64::max);
@@ -176,12 +116,7 @@ fn util(res: &RunResult) -> (f64, f64, f64) {
 }
 
 fn params_str(p: &Prepared) -> String {
-    p.workload
-        .params
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
+    p.workload.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
 pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
@@ -194,39 +129,16 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
         p.machine.name,
         p.machine.topology.nr_cpus(),
         p.kernel.name,
-        args.features
-            .as_deref()
-            .map(|f| format!(" [{f}]"))
-            .unwrap_or_default(),
+        args.features.as_deref().map(|f| format!(" [{f}]")).unwrap_or_default(),
         args.seed
     );
     if p.duration_defaulted {
-        let _ = writeln!(
-            o,
-            "  (time-bounded workload: --duration not given, simulating 1s)"
-        );
+        let _ = writeln!(o, "  (time-bounded workload: --duration not given, simulating 1s)");
     }
-    let dir = if r.higher_is_better {
-        "higher is better"
-    } else {
-        "lower is better"
-    };
-    let _ = writeln!(
-        o,
-        "  {:<22} {:.6} {}   ({dir})",
-        r.metric_name, r.metric_value, r.metric_unit
-    );
-    let _ = writeln!(
-        o,
-        "  {:<22} {:.3} ms",
-        "simulated time",
-        r.simulated_ns as f64 / 1e6
-    );
-    let _ = writeln!(
-        o,
-        "  {:<22} {} voluntary, {} involuntary",
-        "context switches", r.voluntary_switches, r.involuntary_switches
-    );
+    let dir = if r.higher_is_better { "higher is better" } else { "lower is better" };
+    let _ = writeln!(o, "  {:<22} {:.6} {}   ({dir})", r.metric_name, r.metric_value, r.metric_unit);
+    let _ = writeln!(o, "  {:<22} {:.3} ms", "simulated time", r.simulated_ns as f64 / 1e6);
+    let _ = writeln!(o, "  {:<22} {} voluntary, {} involuntary", "context switches", r.voluntary_switches, r.involuntary_switches);
     let _ = writeln!(o, "  {:<22} {}", "wakeups", r.wakeups);
     let _ = writeln!(o, "  {:<22} {}", "migrations", r.migrations);
     let _ = writeln!(o, "  {:<22} {}", "mm switches", r.mm_switches);
@@ -240,18 +152,18 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
         r.run_delay_max as f64 / 1e3
     );
     let (avg, min, max) = util(r);
+    let _ = writeln!(o, "  {:<22} avg {:.1}%  min {:.1}%  max {:.1}%", "CPU busy", avg * 100.0, min * 100.0, max * 100.0);
+    let _ = writeln!(o, "  {:<22} {} created, {} exited, {} simulation events", "tasks", r.tasks_created, r.tasks_exited, r.events);
     let _ = writeln!(
         o,
-        "  {:<22} avg {:.1}%  min {:.1}%  max {:.1}%",
-        "CPU busy",
-        avg * 100.0,
-        min * 100.0,
-        max * 100.0
-    );
-    let _ = writeln!(
-        o,
-        "  {:<22} {} created, {} exited, {} simulation events",
-        "tasks", r.tasks_created, r.tasks_exited, r.events
+        "  {:<22} L2 misses {}, LLC misses {}, DRAM {:.1} MB ({:.1} MB remote), rq-lock wait {:.3} ms, idle exit {:.3} ms",
+        "machine",
+        r.l2_misses,
+        r.llc_misses,
+        r.dram_bytes as f64 / 1e6,
+        r.remote_bytes as f64 / 1e6,
+        r.rq_lock_wait_ns as f64 / 1e6,
+        r.idle_exit_ns as f64 / 1e6
     );
     o.push_str(&wakeup_table(r));
     o
@@ -270,37 +182,15 @@ fn pct(n: u64, d: u64) -> f64 {
 /// domain level with it, and that wake_affine() pulled (schedstat, charged to the waker).
 pub fn wakeup_table(r: &RunResult) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "  wakeups ({} try_to_wake_up calls; shares of all):",
-        r.ttwu_count
-    );
-    let _ = writeln!(
-        o,
-        "    {:<36} {:>10} ({:5.1}%)",
-        "Wakeups on same CPU",
-        r.ttwu_local,
-        pct(r.ttwu_local, r.ttwu_count)
-    );
+    let _ = writeln!(o, "  wakeups ({} try_to_wake_up calls; shares of all):", r.ttwu_count);
+    let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", "Wakeups on same CPU", r.ttwu_local, pct(r.ttwu_local, r.ttwu_count));
     for (name, remote, _) in &r.wakeup_levels {
         let label = format!("Wakeups on same {name} cpus");
-        let _ = writeln!(
-            o,
-            "    {:<36} {:>10} ({:5.1}%)",
-            label,
-            remote,
-            pct(*remote, r.ttwu_count)
-        );
+        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, remote, pct(*remote, r.ttwu_count));
     }
     for (name, _, affine) in &r.wakeup_levels {
         let label = format!("Affine wakeups on same {name} cpus");
-        let _ = writeln!(
-            o,
-            "    {:<36} {:>10} ({:5.1}%)",
-            label,
-            affine,
-            pct(*affine, r.ttwu_count)
-        );
+        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, affine, pct(*affine, r.ttwu_count));
     }
     o
 }
@@ -337,7 +227,15 @@ pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
         "run_delay_ns": { "p50": r.run_delay_p50, "p90": r.run_delay_p90, "p99": r.run_delay_p99, "max": r.run_delay_max },
         "cpus": r.cpus.iter().enumerate().map(|(i, &(b, idle))| json!({"cpu": i, "busy_ns": b, "idle_ns": idle})).collect::<Vec<_>>(),
         "tasks": { "created": r.tasks_created, "exited": r.tasks_exited },
-        "machine_counters": { "mm_switches": r.mm_switches, "idle_exit_ns": r.idle_exit_ns },
+        "machine": {
+            "l2_misses": r.l2_misses,
+            "llc_misses": r.llc_misses,
+            "dram_bytes": r.dram_bytes,
+            "remote_bytes": r.remote_bytes,
+            "rq_lock_wait_ns": r.rq_lock_wait_ns,
+            "idle_exit_ns": r.idle_exit_ns,
+            "mm_switches": r.mm_switches,
+        },
         "schedstat": schedstat_json(r),
         "events": r.events,
     })

@@ -6,24 +6,11 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-const PRESETS: &[&str] = &[
-    "x86-12",
-    "skylake-2s",
-    "zen3-2s-nps1",
-    "zen3-2s-nps2",
-    "zen3-2s-nps4",
-    "spr-112",
-    "numa-2n-96",
-    "laptop-4c8t",
-    "local",
-];
+const PRESETS: &[&str] =
+    &["x86-12", "skylake-2s", "zen3-2s-nps1", "zen3-2s-nps2", "zen3-2s-nps4", "spr-112", "numa-2n-96", "laptop-4c8t", "local"];
 
 fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("cannot start the schedlab binary")
+    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).env_remove("RUST_BACKTRACE").output().expect("cannot start the schedlab binary")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -33,12 +20,7 @@ fn text(bytes: &[u8]) -> String {
 /// Runs a command that must succeed; returns its stdout.
 fn ok(args: &[&str]) -> String {
     let out = schedlab(args);
-    assert!(
-        out.status.success(),
-        "schedlab {args:?} failed with {:?}\nstderr:\n{}",
-        out.status,
-        text(&out.stderr)
-    );
+    assert!(out.status.success(), "schedlab {args:?} failed with {:?}\nstderr:\n{}", out.status, text(&out.stderr));
     text(&out.stdout)
 }
 
@@ -47,21 +29,10 @@ fn ok(args: &[&str]) -> String {
 fn usage_error(args: &[&str], needles: &[&str]) -> String {
     let out = schedlab(args);
     let err = text(&out.stderr);
-    assert!(
-        !err.contains("panicked"),
-        "schedlab {args:?} panicked:\n{err}"
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "schedlab {args:?}: expected exit code 2, got {:?}\nstderr:\n{err}",
-        out.status
-    );
+    assert!(!err.contains("panicked"), "schedlab {args:?} panicked:\n{err}");
+    assert_eq!(out.status.code(), Some(2), "schedlab {args:?}: expected exit code 2, got {:?}\nstderr:\n{err}", out.status);
     for n in needles {
-        assert!(
-            err.contains(n),
-            "schedlab {args:?}: stderr does not mention {n:?}:\n{err}"
-        );
+        assert!(err.contains(n), "schedlab {args:?}: stderr does not mention {n:?}:\n{err}");
     }
     err
 }
@@ -70,28 +41,13 @@ fn run_json(extra: &[&str]) -> (Vec<u8>, Value) {
     let mut args = vec!["run", "--json"];
     args.extend_from_slice(extra);
     let out = schedlab(&args);
-    assert!(
-        out.status.success(),
-        "schedlab {args:?} failed:\n{}",
-        text(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "schedlab {args:?} printed invalid JSON ({e}):\n{}",
-            text(&out.stdout)
-        )
-    });
+    assert!(out.status.success(), "schedlab {args:?} failed:\n{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("schedlab {args:?} printed invalid JSON ({e}):\n{}", text(&out.stdout)));
     (out.stdout, v)
 }
 
-const HACKBENCH_SMALL: &[&str] = &[
-    "--machine",
-    "x86-12",
-    "--workload",
-    "hackbench",
-    "--set",
-    "groups=2,loops=20",
-];
+const HACKBENCH_SMALL: &[&str] = &["--machine", "x86-12", "--workload", "hackbench", "--set", "groups=2,loops=20"];
 
 /// (level name, span weight) of cpu0's sched domains, bottom-up, as printed
 /// by `machine show`.
@@ -136,10 +92,7 @@ fn tmp_dir(tag: &str) -> PathBuf {
 #[test]
 fn machines_lists_all_presets() {
     let out = ok(&["machines"]);
-    let names: Vec<&str> = out
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
+    let names: Vec<&str> = out.lines().filter_map(|l| l.split_whitespace().next()).collect();
     for p in PRESETS {
         assert!(names.contains(p), "`schedlab machines` lacks {p}:\n{out}");
     }
@@ -151,22 +104,11 @@ fn machine_show_zen3_nps4_has_smt_mc_and_numa_levels() {
     let d = domain_weights(&out);
     assert_eq!(d.first(), Some(&("SMT".to_string(), 2)), "{out}");
     assert!(d.contains(&("MC".to_string(), 16)), "{out}");
-    let numa: Vec<u64> = d
-        .iter()
-        .filter(|(n, _)| n == "NUMA")
-        .map(|(_, w)| *w)
-        .collect();
+    let numa: Vec<u64> = d.iter().filter(|(n, _)| n == "NUMA").map(|(_, w)| *w).collect();
     assert!(!numa.is_empty(), "no NUMA level:\n{out}");
-    assert_eq!(
-        numa.last(),
-        Some(&256),
-        "top NUMA level must span all CPUs:\n{out}"
-    );
+    assert_eq!(numa.last(), Some(&256), "top NUMA level must span all CPUs:\n{out}");
     let weights: Vec<u64> = d.iter().map(|(_, w)| *w).collect();
-    assert!(
-        weights.windows(2).all(|w| w[0] < w[1]),
-        "span weights must grow bottom-up: {weights:?}"
-    );
+    assert!(weights.windows(2).all(|w| w[0] < w[1]), "span weights must grow bottom-up: {weights:?}");
 }
 
 #[test]
@@ -191,10 +133,7 @@ fn machine_show_local() {
 #[test]
 fn kernels_lists_profiles() {
     let out = ok(&["kernels"]);
-    let names: Vec<&str> = out
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
+    let names: Vec<&str> = out.lines().filter_map(|l| l.split_whitespace().next()).collect();
     for k in ["v3.10", "v6.6", "v6.12"] {
         assert!(names.contains(&k), "`schedlab kernels` lacks {k}:\n{out}");
     }
@@ -213,10 +152,7 @@ fn kernel_show_v6_6_lists_eevdf_features() {
 fn workloads_lists_builtins() {
     let out = ok(&["workloads"]);
     for w in ["hackbench", "pipe", "context_switch1", "pgbench", "soaker"] {
-        assert!(
-            out.lines().any(|l| l.starts_with(&format!("{w}:"))),
-            "`schedlab workloads` lacks {w}:\n{out}"
-        );
+        assert!(out.lines().any(|l| l.starts_with(&format!("{w}:"))), "`schedlab workloads` lacks {w}:\n{out}");
     }
 }
 
@@ -238,18 +174,8 @@ fn another_seed_keeps_shape_but_changes_details() {
     let (_, b) = run_json(&args);
     assert_eq!(shape(&a), shape(&b), "JSON shape depends on the seed");
     assert_eq!(b["seed"], 2);
-    let detail = |v: &Value| {
-        (
-            v["simulated_ns"].clone(),
-            v["run_delay_ns"].clone(),
-            v["context_switches"].clone(),
-        )
-    };
-    assert_ne!(
-        detail(&a),
-        detail(&b),
-        "seeds 1 and 2 gave the same simulated time, run delay and context switches"
-    );
+    let detail = |v: &Value| (v["simulated_ns"].clone(), v["run_delay_ns"].clone(), v["context_switches"].clone());
+    assert_ne!(detail(&a), detail(&b), "seeds 1 and 2 gave the same simulated time, run delay and context switches");
 }
 
 #[test]
@@ -268,45 +194,23 @@ fn run_json_has_required_keys_and_conserves_cpu_time() {
     num("/context_switches/involuntary");
     num("/migrations");
     let wakeups = num("/wakeups");
-    let (p50, p90, p99, max) = (
-        num("/run_delay_ns/p50"),
-        num("/run_delay_ns/p90"),
-        num("/run_delay_ns/p99"),
-        num("/run_delay_ns/max"),
-    );
-    assert!(
-        p50 <= p90 && p90 <= p99 && p99 <= max,
-        "{p50} {p90} {p99} {max}"
-    );
+    let (p50, p90, p99, max) = (num("/run_delay_ns/p50"), num("/run_delay_ns/p90"), num("/run_delay_ns/p99"), num("/run_delay_ns/max"));
+    assert!(p50 <= p90 && p90 <= p99 && p99 <= max, "{p50} {p90} {p99} {max}");
     let sim = num("/simulated_ns");
     assert!(sim > 0);
-    assert!(
-        voluntary > 0 && wakeups > 0,
-        "hackbench must block and wake"
-    );
+    assert!(voluntary > 0 && wakeups > 0, "hackbench must block and wake");
     let cpus = v["cpus"].as_array().expect("cpus is an array");
     assert_eq!(cpus.len(), 12, "x86-12 has 12 CPUs");
     for (i, c) in cpus.iter().enumerate() {
         let busy = c["busy_ns"].as_u64().expect("busy_ns");
         let idle = c["idle_ns"].as_u64().expect("idle_ns");
-        assert_eq!(
-            busy + idle,
-            sim,
-            "cpu{i}: busy_ns {busy} + idle_ns {idle} != simulated_ns {sim}"
-        );
+        assert_eq!(busy + idle, sim, "cpu{i}: busy_ns {busy} + idle_ns {idle} != simulated_ns {sim}");
     }
 }
 
 #[test]
 fn time_bounded_workload_runs_exactly_its_duration() {
-    let (_, v) = run_json(&[
-        "--workload",
-        "soaker",
-        "--set",
-        "tasks=4",
-        "--duration",
-        "50ms",
-    ]);
+    let (_, v) = run_json(&["--workload", "soaker", "--set", "tasks=4", "--duration", "50ms"]);
     assert_eq!(v["simulated_ns"], 50_000_000u64, "{v:#}");
 }
 
@@ -322,61 +226,34 @@ fn unknown_machine_lists_presets() {
 
 #[test]
 fn unknown_kernel_lists_profiles() {
-    usage_error(
-        &["run", "--kernel", "v9.9"],
-        &["v9.9", "v3.10", "v6.6", "v6.12"],
-    );
+    usage_error(&["run", "--kernel", "v9.9"], &["v9.9", "v3.10", "v6.6", "v6.12"]);
     usage_error(&["kernel", "show", "v9.9"], &["v9.9", "v6.12"]);
 }
 
 #[test]
 fn unknown_workload_lists_builtins() {
-    usage_error(
-        &["run", "--workload", "nosuchbench"],
-        &[
-            "nosuchbench",
-            "hackbench",
-            "pipe",
-            "context_switch1",
-            "soaker",
-        ],
-    );
+    usage_error(&["run", "--workload", "nosuchbench"], &["nosuchbench", "hackbench", "pipe", "context_switch1", "soaker"]);
 }
 
 #[test]
 fn unknown_set_key_lists_parameters() {
-    usage_error(
-        &["run", "--workload", "hackbench", "--set", "bogus=1"],
-        &["bogus", "groups", "loops"],
-    );
+    usage_error(&["run", "--workload", "hackbench", "--set", "bogus=1"], &["bogus", "groups", "loops"]);
 }
 
 #[test]
 fn zero_groups_is_out_of_range() {
-    usage_error(
-        &["run", "--workload", "hackbench", "--set", "groups=0"],
-        &["groups=0", "between 1"],
-    );
+    usage_error(&["run", "--workload", "hackbench", "--set", "groups=0"], &["groups=0", "between 1"]);
 }
 
 #[test]
 fn malformed_duration_asks_for_a_unit() {
-    usage_error(
-        &["run", "--workload", "soaker", "--duration", "5"],
-        &["\"5\"", "unit", "500ms"],
-    );
-    usage_error(
-        &["run", "--workload", "soaker", "--duration", "fast"],
-        &["\"fast\"", "2s"],
-    );
+    usage_error(&["run", "--workload", "soaker", "--duration", "5"], &["\"5\"", "unit", "500ms"]);
+    usage_error(&["run", "--workload", "soaker", "--duration", "fast"], &["\"fast\"", "2s"]);
 }
 
 #[test]
 fn unknown_feature_bit_lists_valid_bits() {
-    usage_error(
-        &["run", "--features", "NO_PLACE_LAGG"],
-        &["NO_PLACE_LAGG", "PLACE_LAG", "RUN_TO_PARITY", "NO_"],
-    );
+    usage_error(&["run", "--features", "NO_PLACE_LAGG"], &["NO_PLACE_LAGG", "PLACE_LAG", "RUN_TO_PARITY", "NO_"]);
 }
 
 #[test]
@@ -385,10 +262,7 @@ fn machine_file_with_unknown_key_is_refused() {
     let f = dir.join("bad.toml");
     std::fs::write(&f, "name = \"bad\"\nbogus_key = 1\n").unwrap();
     let path = f.to_str().unwrap();
-    usage_error(
-        &["run", "--machine", path],
-        &["bogus_key", "machine-format.md"],
-    );
+    usage_error(&["run", "--machine", path], &["bogus_key", "machine-format.md"]);
     usage_error(&["machine", "show", path], &["bogus_key"]);
     let _ = std::fs::remove_dir_all(dir);
 }

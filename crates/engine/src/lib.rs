@@ -9,22 +9,22 @@
 //! task needs CPU time, sleeps, or a remote CPU must react.
 
 pub mod metrics;
+pub mod queue;
 pub mod rng;
 
 use metrics::Histogram;
 use rng::Pcg32;
-use schedlab_kernel::{
-    CpuId, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult,
-};
+use schedlab_kernel::{CpuId, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
+use schedlab_machine::cost::{Component, CostModel, ModelSwitches, TaskMem};
 use schedlab_machine::Machine;
 use schedlab_workload::{ChannelKind, MetricSpec, Op, Workload};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Run options.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     pub seed: u64,
+    /// Machine-model components switched on (default: all).
+    pub model: ModelSwitches,
     /// Render /proc/schedstat (version 17) at the end of the run.
     pub schedstat: bool,
     /// Stop at this simulated time (required for time-bounded workloads).
@@ -47,13 +47,6 @@ enum EvKind {
     NohzBalance { cpu: u16 },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Event {
-    at: u64,
-    seq: u64,
-    kind: EvKind,
-}
-
 /// Per-CPU engine state (what the hardware is doing).
 #[derive(Clone, Debug, Default)]
 struct Cpu {
@@ -74,6 +67,8 @@ struct Cpu {
     resched_pending: bool,
     /// Exit latency charged for the wakeup that is ending the current idle period.
     exit_lat: u64,
+    /// Progress rate of the running task, per mille of nominal speed (SMT).
+    rate: u64,
 }
 
 /// Per-task interpreter state.
@@ -140,6 +135,12 @@ pub struct RunResult {
     pub woken_never_ran: u64,
     pub mm_switches: u64,
     pub idle_exit_ns: u64,
+    /// Machine-model counters.
+    pub l2_misses: u64,
+    pub llc_misses: u64,
+    pub dram_bytes: u64,
+    pub remote_bytes: u64,
+    pub rq_lock_wait_ns: u64,
     /// schedstat: try_to_wake_up() calls and those that woke on the waker's CPU.
     pub ttwu_count: u64,
     pub ttwu_local: u64,
@@ -170,7 +171,8 @@ pub struct Sim<'a> {
     wl: &'a Workload,
     now: u64,
     seq: u64,
-    heap: BinaryHeap<Reverse<Event>>,
+    queue: queue::EventQueue,
+    nr_cpus_slots: u32,
     cpus: Vec<Cpu>,
     rt: Vec<TaskRt>,
     chans: Vec<ChanRt>,
@@ -195,17 +197,39 @@ pub struct Sim<'a> {
     /// Latency histograms of `Op::WakeLatency`.
     lat_hists: Vec<Histogram>,
     ilb_pending: bool,
+    cost: CostModel,
+    mem: Vec<TaskMem>,
+    smt: bool,
+    l2_misses: u64,
+    llc_misses: u64,
+    dram_bytes: u64,
+    remote_bytes: u64,
+    rq_lock_wait_ns: u64,
+    /// Per channel: the CPU of the last write (where the message data is warm).
+    chan_writer: Vec<Option<CpuId>>,
 }
 
 const INF: u64 = u64::MAX;
 
+/// Wall time to do `work` nominal ns at `rate` per mille (rounded up).
+#[inline]
+fn wall_for(work: u64, rate: u64) -> u64 {
+    if rate == 1000 {
+        work
+    } else {
+        (work * 1000).div_ceil(rate.max(1))
+    }
+}
+
+/// Payload bytes per channel message for the transfer cost (F-016).
+const MSG_BYTES: u64 = 100;
+
+/// Working set assumed for every task until workloads declare footprints
+/// (docs/FIDELITY.md F-016).
+const DEFAULT_FOOTPRINT: u64 = 64 * 1024;
+
 impl<'a> Sim<'a> {
-    pub fn new(
-        machine: &'a Machine,
-        mut kernel: Kernel,
-        wl: &'a Workload,
-        cfg: &SimConfig,
-    ) -> Sim<'a> {
+    pub fn new(machine: &'a Machine, mut kernel: Kernel, wl: &'a Workload, cfg: &SimConfig) -> Sim<'a> {
         let n = machine.topology.nr_cpus();
         kernel.scan_cost_per_cpu_ns = machine.costs.idle_scan_ns_per_cpu;
         let tick_ns = kernel.tun.tick_ns;
@@ -215,7 +239,8 @@ impl<'a> Sim<'a> {
             wl,
             now: 0,
             seq: 0,
-            heap: BinaryHeap::with_capacity(4 * n + 64),
+            queue: queue::EventQueue::new(5 * n + wl.tasks.len()),
+            nr_cpus_slots: 5 * n as u32,
             cpus: vec![Cpu::default(); n],
             rt: Vec::with_capacity(wl.tasks.len()),
             chans: (0..wl.channels.len())
@@ -223,18 +248,15 @@ impl<'a> Sim<'a> {
                     count: 0,
                     readers: Vec::new(),
                     writers: Vec::new(),
-                    tagged: wl.programs.iter().flatten().any(|op| matches!(*op, Op::ReadTag { chan, .. } | Op::WakeQueued { chan, .. } if chan as usize == i)),
+                    tagged: wl
+                        .programs
+                        .iter()
+                        .flatten()
+                        .any(|op| matches!(*op, Op::ReadTag { chan, .. } | Op::WakeQueued { chan, .. } if chan as usize == i)),
                     tags: Default::default(),
                 })
                 .collect(),
-            sems: wl
-                .sems
-                .iter()
-                .map(|s| SemRt {
-                    count: s.initial as u64,
-                    waiters: Vec::new(),
-                })
-                .collect(),
+            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Vec::new() }).collect(),
             marks: vec![None; 8],
             counters: vec![0; 8],
             rng: Pcg32::new(cfg.seed, 0x5c4ed1ab),
@@ -252,7 +274,19 @@ impl<'a> Sim<'a> {
             sem_stamp: vec![0; wl.sems.len()],
             lat_hists: Vec::new(),
             ilb_pending: false,
+            cost: CostModel::new(machine, cfg.model),
+            mem: Vec::with_capacity(wl.tasks.len()),
+            smt: machine.topology.threads_per_core() > 1,
+            l2_misses: 0,
+            llc_misses: 0,
+            dram_bytes: 0,
+            remote_bytes: 0,
+            rq_lock_wait_ns: 0,
+            chan_writer: vec![None; wl.channels.len()],
         };
+        for cpu in &mut s.cpus {
+            cpu.rate = 1000;
+        }
         // Tasks that exist at time 0 are started from CPU 0, as a shell would fork them.
         for (i, t) in wl.tasks.iter().enumerate() {
             if t.start {
@@ -263,13 +297,40 @@ impl<'a> Sim<'a> {
     }
 
     #[inline]
+    fn slot_of(&self, kind: EvKind) -> u32 {
+        match kind {
+            EvKind::SegEnd { cpu, .. } => 5 * cpu as u32,
+            EvKind::Tick { cpu, .. } => 5 * cpu as u32 + 1,
+            EvKind::Resched { cpu } => 5 * cpu as u32 + 2,
+            EvKind::WakeList { cpu } => 5 * cpu as u32 + 3,
+            EvKind::NohzBalance { cpu } => 5 * cpu as u32 + 4,
+            EvKind::Timer { task } => self.nr_cpus_slots + task,
+        }
+    }
+
+    /// The event a popped slot stands for (gens are current: a rescheduled
+    /// slot replaced its old event, a cancelled one is gone).
+    #[inline]
+    fn kind_of(&self, slot: u32) -> EvKind {
+        if slot >= self.nr_cpus_slots {
+            return EvKind::Timer { task: slot - self.nr_cpus_slots };
+        }
+        let cpu = (slot / 5) as u16;
+        let c = &self.cpus[cpu as usize];
+        match slot % 5 {
+            0 => EvKind::SegEnd { cpu, gen: c.seg_gen },
+            1 => EvKind::Tick { cpu, gen: c.tick_gen },
+            2 => EvKind::Resched { cpu },
+            3 => EvKind::WakeList { cpu },
+            _ => EvKind::NohzBalance { cpu },
+        }
+    }
+
+    #[inline]
     fn push(&mut self, at: u64, kind: EvKind) {
         self.seq += 1;
-        self.heap.push(Reverse(Event {
-            at,
-            seq: self.seq,
-            kind,
-        }));
+        let slot = self.slot_of(kind);
+        self.queue.schedule(slot, at);
     }
 
     #[inline]
@@ -285,13 +346,13 @@ impl<'a> Sim<'a> {
     /// Run to completion (every task exited) or to the duration limit.
     pub fn run(&mut self, cfg: &SimConfig) -> RunResult {
         let limit = cfg.duration_ns.unwrap_or(INF);
-        while let Some(Reverse(ev)) = self.heap.pop() {
-            if ev.at > limit {
+        while let Some((slot, at)) = self.queue.pop() {
+            if at > limit {
                 break;
             }
-            self.now = ev.at;
+            self.now = at;
             self.events += 1;
-            match ev.kind {
+            match self.kind_of(slot) {
                 EvKind::SegEnd { cpu, gen } => {
                     let c = CpuId(cpu);
                     if self.cpus[c.idx()].seg_gen != gen {
@@ -322,7 +383,7 @@ impl<'a> Sim<'a> {
                     if tr.balance_examined > 0 {
                         // The balancing softirq runs on this CPU, in the running task's time.
                         if let Some(t) = self.cpus[c.idx()].running {
-                            self.rt[t.idx()].remaining += tr.balance_examined * self.machine.costs.idle_scan_ns_per_cpu;
+                            self.rt[t.idx()].remaining += tr.balance_examined * self.scan_ns();
                             self.reschedule_segment(c, t);
                         }
                     }
@@ -366,6 +427,9 @@ impl<'a> Sim<'a> {
                 }
                 EvKind::WakeList { cpu } => {
                     let c = CpuId(cpu);
+                    // sched_ttwu_pending() takes this CPU's own rq lock.
+                    let hold = self.machine.costs.rq_lock_hold_ns;
+                    self.rq_lock_wait_ns += self.cost.rq_lock(c, c, self.now, hold);
                     if self.kernel.sched_ttwu_pending(c, self.now) {
                         self.do_schedule(c, SwitchReason::Preempt);
                     }
@@ -375,11 +439,7 @@ impl<'a> Sim<'a> {
                 break;
             }
         }
-        let end = if self.alive == 0 {
-            self.now
-        } else {
-            limit.min(self.now.max(if limit == INF { self.now } else { limit }))
-        };
+        let end = if self.alive == 0 { self.now } else { limit.min(self.now.max(if limit == INF { self.now } else { limit })) };
         self.finish(end)
     }
 
@@ -404,13 +464,11 @@ impl<'a> Sim<'a> {
             nice: ts.nice,
             policy: Default::default(),
             mm: ts.mm,
-            cpus_allowed: ts
-                .cpus
-                .as_ref()
-                .map(|v| v.iter().map(|&c| CpuId(c)).collect()),
+            cpus_allowed: ts.cpus.as_ref().map(|v| v.iter().map(|&c| CpuId(c)).collect()),
         };
         let p = self.kernel.sched_fork(&params, parent, cpu, self.now);
         debug_assert_eq!(p.idx(), self.rt.len());
+        self.mem.push(TaskMem { footprint: DEFAULT_FOOTPRINT, ..Default::default() });
         self.rt.push(TaskRt {
             program: ts.program,
             pc: 0,
@@ -443,23 +501,24 @@ impl<'a> Sim<'a> {
     /// IPI (and leaves its idle state); the local CPU reschedules at the next
     /// op boundary of its running task.
     fn after_wake(&mut self, r: WakeResult, this_cpu: CpuId) {
-        if r.scanned > 0 {
-            // The waker pays for the CPUs its idle search examined.
-            if let Some(w) = self.cpus[this_cpu.idx()].running {
-                self.rt[w.idx()].remaining += r.scanned * self.machine.costs.idle_scan_ns_per_cpu;
+        let waker = self.cpus[this_cpu.idx()].running;
+        if let Some(w) = waker {
+            // The waker pays for the CPUs its idle search examined...
+            let mut extra = r.scanned * self.scan_ns();
+            if !r.queued {
+                // ...and for the enqueue under the target rq's lock (spinning while
+                // another CPU holds it), plus the lock line's transfer.
+                let hold = self.cost.rq_lock_hold(this_cpu, r.cpu);
+                let wait = self.cost.rq_lock(r.cpu, this_cpu, self.now, hold);
+                self.rq_lock_wait_ns += wait;
+                extra += wait + hold;
             }
+            self.rt[w.idx()].remaining += extra;
         }
         if r.queued {
             if r.ipi {
-                let target = r.cpu;
-                let mut lat = self.machine.costs.ipi_ns;
-                if self.cpus[target.idx()].running.is_none() {
-                    let exit = self.idle_exit_latency(target);
-                    self.idle_exit_ns += exit;
-                    self.cpus[target.idx()].exit_lat = exit + self.machine.costs.ipi_ns;
-                    lat += exit;
-                }
-                self.push(self.now + lat, EvKind::WakeList { cpu: target.0 });
+                let lat = self.wake_latency(r.cpu, true);
+                self.push(self.now + lat, EvKind::WakeList { cpu: r.cpu.0 });
             }
             return;
         }
@@ -475,18 +534,40 @@ impl<'a> Sim<'a> {
         if target == this_cpu && !idle {
             return; // handled by the interpreter after the current op
         }
+        let lat = self.wake_latency(target, target != this_cpu);
+        self.cpus[target.idx()].resched_pending = true;
+        self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
+    }
+
+    /// Cost of examining one CPU's runqueue in a search (SCAN component).
+    #[inline]
+    fn scan_ns(&self) -> u64 {
+        if self.cost.sw.on(Component::SCAN) {
+            self.machine.costs.idle_scan_ns_per_cpu
+        } else {
+            0
+        }
+    }
+
+    /// IPI + idle-exit latency to get `target` running (WAKELAT component);
+    /// a CPU polling in the POLL state needs no IPI (TIF_POLLING_NRFLAG).
+    fn wake_latency(&mut self, target: CpuId, ipi: bool) -> u64 {
+        if !self.cost.sw.on(Component::WAKELAT) {
+            return 0;
+        }
         let mut lat = 0;
-        if target != this_cpu {
+        let idle = self.cpus[target.idx()].running.is_none();
+        let exit = if idle { self.idle_exit_latency(target) } else { 0 };
+        let polling = idle && exit == 0;
+        if ipi && !polling {
             lat += self.machine.costs.ipi_ns;
         }
         if idle {
-            let exit = self.idle_exit_latency(target);
             self.idle_exit_ns += exit;
             lat += exit;
             self.cpus[target.idx()].exit_lat = lat;
         }
-        self.cpus[target.idx()].resched_pending = true;
-        self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
+        lat
     }
 
     /// Send a reschedule IPI to `target` (it leaves idle first if idle).
@@ -494,13 +575,7 @@ impl<'a> Sim<'a> {
         if self.cpus[target.idx()].resched_pending {
             return;
         }
-        let mut lat = self.machine.costs.ipi_ns;
-        if self.cpus[target.idx()].running.is_none() {
-            let exit = self.idle_exit_latency(target);
-            self.idle_exit_ns += exit;
-            lat += exit;
-            self.cpus[target.idx()].exit_lat = lat;
-        }
+        let lat = self.wake_latency(target, true);
         self.cpus[target.idx()].resched_pending = true;
         self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
     }
@@ -511,21 +586,63 @@ impl<'a> Sim<'a> {
             return;
         }
         self.ilb_pending = true;
-        let lat = self.machine.costs.ipi_ns + self.idle_exit_latency(ilb);
+        let lat = self.wake_latency(ilb, true);
         self.push(self.now + lat, EvKind::NohzBalance { cpu: ilb.0 });
     }
 
     /// The running task's remaining work changed: move its segment end.
     fn reschedule_segment(&mut self, c: CpuId, t: TaskId) {
+        let done = self.seg_done(c);
         let cpu = &mut self.cpus[c.idx()];
-        let done = self.now.saturating_sub(cpu.seg_start);
         let r = &mut self.rt[t.idx()];
         r.remaining = r.remaining.saturating_sub(done);
         cpu.seg_start = self.now.max(cpu.seg_start);
         cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
         let gen = cpu.seg_gen;
-        let at = cpu.seg_start + r.remaining;
+        let at = cpu.seg_start + wall_for(r.remaining, cpu.rate);
         self.push(at, EvKind::SegEnd { cpu: c.0, gen });
+    }
+
+    /// Work (nominal ns) the running task of `c` has done in its current segment.
+    #[inline]
+    fn seg_done(&self, c: CpuId) -> u64 {
+        let cpu = &self.cpus[c.idx()];
+        self.now.saturating_sub(cpu.seg_start) * cpu.rate / 1000
+    }
+
+    /// SMT: `c` became busy or idle; its siblings' running tasks change speed.
+    fn smt_changed(&mut self, c: CpuId) {
+        if !self.smt {
+            return;
+        }
+        let mut sibs = [CpuId(0); 8];
+        let mut n = 0;
+        for s in self.kernel.sd.smt_mask[c.idx()].iter().take(8) {
+            sibs[n] = s;
+            n += 1;
+        }
+        for &s in &sibs[..n] {
+            let busy_sib = self.kernel.sd.smt_mask[s.idx()].iter().any(|o| o != s && self.cpus[o.idx()].running.is_some());
+            let rate = self.cost.smt_rate(busy_sib);
+            if rate == self.cpus[s.idx()].rate {
+                continue;
+            }
+            match self.cpus[s.idx()].running {
+                Some(t) if s != c => {
+                    let done = self.seg_done(s);
+                    let r = &mut self.rt[t.idx()];
+                    r.remaining = r.remaining.saturating_sub(done);
+                    let cpu = &mut self.cpus[s.idx()];
+                    cpu.seg_start = self.now.max(cpu.seg_start);
+                    cpu.rate = rate;
+                    cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
+                    let gen = cpu.seg_gen;
+                    let at = cpu.seg_start + wall_for(self.rt[t.idx()].remaining, rate);
+                    self.push(at, EvKind::SegEnd { cpu: s.0, gen });
+                }
+                _ => self.cpus[s.idx()].rate = rate,
+            }
+        }
     }
 
     /// Exit latency of the idle state the governor chose for `c`: the deepest
@@ -535,11 +652,7 @@ impl<'a> Sim<'a> {
     /// predictions; we use an EWMA of this CPU's past idle intervals.
     fn idle_exit_latency(&self, c: CpuId) -> u64 {
         let pred = self.cpus[c.idx()].idle_pred_ns;
-        let mut lat = self
-            .machine
-            .idle_states
-            .first()
-            .map_or(0, |s| s.exit_latency_ns);
+        let mut lat = self.machine.idle_states.first().map_or(0, |s| s.exit_latency_ns);
         for s in &self.machine.idle_states {
             if s.target_residency_ns <= pred {
                 lat = s.exit_latency_ns;
@@ -554,7 +667,7 @@ impl<'a> Sim<'a> {
         // Account the progress of the running task up to now.
         if let Some(t) = self.cpus[c.idx()].running {
             if reason == SwitchReason::Preempt {
-                let done = now.saturating_sub(self.cpus[c.idx()].seg_start);
+                let done = self.seg_done(c);
                 let r = &mut self.rt[t.idx()];
                 r.remaining = r.remaining.saturating_sub(done);
             }
@@ -569,7 +682,7 @@ impl<'a> Sim<'a> {
         if res.balance_examined > 0 {
             if let Some(nx) = res.next {
                 // Newly-idle balancing ran before the switch to the pulled task.
-                self.rt[nx.idx()].remaining += res.balance_examined * self.machine.costs.idle_scan_ns_per_cpu;
+                self.rt[nx.idx()].remaining += res.balance_examined * self.scan_ns();
             }
         }
         self.switch_to(c, res.prev, res.next);
@@ -589,6 +702,8 @@ impl<'a> Sim<'a> {
                 cpu.running = None;
                 cpu.tick_gen = cpu.tick_gen.wrapping_add(1);
                 cpu.tick_armed = false;
+                self.queue.cancel(5 * c.0 as u32);
+                self.queue.cancel(5 * c.0 as u32 + 1);
             }
             Some(nx) => {
                 if was_idle {
@@ -601,24 +716,46 @@ impl<'a> Sim<'a> {
                     cpu.since = now;
                 }
                 let mut cost = 0;
+                let switch_on = self.cost.sw.on(Component::SWITCH);
                 if prev != next {
-                    cost += self.machine.costs.context_switch_ns;
+                    if switch_on {
+                        cost += self.machine.costs.context_switch_ns;
+                    }
                     let mm = self.kernel.tasks[nx.idx()].mm;
                     if cpu.last_mm != Some(mm) {
-                        cost += self.machine.costs.mm_switch_ns;
+                        if switch_on {
+                            cost += self.machine.costs.mm_switch_ns;
+                        }
                         if cpu.last_mm.is_some() {
                             self.mm_switches += 1;
                         }
                         cpu.last_mm = Some(mm);
                     }
+                    // __schedule() holds this rq's lock for the pick.
+                    let hold = self.machine.costs.rq_lock_hold_ns;
+                    let wait = self.cost.rq_lock(c, c, now, hold);
+                    self.rq_lock_wait_ns += wait;
+                    cost += wait;
+                    // The incoming task refills what it lost from this CPU's caches.
+                    let refill = self.cost.switch_in(&mut self.mem[nx.idx()], c);
+                    self.l2_misses += refill.l2_misses;
+                    self.llc_misses += refill.llc_misses;
+                    self.dram_bytes += refill.dram_bytes;
+                    self.remote_bytes += refill.remote_bytes;
+                    self.rt[nx.idx()].remaining += refill.ns;
                 }
+                let cpu = &mut self.cpus[c.idx()];
                 cpu.running = Some(nx);
                 cpu.seg_start = now + cost;
                 let gen = cpu.seg_gen;
-                let at = cpu.seg_start + self.rt[nx.idx()].remaining;
+                let rate = cpu.rate;
+                let at = cpu.seg_start + wall_for(self.rt[nx.idx()].remaining, rate);
                 self.push(at, EvKind::SegEnd { cpu: c.0, gen });
                 self.arm_tick(c);
             }
+        }
+        if was_idle != next.is_none() {
+            self.smt_changed(c);
         }
     }
 
@@ -634,7 +771,7 @@ impl<'a> Sim<'a> {
             if self.rt[t.idx()].remaining > 0 {
                 let gen = self.cpus[c.idx()].seg_gen;
                 self.cpus[c.idx()].seg_start = self.now;
-                let at = self.now + self.rt[t.idx()].remaining;
+                let at = self.now + wall_for(self.rt[t.idx()].remaining, self.cpus[c.idx()].rate);
                 self.push(at, EvKind::SegEnd { cpu: c.0, gen });
                 return;
             }
@@ -684,7 +821,9 @@ impl<'a> Sim<'a> {
                         match self.chan_read(c, t, chan, matches!(op, Op::ReadTag { .. })) {
                             ChanOutcome::Blocked => return,
                             ChanOutcome::Done { woke } => {
-                                let j = self.jitter(cost);
+                                // The message's lines come from the writer's caches.
+                                let xfer = self.chan_writer[chan as usize].map_or(0, |w| self.cost.message_ns(w, c, MSG_BYTES));
+                                let j = self.jitter(cost) + xfer;
                                 let r = &mut self.rt[t.idx()];
                                 r.remaining = j;
                                 r.stage = 1;
@@ -717,11 +856,7 @@ impl<'a> Sim<'a> {
                 }
                 Op::SemPost { sem, n } => {
                     self.advance(t);
-                    let sync = if wl.sems[sem as usize].sync {
-                        WakeFlags::SYNC
-                    } else {
-                        WakeFlags::default()
-                    };
+                    let sync = if wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
                     let s = &mut self.sems[sem as usize];
                     let ws: Vec<TaskId> = if n == u32::MAX {
                         s.count = u64::MAX / 2;
@@ -865,9 +1000,11 @@ impl<'a> Sim<'a> {
         if ch.tagged {
             ch.tags.push_back(tag);
         }
+        self.chan_writer[chan as usize] = Some(c);
         let reader = (!ch.readers.is_empty()).then(|| ch.readers.remove(0));
         // pipe_write(): a woken writer wakes the next one if space remains.
-        let next_writer = (matches!(spec.kind, ChannelKind::Pipe { .. }) && ch.count < spec.capacity && !ch.writers.is_empty()).then(|| ch.writers.remove(0));
+        let next_writer = (matches!(spec.kind, ChannelKind::Pipe { .. }) && ch.count < spec.capacity && !ch.writers.is_empty())
+            .then(|| ch.writers.remove(0));
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
         self.advance(t);
         let mut woke = false;
@@ -899,7 +1036,9 @@ impl<'a> Sim<'a> {
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
         let woken: Vec<TaskId> = match spec.kind {
             // pipe_read(): one exclusive writer once a page's worth of space is free.
-            ChannelKind::Pipe { msgs_per_page } if !ch.writers.is_empty() && ch.count + msgs_per_page <= spec.capacity => vec![ch.writers.remove(0)],
+            ChannelKind::Pipe { msgs_per_page } if !ch.writers.is_empty() && ch.count + msgs_per_page <= spec.capacity => {
+                vec![ch.writers.remove(0)]
+            }
             // unix_write_space(): every writer once the buffer is at most a quarter full.
             ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => std::mem::take(&mut ch.writers),
             _ => Vec::new(),
@@ -983,41 +1122,23 @@ impl<'a> Sim<'a> {
         let busy: Vec<u64> = self.cpus.iter().map(|c| c.busy_ns).collect();
         let schedstat = self.want_schedstat.then(|| self.kernel.schedstat_v17(end, &busy));
         let (name, value, unit) = match &self.wl.metric {
-            MetricSpec::Elapsed {
-                name,
-                start,
-                end: e,
-            } => {
+            MetricSpec::Elapsed { name, start, end: e } => {
                 let s = self.marks[*start as usize].unwrap_or(0);
                 let f = self.marks[*e as usize].unwrap_or(end);
                 (name.clone(), (f - s) as f64 / 1e9, "s".to_string())
             }
-            MetricSpec::Rate {
-                name,
-                unit,
-                counter,
-                start,
-                end: e,
-            } => {
+            MetricSpec::Rate { name, unit, counter, start, end: e } => {
                 let s = start.and_then(|m| self.marks[m as usize]).unwrap_or(0);
                 let f = e.and_then(|m| self.marks[m as usize]).unwrap_or(end);
                 let secs = (f.saturating_sub(s)) as f64 / 1e9;
-                let v = if secs > 0.0 {
-                    self.counters[*counter as usize] as f64 / secs
-                } else {
-                    0.0
-                };
+                let v = if secs > 0.0 { self.counters[*counter as usize] as f64 / secs } else { 0.0 };
                 (name.clone(), v, unit.clone())
             }
             MetricSpec::ScaledRate { name, unit, counter, divisor, start, end: e } => {
                 let s = start.and_then(|m| self.marks[m as usize]).unwrap_or(0);
                 let f = e.and_then(|m| self.marks[m as usize]).unwrap_or(end);
                 let secs = (f.saturating_sub(s)) as f64 / 1e9;
-                let v = if secs > 0.0 {
-                    self.counters[*counter as usize] as f64 / *divisor as f64 / secs
-                } else {
-                    0.0
-                };
+                let v = if secs > 0.0 { self.counters[*counter as usize] as f64 / *divisor as f64 / secs } else { 0.0 };
                 (name.clone(), v, unit.clone())
             }
             MetricSpec::LatencyPercentile { name, hist, q } => {
@@ -1061,6 +1182,11 @@ impl<'a> Sim<'a> {
             woken_never_ran: never_ran,
             mm_switches: self.mm_switches,
             idle_exit_ns: self.idle_exit_ns,
+            l2_misses: self.l2_misses,
+            llc_misses: self.llc_misses,
+            dram_bytes: self.dram_bytes,
+            remote_bytes: self.remote_bytes,
+            rq_lock_wait_ns: self.rq_lock_wait_ns,
             ttwu_count,
             ttwu_local,
             wakeup_levels: levels.into_iter().map(|(n, r, a)| (n.to_string(), r, a)).collect(),
@@ -1071,12 +1197,7 @@ impl<'a> Sim<'a> {
 }
 
 /// Build the kernel for `machine` and run `wl` under `cfg`.
-pub fn run(
-    machine: &Machine,
-    profile: schedlab_kernel::profile::KernelProfile,
-    wl: &Workload,
-    cfg: &SimConfig,
-) -> RunResult {
+pub fn run(machine: &Machine, profile: schedlab_kernel::profile::KernelProfile, wl: &Workload, cfg: &SimConfig) -> RunResult {
     let kernel = Kernel::new(&machine.topology, profile);
     Sim::new(machine, kernel, wl, cfg).run(cfg)
 }

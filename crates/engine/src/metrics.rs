@@ -14,11 +14,7 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram {
-            buckets: vec![0; SUB * EXPS].into_boxed_slice(),
-            count: 0,
-            max: 0,
-        }
+        Histogram { buckets: vec![0; SUB * EXPS].into_boxed_slice(), count: 0, max: 0 }
     }
 }
 

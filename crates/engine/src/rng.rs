@@ -9,10 +9,7 @@ pub struct Pcg32 {
 
 impl Pcg32 {
     pub fn new(seed: u64, stream: u64) -> Self {
-        let mut r = Pcg32 {
-            state: 0,
-            inc: (stream << 1) | 1,
-        };
+        let mut r = Pcg32 { state: 0, inc: (stream << 1) | 1 };
         r.next_u32();
         r.state = r.state.wrapping_add(seed);
         r.next_u32();

@@ -35,7 +35,7 @@ fn go(name: &str, set: &str, duration_ms: Option<u64>) -> RunResult {
         &m,
         profile("v6.12").unwrap(),
         &w,
-        &SimConfig { seed: 3, duration_ns: duration_ms.map(|d| d * MS), schedstat: false },
+        &SimConfig { seed: 3, duration_ns: duration_ms.map(|d| d * MS), schedstat: false, model: Default::default() },
     );
     for &(busy, idle) in &r.cpus {
         assert_eq!(busy + idle, r.simulated_ns, "{name} {set}: CPU time not conserved");
@@ -120,7 +120,7 @@ fn example_files_equal_their_builtins() {
         let set: Vec<String> = from_file.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let built = wl(&m, b.name, &set.join(","));
         assert_eq!(from_file, built, "{}", b.name);
-        let cfg = SimConfig { seed: 11, duration_ns: Some(5 * MS), schedstat: false };
+        let cfg = SimConfig { seed: 11, duration_ns: Some(5 * MS), schedstat: false, model: Default::default() };
         let r1 = run(&m, profile("v6.12").unwrap(), &from_file, &cfg);
         let r2 = run(&m, profile("v6.12").unwrap(), &built, &cfg);
         assert_eq!(r1, r2, "{}", b.name);
@@ -136,7 +136,12 @@ fn rtapp_example_runs() {
     let text = std::fs::read_to_string(&path).unwrap();
     let w = schedlab_workload::rtapp::from_json_str(&text, "rtapp-pingpong.json").unwrap();
     let m = machine();
-    let r = run(&m, profile("v6.12").unwrap(), &w, &SimConfig { seed: 1, duration_ns: Some(50 * MS), schedstat: false });
+    let r = run(
+        &m,
+        profile("v6.12").unwrap(),
+        &w,
+        &SimConfig { seed: 1, duration_ns: Some(50 * MS), schedstat: false, model: Default::default() },
+    );
     assert!(r.metric_value > 100.0, "{} loops/s", r.metric_value);
     for &(busy, idle) in &r.cpus {
         assert_eq!(busy + idle, r.simulated_ns);

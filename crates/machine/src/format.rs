@@ -399,7 +399,7 @@ pub(crate) fn to_toml(m: &Machine) -> String {
     let _ = writeln!(s, "l1d_kib = {}\nl2_kib = {}\nllc_kib = {}\nllc_inclusive = {}", c.l1d_kib, c.l2_kib, c.llc_kib, c.llc_inclusive);
     let k = &m.costs;
     let _ = writeln!(s, "\n[costs]");
-    let fields: [(&str, u64); 15] = [
+    let fields: [(&str, u64); 16] = [
         ("freq_mhz", k.freq_mhz as u64),
         ("context_switch_ns", k.context_switch_ns),
         ("mm_switch_ns", k.mm_switch_ns),
@@ -408,6 +408,7 @@ pub(crate) fn to_toml(m: &Machine) -> String {
         ("c2c_llc_ns", k.c2c_llc_ns),
         ("c2c_cross_llc_ns", k.c2c_cross_llc_ns),
         ("c2c_cross_package_ns", k.c2c_cross_package_ns),
+        ("llc_hit_ns", k.llc_hit_ns),
         ("dram_local_ns", k.dram_local_ns),
         ("dram_remote_ns", k.dram_remote_ns),
         ("smt_factor_pct", k.smt_factor_pct as u64),
@@ -561,6 +562,7 @@ mem_bw_llc_mbps = 20000
 mem_bw_node_mbps = 20000
 rq_lock_hold_ns = 300
 idle_scan_ns_per_cpu = 30
+llc_hit_ns = 15
 [[idle_states]]
 name = "POLL"
 exit_latency_ns = 0

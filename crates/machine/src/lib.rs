@@ -18,6 +18,8 @@
 use std::fmt;
 use std::path::Path;
 
+pub mod cost;
+
 pub use schedlab_topology::{cpulist, parse_cpulist, CpuId, CpuInfo, CpuTopology, CpuVendor};
 
 mod format;
@@ -75,6 +77,8 @@ pub struct Costs {
     pub c2c_cross_llc_ns: u64,
     /// Other package.
     pub c2c_cross_package_ns: u64,
+    /// Load-to-use latency of an L2 miss served by the LLC.
+    pub llc_hit_ns: u64,
     /// Idle load-to-use latency of local DRAM.
     pub dram_local_ns: u64,
     /// Idle load-to-use latency of the farthest node's DRAM.
@@ -306,6 +310,7 @@ pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
         c2c_llc_ns: 40,
         c2c_cross_llc_ns: 110,
         c2c_cross_package_ns: 140,
+        llc_hit_ns: 20,
         dram_local_ns: 90,
         dram_remote_ns: 140,
         smt_factor_pct: 60,

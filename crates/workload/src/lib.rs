@@ -11,7 +11,9 @@
 //! a workload never names a CPU except as user-requested affinity.
 
 pub mod builtin;
+pub mod file;
 pub mod params;
+pub mod rtapp;
 
 pub use params::Params;
 
@@ -39,12 +41,22 @@ pub enum Op {
         cost: u64,
     },
     /// Like `Write`, carrying a tag (e.g. a connection number) with the message.
-    WriteTag { chan: u32, cost: u64, tag: u32 },
+    WriteTag {
+        chan: u32,
+        cost: u64,
+        tag: u32,
+    },
     /// Like `Read`; the message's tag is stored in the task's register.
-    ReadTag { chan: u32, cost: u64 },
+    ReadTag {
+        chan: u32,
+        cost: u64,
+    },
     /// Like `Write`, to channel `chan_base + register` (reply on the connection
     /// whose message was read last: a poll()-multiplexing client).
-    WriteReg { chan_base: u32, cost: u64 },
+    WriteReg {
+        chan_base: u32,
+        cost: u64,
+    },
     /// Block for `ns` (a timer wakes the task, not WF_SYNC).
     Sleep {
         ns: u64,
@@ -84,7 +96,44 @@ pub enum Op {
     Exit {
         cost: u64,
     },
+    /// A reusable barrier (pthread/OpenMP barrier on a futex): block until
+    /// `parties` tasks have arrived at barrier `id`; the last one wakes the
+    /// others (not WF_SYNC) and continues. Every use of `id` names the same `parties`.
+    Barrier {
+        id: u32,
+        parties: u32,
+    },
+    /// poll()/epoll_wait() on one channel: block while it is empty, without
+    /// taking a message (woken like a reader, with the channel's sync flag).
+    Poll {
+        chan: u32,
+    },
+    /// A hub's "wake everyone queued" (schbench `xlist_wake_all`): take every
+    /// message of `chan` (never blocks; none is fine), post one count to
+    /// semaphore `sem_base + tag` of each, stamping those semaphores with the
+    /// current time (one timestamp for the batch), then spend `cost` ns per message.
+    WakeQueued {
+        chan: u32,
+        sem_base: u32,
+        cost: u64,
+    },
+    /// Record `now - (time of the last WakeQueued post of semaphore sem)` in
+    /// latency histogram `hist` (schbench's wakeup latency).
+    WakeLatency {
+        hist: u32,
+        sem: u32,
+    },
+    /// futex_wake / condvar signal: wake up to `n` tasks blocked on semaphore
+    /// `sem` (`u32::MAX` = all: a broadcast); nothing is remembered when
+    /// none waits (a lost wakeup, as pthread_cond_signal has it).
+    SemWake {
+        sem: u32,
+        n: u32,
+    },
 }
+
+/// Number of mark, counter and latency-histogram ids the engine keeps.
+pub const MAX_IDS: u32 = 8;
 
 /// How a blocked writer is woken when a reader frees space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,18 +183,16 @@ pub enum MetricSpec {
     Elapsed { name: String, start: u32, end: u32 },
     /// Counter per second between two marks, or over the whole run when the
     /// marks are absent (time-bounded workloads).
-    Rate {
-        name: String,
-        unit: String,
-        counter: u32,
-        start: Option<u32>,
-        end: Option<u32>,
-    },
+    Rate { name: String, unit: String, counter: u32, start: Option<u32>, end: Option<u32> },
+    /// Like `Rate`, with the counter divided by `divisor` (e.g. bytes -> MB/s).
+    ScaledRate { name: String, unit: String, counter: u32, divisor: u64, start: Option<u32>, end: Option<u32> },
+    /// Quantile `q` (0..1) of latency histogram `hist` (see `Op::WakeLatency`), in us.
+    LatencyPercentile { name: String, hist: u32, q: f64 },
 }
 
 impl MetricSpec {
     pub fn higher_is_better(&self) -> bool {
-        matches!(self, MetricSpec::Rate { .. })
+        matches!(self, MetricSpec::Rate { .. } | MetricSpec::ScaledRate { .. })
     }
 }
 
@@ -209,15 +256,38 @@ impl Workload {
                     {
                         return err(format!("program {pi}: channel {chan} does not exist"));
                     }
-                    Op::SemWait { sem } | Op::SemPost { sem, .. }
-                        if sem as usize >= self.sems.len() =>
-                    {
+                    Op::SemWait { sem } | Op::SemPost { sem, .. } | Op::SemWake { sem, .. } if sem as usize >= self.sems.len() => {
                         return err(format!("program {pi}: semaphore {sem} does not exist"));
                     }
-                    Op::Fork { spec, .. } => {
-                        if spec as usize >= self.tasks.len() || self.tasks[spec as usize].start {
-                            return err(format!("program {pi}: fork of task spec {spec}, which is not a forkable spec"));
+                    Op::Poll { chan } | Op::WakeQueued { chan, .. } if chan as usize >= self.channels.len() => {
+                        return err(format!("program {pi}: channel {chan} does not exist"));
+                    }
+                    Op::WakeLatency { sem, .. } if sem as usize >= self.sems.len() => {
+                        return err(format!("program {pi}: semaphore {sem} does not exist"));
+                    }
+                    Op::Mark { id } | Op::Count { id, .. } | Op::WakeLatency { hist: id, .. } if id >= MAX_IDS => {
+                        return err(format!("program {pi}: mark/counter/histogram id {id} is out of range (0..{MAX_IDS})"));
+                    }
+                    Op::Barrier { id, parties } => {
+                        if parties == 0 || parties as usize > self.tasks.len().max(1) {
+                            return err(format!(
+                                "program {pi}: barrier {id} with {parties} parties, but the workload has {} tasks",
+                                self.tasks.len()
+                            ));
                         }
+                        if id >= 1 << 16 {
+                            return err(format!("program {pi}: barrier id {id} is too large (max 65535)"));
+                        }
+                        let other = self.programs.iter().flatten().find_map(|o| match *o {
+                            Op::Barrier { id: i, parties: p } if i == id && p != parties => Some(p),
+                            _ => None,
+                        });
+                        if let Some(p) = other {
+                            return err(format!("program {pi}: barrier {id} is used with {parties} and with {p} parties"));
+                        }
+                    }
+                    Op::Fork { spec, .. } if spec as usize >= self.tasks.len() || self.tasks[spec as usize].start => {
+                        return err(format!("program {pi}: fork of task spec {spec}, which is not a forkable spec"));
                     }
                     _ => {}
                 }
@@ -228,10 +298,7 @@ impl Workload {
         }
         for t in &self.tasks {
             if t.program as usize >= self.programs.len() {
-                return err(format!(
-                    "task {}: program {} does not exist",
-                    t.name, t.program
-                ));
+                return err(format!("task {}: program {} does not exist", t.name, t.program));
             }
             if let Some(c) = &t.cpus {
                 if c.is_empty() {
@@ -242,6 +309,117 @@ impl Workload {
         for (i, c) in self.channels.iter().enumerate() {
             if c.capacity == 0 {
                 return err(format!("channel {i}: capacity 0"));
+            }
+            if let ChannelKind::Pipe { msgs_per_page: 0 } = c.kind {
+                return err(format!("channel {i}: a pipe with 0 messages per page"));
+            }
+        }
+        self.validate_tags()?;
+        self.validate_metric()?;
+        self.validate_reachable()
+    }
+
+    /// `WakeQueued` posts semaphore `sem_base + tag`: every tag written to its
+    /// channel must name an existing semaphore.
+    fn validate_tags(&self) -> Result<(), WorkloadError> {
+        let ops = || self.programs.iter().enumerate().flat_map(|(pi, p)| p.iter().map(move |o| (pi, *o)));
+        for (pi, op) in ops() {
+            let Op::WakeQueued { chan, sem_base, .. } = op else { continue };
+            for (pj, w) in ops() {
+                let tag = match w {
+                    Op::WriteTag { chan: c, tag, .. } if c == chan => tag,
+                    Op::Write { chan: c, .. } if c == chan => 0,
+                    _ => continue,
+                };
+                if sem_base as u64 + tag as u64 >= self.sems.len() as u64 {
+                    return Err(WorkloadError(format!(
+                        "workload {}: program {pj} writes tag {tag} to channel {chan}, which program {pi} turns into a post of semaphore {}, which does not exist",
+                        self.name, sem_base as u64 + tag as u64
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_metric(&self) -> Result<(), WorkloadError> {
+        let bad =
+            |what: &str, id: u32| Err(WorkloadError(format!("workload {}: metric {what} {id} is out of range (0..{MAX_IDS})", self.name)));
+        match &self.metric {
+            MetricSpec::Elapsed { start, end, .. } => {
+                for &m in [start, end] {
+                    if m >= MAX_IDS {
+                        return bad("mark", m);
+                    }
+                }
+            }
+            MetricSpec::Rate { counter, start, end, .. } | MetricSpec::ScaledRate { counter, start, end, .. } => {
+                if *counter >= MAX_IDS {
+                    return bad("counter", *counter);
+                }
+                for m in [start, end].into_iter().flatten() {
+                    if *m >= MAX_IDS {
+                        return bad("mark", *m);
+                    }
+                }
+                if let MetricSpec::ScaledRate { divisor: 0, .. } = self.metric {
+                    return Err(WorkloadError(format!("workload {}: metric divisor 0", self.name)));
+                }
+            }
+            MetricSpec::LatencyPercentile { hist, q, .. } => {
+                if *hist >= MAX_IDS {
+                    return bad("histogram", *hist);
+                }
+                if !(*q >= 0.0 && *q <= 1.0) {
+                    return Err(WorkloadError(format!("workload {}: metric quantile {q} must be between 0 and 1", self.name)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A wait that nothing can ever end is an error: a semaphore waited on
+    /// with initial count 0 that no op posts, a channel read or polled that no
+    /// op writes.
+    fn validate_reachable(&self) -> Result<(), WorkloadError> {
+        let n_s = self.sems.len();
+        let n_c = self.channels.len();
+        let mut posted = vec![false; n_s];
+        let mut written = vec![false; n_c];
+        let mut post_from = usize::MAX; // SemPost-by-tag from this base on
+        let mut write_from = usize::MAX;
+        for op in self.programs.iter().flatten() {
+            match *op {
+                Op::SemPost { sem, .. } | Op::SemWake { sem, .. } => posted[sem as usize] = true,
+                Op::WakeQueued { sem_base, .. } => post_from = post_from.min(sem_base as usize),
+                Op::Write { chan, .. } | Op::WriteTag { chan, .. } => written[chan as usize] = true,
+                Op::WriteReg { chan_base, .. } => write_from = write_from.min(chan_base as usize),
+                _ => {}
+            }
+        }
+        for (pi, prog) in self.programs.iter().enumerate() {
+            for op in prog {
+                match *op {
+                    Op::SemWait { sem } => {
+                        let s = sem as usize;
+                        if self.sems[s].initial == 0 && !posted[s] && s < post_from {
+                            return Err(WorkloadError(format!(
+                                "workload {}: program {pi} waits on semaphore {sem}, but its initial count is 0 and nothing posts it",
+                                self.name
+                            )));
+                        }
+                    }
+                    Op::Read { chan, .. } | Op::ReadTag { chan, .. } | Op::Poll { chan } => {
+                        let c = chan as usize;
+                        if !written[c] && c < write_from {
+                            return Err(WorkloadError(format!(
+                                "workload {}: program {pi} reads channel {chan}, but nothing writes to it",
+                                self.name
+                            )));
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
         Ok(())
@@ -254,20 +432,11 @@ impl Workload {
 }
 
 /// Build a built-in workload by name with `--set` parameters.
-pub fn build(
-    name: &str,
-    params: &Params,
-    nr_cpus: usize,
-    cores: &[Vec<u16>],
-) -> Result<Workload, WorkloadError> {
+pub fn build(name: &str, params: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let b = builtin::find(name).ok_or_else(|| {
         WorkloadError(format!(
             "unknown workload {name:?}; built-ins: {} (see `schedlab workloads`)",
-            builtin::BUILTINS
-                .iter()
-                .map(|b| b.name)
-                .collect::<Vec<_>>()
-                .join(", ")
+            builtin::BUILTINS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
         ))
     })?;
     params.check_known(b.name, b.params)?;

@@ -12,21 +12,9 @@ pub const BUILTIN: Builtin = Builtin {
     summary: "will-it-scale context_switch1: ping-pong pairs, each bound to one core",
     metric: "ops/s (one-way switches per second, all pairs, higher is better)",
     params: &[
-        ParamDoc {
-            key: "pairs",
-            default: "1",
-            help: "number of ping-pong pairs (-t)",
-        },
-        ParamDoc {
-            key: "threads",
-            default: "0",
-            help: "1: the _threads build (pthread_create)",
-        },
-        ParamDoc {
-            key: "affinity",
-            default: "1",
-            help: "0: no binding (-n)",
-        },
+        ParamDoc { key: "pairs", default: "1", help: "number of ping-pong pairs (-t)" },
+        ParamDoc { key: "threads", default: "0", help: "1: the _threads build (pthread_create)" },
+        ParamDoc { key: "affinity", default: "1", help: "0: no binding (-n)" },
     ],
     build,
 };
@@ -36,18 +24,8 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
     let threads = p.flag("threads", false)?;
     let affinity = p.flag("affinity", true)?;
     let (cap, per_page) = pipe_capacity(1);
-    let chan = ChannelSpec {
-        capacity: cap,
-        sync: true,
-        kind: ChannelKind::Pipe {
-            msgs_per_page: per_page,
-        },
-    };
-    let fork_cost = if threads {
-        FORK_THREAD_NS
-    } else {
-        FORK_PROCESS_NS
-    };
+    let chan = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Pipe { msgs_per_page: per_page } };
+    let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
     let mut w = Workload {
         name: "context_switch1".into(),
         params: vec![
@@ -59,13 +37,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
         tasks: Vec::new(),
         channels: Vec::new(),
         sems: vec![],
-        metric: MetricSpec::Rate {
-            name: "ops_per_sec".into(),
-            unit: "ops/s".into(),
-            counter: COUNTER_OPS,
-            start: None,
-            end: None,
-        },
+        metric: MetricSpec::Rate { name: "ops_per_sec".into(), unit: "ops/s".into(), counter: COUNTER_OPS, start: None, end: None },
         time_bounded: true,
         jitter_pct: 10,
     };
@@ -74,54 +46,25 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
         let (c1, c2) = (2 * i, 2 * i + 1);
         w.channels.push(chan.clone());
         w.channels.push(chan.clone());
-        let cpus = if affinity && !cores.is_empty() {
-            Some(cores[i as usize % cores.len()].clone())
-        } else {
-            None
-        };
+        let cpus = if affinity && !cores.is_empty() { Some(cores[i as usize % cores.len()].clone()) } else { None };
         let parent_prog = w.programs.len() as u32;
         let child_spec = w.tasks.len() as u32 + 1;
         w.programs.push(vec![
-            Op::Fork {
-                spec: child_spec,
-                cost: fork_cost,
-            },
+            Op::Fork { spec: child_spec, cost: fork_cost },
             Op::Loop { count: u64::MAX },
-            Op::Write {
-                chan: c1,
-                cost: PIPE_WRITE_NS,
-            },
-            Op::Read {
-                chan: c2,
-                cost: PIPE_READ_NS,
-            },
-            Op::Count {
-                id: COUNTER_OPS,
-                n: 2,
-            },
+            Op::Write { chan: c1, cost: PIPE_WRITE_NS },
+            Op::Read { chan: c2, cost: PIPE_READ_NS },
+            Op::Count { id: COUNTER_OPS, n: 2 },
             Op::EndLoop,
         ]);
         w.programs.push(vec![
             Op::Loop { count: u64::MAX },
-            Op::Read {
-                chan: c1,
-                cost: PIPE_READ_NS,
-            },
-            Op::Write {
-                chan: c2,
-                cost: PIPE_WRITE_NS,
-            },
+            Op::Read { chan: c1, cost: PIPE_READ_NS },
+            Op::Write { chan: c2, cost: PIPE_WRITE_NS },
             Op::EndLoop,
         ]);
         let mm = if threads { 0 } else { 2 * i };
-        w.tasks.push(TaskSpec {
-            name: format!("context_switch1-{i}"),
-            program: parent_prog,
-            mm,
-            nice: 0,
-            cpus: cpus.clone(),
-            start: true,
-        });
+        w.tasks.push(TaskSpec { name: format!("context_switch1-{i}"), program: parent_prog, mm, nice: 0, cpus: cpus.clone(), start: true });
         w.tasks.push(TaskSpec {
             name: format!("context_switch1-{i}c"),
             program: parent_prog + 1,
@@ -140,13 +83,7 @@ mod tests {
     #[test]
     fn pairs_bound_to_cores() {
         let cores = vec![vec![0, 2], vec![1, 3]];
-        let w = crate::build(
-            "context_switch1",
-            &Params::parse("pairs=3").unwrap(),
-            4,
-            &cores,
-        )
-        .unwrap();
+        let w = crate::build("context_switch1", &Params::parse("pairs=3").unwrap(), 4, &cores).unwrap();
         assert_eq!(w.tasks.len(), 6);
         assert_eq!(w.tasks[0].cpus, Some(vec![0, 2]));
         assert_eq!(w.tasks[4].cpus, Some(vec![0, 2]));

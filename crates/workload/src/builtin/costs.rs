@@ -40,3 +40,28 @@ pub fn pipe_capacity(size: u32) -> (u32, u32) {
 pub fn unix_capacity(size: u32) -> u32 {
     (UNIX_SNDBUF / (size + UNIX_SKB_OVERHEAD)).max(1)
 }
+
+/// Loopback TCP send of a small message incl. syscall, tcp_sendmsg, loopback
+/// xmit and the receive softirq run on the sender's CPU (§6: 3-5 us per side,
+/// from ~115K TCP_RR trans/s for one pair = 8.7 us per round trip).
+pub const TCP_SEND_NS: u64 = 2_500;
+/// Loopback TCP receive of a small message (tcp_recvmsg + copy), the rest of a side.
+pub const TCP_RECV_NS: u64 = 1_000;
+/// Loopback UDP send (no connection state, no ACK; [inferred] ~20% below TCP).
+pub const UDP_SEND_NS: u64 = 2_000;
+/// Loopback UDP receive.
+pub const UDP_RECV_NS: u64 = 800;
+/// Copying payload through the socket layer: ~10 GB/s memcpy, per KiB (§12.2:
+/// 5-15 us per side for 5 KB messages).
+pub const COPY_NS_PER_KB: u64 = 100;
+/// A futex wake that finds a waiter (syscall + wake_q) or a lock-free list
+/// push plus FUTEX_WAKE (schbench fpost).
+pub const FUTEX_WAKE_NS: u64 = 1_500;
+
+/// Socket costs of one message of `bytes` payload over loopback TCP.
+pub fn tcp_send_ns(bytes: u64) -> u64 {
+    TCP_SEND_NS + bytes * COPY_NS_PER_KB / 1024
+}
+pub fn tcp_recv_ns(bytes: u64) -> u64 {
+    TCP_RECV_NS + bytes * COPY_NS_PER_KB / 1024
+}

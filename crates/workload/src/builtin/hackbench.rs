@@ -16,36 +16,12 @@ pub const BUILTIN: Builtin = Builtin {
     summary: "rt-tests hackbench / perf bench sched messaging: groups of 20 senders x 20 receivers",
     metric: "time (s, lower is better)",
     params: &[
-        ParamDoc {
-            key: "groups",
-            default: "10",
-            help: "number of groups (-g)",
-        },
-        ParamDoc {
-            key: "loops",
-            default: "100",
-            help: "messages each sender sends to each receiver (-l)",
-        },
-        ParamDoc {
-            key: "fds",
-            default: "20",
-            help: "senders = receivers per group (-f)",
-        },
-        ParamDoc {
-            key: "datasize",
-            default: "100",
-            help: "message size in bytes (-s)",
-        },
-        ParamDoc {
-            key: "pipe",
-            default: "0",
-            help: "1: pipes instead of AF_UNIX socketpairs (-p)",
-        },
-        ParamDoc {
-            key: "threads",
-            default: "0",
-            help: "1: threads instead of processes (-T)",
-        },
+        ParamDoc { key: "groups", default: "10", help: "number of groups (-g)" },
+        ParamDoc { key: "loops", default: "100", help: "messages each sender sends to each receiver (-l)" },
+        ParamDoc { key: "fds", default: "20", help: "senders = receivers per group (-f)" },
+        ParamDoc { key: "datasize", default: "100", help: "message size in bytes (-s)" },
+        ParamDoc { key: "pipe", default: "0", help: "1: pipes instead of AF_UNIX socketpairs (-p)" },
+        ParamDoc { key: "threads", default: "0", help: "1: threads instead of processes (-T)" },
     ],
     build,
 };
@@ -59,34 +35,16 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let threads = p.flag("threads", false)?;
     let nr_children = groups * fds * 2;
     if nr_children > 100_000 {
-        return Err(WorkloadError(format!(
-            "groups={groups}, fds={fds} makes {nr_children} tasks; schedlab allows 100000"
-        )));
+        return Err(WorkloadError(format!("groups={groups}, fds={fds} makes {nr_children} tasks; schedlab allows 100000")));
     }
 
     let (write_cost, read_cost, kind, capacity) = if pipe {
         let (cap, per_page) = pipe_capacity(datasize);
-        (
-            PIPE_WRITE_NS,
-            PIPE_READ_NS,
-            ChannelKind::Pipe {
-                msgs_per_page: per_page,
-            },
-            cap,
-        )
+        (PIPE_WRITE_NS, PIPE_READ_NS, ChannelKind::Pipe { msgs_per_page: per_page }, cap)
     } else {
-        (
-            UNIX_WRITE_NS,
-            UNIX_READ_NS,
-            ChannelKind::Socket,
-            unix_capacity(datasize),
-        )
+        (UNIX_WRITE_NS, UNIX_READ_NS, ChannelKind::Socket, unix_capacity(datasize))
     };
-    let fork_cost = if threads {
-        FORK_THREAD_NS
-    } else {
-        FORK_PROCESS_NS
-    };
+    let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
 
     let mut w = Workload {
         name: "hackbench".into(),
@@ -102,64 +60,31 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         tasks: Vec::new(),
         channels: Vec::new(),
         // sem 0: the ready pipe (children -> main), sem 1: the wakefd poll gate (sync: a pipe write wakes the pollers).
-        sems: vec![
-            SemSpec {
-                initial: 0,
-                sync: true,
-            },
-            SemSpec {
-                initial: 0,
-                sync: true,
-            },
-        ],
-        metric: MetricSpec::Elapsed {
-            name: "time".into(),
-            start: MARK_START,
-            end: MARK_END,
-        },
+        sems: vec![SemSpec { initial: 0, sync: true }, SemSpec { initial: 0, sync: true }],
+        metric: MetricSpec::Elapsed { name: "time".into(), start: MARK_START, end: MARK_END },
         time_bounded: false,
         jitter_pct: 10,
     };
     const READY: u32 = 0;
     const GATE: u32 = 1;
-    let prologue = [
-        Op::Run { ns: CHILD_SETUP_NS },
-        Op::SemPost { sem: READY, n: 1 },
-        Op::SemWait { sem: GATE },
-    ];
+    let prologue = [Op::Run { ns: CHILD_SETUP_NS }, Op::SemPost { sem: READY, n: 1 }, Op::SemWait { sem: GATE }];
 
     // Main task: program 0.
     w.programs.push(Vec::new());
     let main_mm = 0;
-    w.tasks.push(TaskSpec {
-        name: "hackbench".into(),
-        program: 0,
-        mm: main_mm,
-        nice: 0,
-        cpus: None,
-        start: true,
-    });
+    w.tasks.push(TaskSpec { name: "hackbench".into(), program: 0, mm: main_mm, nice: 0, cpus: None, start: true });
     let mut main_ops = Vec::new();
     let mut next_mm = 1;
     for g in 0..groups {
         let chan0 = w.channels.len() as u32;
         for _ in 0..fds {
-            w.channels.push(ChannelSpec {
-                capacity,
-                sync: true,
-                kind,
-            });
+            w.channels.push(ChannelSpec { capacity, sync: true, kind });
         }
         // Receivers first, as hackbench creates them.
         for j in 0..fds {
             let mut prog = prologue.to_vec();
-            prog.push(Op::Loop {
-                count: loops * fds as u64,
-            });
-            prog.push(Op::Read {
-                chan: chan0 + j,
-                cost: read_cost,
-            });
+            prog.push(Op::Loop { count: loops * fds as u64 });
+            prog.push(Op::Read { chan: chan0 + j, cost: read_cost });
             prog.push(Op::EndLoop);
             prog.push(Op::Exit { cost: EXIT_NS });
             w.programs.push(prog);
@@ -174,19 +99,13 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 cpus: None,
                 start: false,
             });
-            main_ops.push(Op::Fork {
-                spec,
-                cost: fork_cost,
-            });
+            main_ops.push(Op::Fork { spec, cost: fork_cost });
         }
         // One sender program per group: loop { for each receiver: write }.
         let mut prog = prologue.to_vec();
         prog.push(Op::Loop { count: loops });
         for j in 0..fds {
-            prog.push(Op::Write {
-                chan: chan0 + j,
-                cost: write_cost,
-            });
+            prog.push(Op::Write { chan: chan0 + j, cost: write_cost });
         }
         prog.push(Op::EndLoop);
         prog.push(Op::Exit { cost: EXIT_NS });
@@ -196,34 +115,17 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             let spec = w.tasks.len() as u32;
             let mm = if threads { main_mm } else { next_mm };
             next_mm += 1;
-            w.tasks.push(TaskSpec {
-                name: format!("hackbench-s{g}.{j}"),
-                program: sender_prog,
-                mm,
-                nice: 0,
-                cpus: None,
-                start: false,
-            });
-            main_ops.push(Op::Fork {
-                spec,
-                cost: fork_cost,
-            });
+            w.tasks.push(TaskSpec { name: format!("hackbench-s{g}.{j}"), program: sender_prog, mm, nice: 0, cpus: None, start: false });
+            main_ops.push(Op::Fork { spec, cost: fork_cost });
         }
     }
     // Wait for every child to be ready, open the gate, time until all are reaped.
-    main_ops.push(Op::Loop {
-        count: nr_children as u64,
-    });
+    main_ops.push(Op::Loop { count: nr_children as u64 });
     main_ops.push(Op::SemWait { sem: READY });
     main_ops.push(Op::EndLoop);
     main_ops.push(Op::Mark { id: MARK_START });
-    main_ops.push(Op::SemPost {
-        sem: GATE,
-        n: u32::MAX,
-    });
-    main_ops.push(Op::Loop {
-        count: nr_children as u64,
-    });
+    main_ops.push(Op::SemPost { sem: GATE, n: u32::MAX });
+    main_ops.push(Op::Loop { count: nr_children as u64 });
     main_ops.push(Op::WaitChild);
     main_ops.push(Op::EndLoop);
     main_ops.push(Op::Mark { id: MARK_END });
@@ -238,36 +140,18 @@ mod tests {
 
     #[test]
     fn task_graph() {
-        let w = crate::build(
-            "hackbench",
-            &Params::parse("groups=2,loops=5").unwrap(),
-            8,
-            &[],
-        )
-        .unwrap();
+        let w = crate::build("hackbench", &Params::parse("groups=2,loops=5").unwrap(), 8, &[]).unwrap();
         // main + 2 groups x 40
         assert_eq!(w.tasks.len(), 81);
         assert_eq!(w.channels.len(), 40);
-        assert!(w
-            .channels
-            .iter()
-            .all(|c| c.sync && c.kind == ChannelKind::Socket));
+        assert!(w.channels.iter().all(|c| c.sync && c.kind == ChannelKind::Socket));
         // processes: every child its own mm
         let mut mms: Vec<u32> = w.tasks.iter().map(|t| t.mm).collect();
         mms.dedup();
         assert_eq!(mms.len(), 81);
-        let wt = crate::build(
-            "hackbench",
-            &Params::parse("groups=1,threads=1,pipe=1").unwrap(),
-            8,
-            &[],
-        )
-        .unwrap();
+        let wt = crate::build("hackbench", &Params::parse("groups=1,threads=1,pipe=1").unwrap(), 8, &[]).unwrap();
         assert!(wt.tasks.iter().all(|t| t.mm == 0));
-        assert!(matches!(
-            wt.channels[0].kind,
-            ChannelKind::Pipe { msgs_per_page: 40 }
-        ));
+        assert!(matches!(wt.channels[0].kind, ChannelKind::Pipe { msgs_per_page: 40 }));
         assert_eq!(wt.channels[0].capacity, 640);
     }
 

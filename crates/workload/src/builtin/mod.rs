@@ -3,12 +3,21 @@
 pub mod context_switch1;
 pub mod costs;
 pub mod hackbench;
+pub mod memcached;
+pub mod netperf;
 pub mod pgbench;
 pub mod pipe;
+pub mod schbench;
 pub mod soaker;
+pub mod stream;
+pub mod sysbench;
+pub mod tbench;
 
 use crate::params::{ParamDoc, Params};
 use crate::{Workload, WorkloadError};
+
+/// Builds a built-in from `(params, nr_cpus, cores)`.
+pub type BuildFn = fn(&Params, usize, &[Vec<u16>]) -> Result<Workload, WorkloadError>;
 
 /// A built-in: name, what it models, its parameters and its metric.
 pub struct Builtin {
@@ -17,14 +26,20 @@ pub struct Builtin {
     pub metric: &'static str,
     pub params: &'static [ParamDoc],
     /// `(params, nr_cpus, cores)` where `cores[i]` lists the CPUs of core i.
-    pub build: fn(&Params, usize, &[Vec<u16>]) -> Result<Workload, WorkloadError>,
+    pub build: BuildFn,
 }
 
 pub const BUILTINS: &[Builtin] = &[
     hackbench::BUILTIN,
     pipe::BUILTIN,
     context_switch1::BUILTIN,
+    schbench::BUILTIN,
     pgbench::BUILTIN,
+    tbench::BUILTIN,
+    netperf::BUILTIN,
+    stream::BUILTIN,
+    sysbench::BUILTIN,
+    memcached::BUILTIN,
     soaker::BUILTIN,
 ];
 
@@ -36,3 +51,27 @@ pub fn find(name: &str) -> Option<&'static Builtin> {
 pub(crate) const MARK_START: u32 = 0;
 pub(crate) const MARK_END: u32 = 1;
 pub(crate) const COUNTER_OPS: u32 = 0;
+
+/// A task that exists at time 0 (no affinity, nice 0).
+pub(crate) fn start_task(name: String, program: u32, mm: u32) -> crate::TaskSpec {
+    crate::TaskSpec { name, program, mm, nice: 0, cpus: None, start: true }
+}
+
+/// Push a program, returning its index.
+pub(crate) fn push_prog(w: &mut Workload, ops: Vec<crate::Op>) -> u32 {
+    w.programs.push(ops);
+    w.programs.len() as u32 - 1
+}
+
+/// Parse a choice parameter.
+pub(crate) fn choice<'a>(p: &'a Params, key: &str, default: &'a str, allowed: &[&str]) -> Result<&'a str, WorkloadError> {
+    let v = p.get(key).unwrap_or(default);
+    if allowed.contains(&v) {
+        Ok(v)
+    } else {
+        Err(WorkloadError(format!("{key}={v:?}: expected one of {}", allowed.join(", "))))
+    }
+}
+
+/// Histogram id of wakeup latency; counter of bytes moved.
+pub(crate) const HIST_WAKEUP: u32 = 0;

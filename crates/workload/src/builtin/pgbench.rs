@@ -99,7 +99,14 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
         prog.push(Op::EndLoop);
         w.programs.push(prog);
-        w.tasks.push(TaskSpec { name: format!("postgres-{i}"), program: w.programs.len() as u32 - 1, mm: 1 + i, nice: 0, cpus: None, start: true });
+        w.tasks.push(TaskSpec {
+            name: format!("postgres-{i}"),
+            program: w.programs.len() as u32 - 1,
+            mm: 1 + i,
+            nice: 0,
+            cpus: None,
+            start: true,
+        });
     }
     // Client threads: send the first statement on each own connection, then
     // for every reply: parse it and send the next statement on that connection.
@@ -117,7 +124,14 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             Op::EndLoop,
         ]);
         w.programs.push(prog);
-        w.tasks.push(TaskSpec { name: format!("pgbench-{t}"), program: w.programs.len() as u32 - 1, mm: 0, nice: 0, cpus: None, start: true });
+        w.tasks.push(TaskSpec {
+            name: format!("pgbench-{t}"),
+            program: w.programs.len() as u32 - 1,
+            mm: 0,
+            nice: 0,
+            cpus: None,
+            start: true,
+        });
     }
     Ok(w)
 }

@@ -11,16 +11,8 @@ pub const BUILTIN: Builtin = Builtin {
     summary: "perf bench sched pipe: one-token ping-pong between two tasks over two pipes",
     metric: "ops/s (round trips per second, higher is better)",
     params: &[
-        ParamDoc {
-            key: "loops",
-            default: "1000000",
-            help: "round trips (-l)",
-        },
-        ParamDoc {
-            key: "threads",
-            default: "0",
-            help: "1: two threads of one process (-T)",
-        },
+        ParamDoc { key: "loops", default: "1000000", help: "round trips (-l)" },
+        ParamDoc { key: "threads", default: "0", help: "1: two threads of one process (-T)" },
     ],
     build,
 };
@@ -29,38 +21,16 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let loops = p.u64_in("loops", 1_000_000, 1, 1 << 40)?;
     let threads = p.flag("threads", false)?;
     let (cap, per_page) = pipe_capacity(4);
-    let chan = ChannelSpec {
-        capacity: cap,
-        sync: true,
-        kind: ChannelKind::Pipe {
-            msgs_per_page: per_page,
-        },
-    };
-    let fork_cost = if threads {
-        FORK_THREAD_NS
-    } else {
-        FORK_PROCESS_NS
-    };
+    let chan = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Pipe { msgs_per_page: per_page } };
+    let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
     // Older (one-token) perf: worker 0 reads pipe_1 then writes pipe_2; worker 1 writes pipe_1 then reads pipe_2.
     let main = vec![
-        Op::Fork {
-            spec: 1,
-            cost: fork_cost,
-        },
+        Op::Fork { spec: 1, cost: fork_cost },
         Op::Mark { id: MARK_START },
         Op::Loop { count: loops },
-        Op::Write {
-            chan: 0,
-            cost: PIPE_WRITE_NS,
-        },
-        Op::Read {
-            chan: 1,
-            cost: PIPE_READ_NS,
-        },
-        Op::Count {
-            id: super::COUNTER_OPS,
-            n: 1,
-        },
+        Op::Write { chan: 0, cost: PIPE_WRITE_NS },
+        Op::Read { chan: 1, cost: PIPE_READ_NS },
+        Op::Count { id: super::COUNTER_OPS, n: 1 },
         Op::EndLoop,
         Op::WaitChild,
         Op::Mark { id: MARK_END },
@@ -68,41 +38,18 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     ];
     let child = vec![
         Op::Loop { count: loops },
-        Op::Read {
-            chan: 0,
-            cost: PIPE_READ_NS,
-        },
-        Op::Write {
-            chan: 1,
-            cost: PIPE_WRITE_NS,
-        },
+        Op::Read { chan: 0, cost: PIPE_READ_NS },
+        Op::Write { chan: 1, cost: PIPE_WRITE_NS },
         Op::EndLoop,
         Op::Exit { cost: EXIT_NS },
     ];
     Ok(Workload {
         name: "pipe".into(),
-        params: vec![
-            ("loops".into(), loops.to_string()),
-            ("threads".into(), (threads as u8).to_string()),
-        ],
+        params: vec![("loops".into(), loops.to_string()), ("threads".into(), (threads as u8).to_string())],
         programs: vec![main, child],
         tasks: vec![
-            TaskSpec {
-                name: "sched-pipe".into(),
-                program: 0,
-                mm: 0,
-                nice: 0,
-                cpus: None,
-                start: true,
-            },
-            TaskSpec {
-                name: "sched-pipe-child".into(),
-                program: 1,
-                mm: if threads { 0 } else { 1 },
-                nice: 0,
-                cpus: None,
-                start: false,
-            },
+            TaskSpec { name: "sched-pipe".into(), program: 0, mm: 0, nice: 0, cpus: None, start: true },
+            TaskSpec { name: "sched-pipe-child".into(), program: 1, mm: if threads { 0 } else { 1 }, nice: 0, cpus: None, start: false },
         ],
         channels: vec![chan.clone(), chan],
         sems: vec![],

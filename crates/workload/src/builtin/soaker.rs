@@ -11,26 +11,10 @@ pub const BUILTIN: Builtin = Builtin {
     summary: "cpu-soaker: N CPU-bound tasks, optional run/sleep duty cycle",
     metric: "periods/s (completed run periods per second, all tasks)",
     params: &[
-        ParamDoc {
-            key: "tasks",
-            default: "1",
-            help: "number of soaker tasks",
-        },
-        ParamDoc {
-            key: "run_us",
-            default: "1000",
-            help: "work per period (us)",
-        },
-        ParamDoc {
-            key: "sleep_us",
-            default: "0",
-            help: "sleep per period (us); 0 = always runnable",
-        },
-        ParamDoc {
-            key: "threads",
-            default: "1",
-            help: "1: threads of one process; 0: separate processes",
-        },
+        ParamDoc { key: "tasks", default: "1", help: "number of soaker tasks" },
+        ParamDoc { key: "run_us", default: "1000", help: "work per period (us)" },
+        ParamDoc { key: "sleep_us", default: "0", help: "sleep per period (us); 0 = always runnable" },
+        ParamDoc { key: "threads", default: "1", help: "1: threads of one process; 0: separate processes" },
     ],
     build,
 };
@@ -42,14 +26,9 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let threads = p.flag("threads", true)?;
     let mut prog = vec![Op::Loop { count: u64::MAX }, Op::Run { ns: run_us * 1000 }];
     if sleep_us > 0 {
-        prog.push(Op::Sleep {
-            ns: sleep_us * 1000,
-        });
+        prog.push(Op::Sleep { ns: sleep_us * 1000 });
     }
-    prog.push(Op::Count {
-        id: COUNTER_OPS,
-        n: 1,
-    });
+    prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
     prog.push(Op::EndLoop);
     Ok(Workload {
         name: "soaker".into(),
@@ -72,13 +51,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             .collect(),
         channels: vec![],
         sems: vec![],
-        metric: MetricSpec::Rate {
-            name: "periods_per_sec".into(),
-            unit: "periods/s".into(),
-            counter: COUNTER_OPS,
-            start: None,
-            end: None,
-        },
+        metric: MetricSpec::Rate { name: "periods_per_sec".into(), unit: "periods/s".into(), counter: COUNTER_OPS, start: None, end: None },
         time_bounded: true,
         jitter_pct: 0,
     })

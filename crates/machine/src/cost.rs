@@ -1,0 +1,438 @@
+//! The cost model: what the hardware charges for the scheduler's decisions.
+//!
+//! Each component is separate and switchable (`ModelSwitches`, CLI
+//! `--machine-model NO_CACHE,NO_SMT,...`): caches (warmth per task and cache
+//! instance, refill on switch-in, message transfer between writer and reader),
+//! SMT (throughput of a thread whose sibling is busy), memory bandwidth (fluid
+//! sharing per LLC and per node), NUMA memory (first-touch home node, distance-
+//! scaled DRAM latency), runqueue locks (FIFO hold/wait), wakeup latency (IPI
+//! unless the target polls, idle-state exit). Constants come from the
+//! `Machine` (docs/CALIBRATION.md); this module never reads scheduler state.
+
+use crate::Machine;
+use schedlab_topology::CpuId;
+
+/// Memory-level parallelism assumed for refill misses (machine-calibration §4:
+/// "MLP ≈ 6–10"): concurrent outstanding misses per core.
+pub const MLP: u64 = 8;
+/// Cache line size.
+pub const LINE: u64 = 64;
+/// Cache lines of metadata touched per message besides the payload (pipe
+/// buffer / skb head, wait-queue head, the reader's task struct fields).
+pub const MSG_META_LINES: u64 = 3;
+
+macro_rules! switches {
+    ($( $(#[$m:meta])* $name:ident, )*) => {
+        /// A component of the cost model that can be switched off for ablation.
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Component { $( $(#[$m])* $name, )* }
+        impl Component {
+            pub const ALL: &'static [Component] = &[$(Component::$name),*];
+            pub const fn name(self) -> &'static str { match self { $(Component::$name => stringify!($name),)* } }
+        }
+    };
+}
+
+switches! {
+    /// Cache warmth and refill on switch-in; message transfer between CPUs.
+    CACHE,
+    /// SMT: a thread runs slower while its sibling is busy.
+    SMT,
+    /// Memory bandwidth shared per LLC and per node.
+    MEMBW,
+    /// NUMA memory placement (remote DRAM latency and bandwidth).
+    NUMA,
+    /// Runqueue lock contention.
+    LOCKS,
+    /// IPI and idle-exit latency of wakeups.
+    WAKELAT,
+    /// Context- and mm-switch costs.
+    SWITCH,
+    /// Cost of each CPU examined by idle searches and balancing.
+    SCAN,
+}
+
+/// Which components are on (all by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelSwitches(u32);
+
+impl Default for ModelSwitches {
+    fn default() -> Self {
+        ModelSwitches(u32::MAX)
+    }
+}
+
+impl ModelSwitches {
+    #[inline]
+    pub fn on(self, c: Component) -> bool {
+        self.0 & (1 << c as u32) != 0
+    }
+    pub fn set(&mut self, c: Component, on: bool) {
+        if on {
+            self.0 |= 1 << c as u32;
+        } else {
+            self.0 &= !(1 << c as u32);
+        }
+    }
+    /// Parse `NO_CACHE,NO_SMT` (and `CACHE` to turn one back on).
+    pub fn parse(spec: &str) -> Result<ModelSwitches, String> {
+        let mut m = ModelSwitches::default();
+        for tok in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (name, on) = match tok.strip_prefix("NO_") {
+                Some(n) => (n, false),
+                None => (tok, true),
+            };
+            let c = Component::ALL.iter().find(|c| c.name() == name).ok_or_else(|| {
+                format!(
+                    "unknown machine-model component {tok:?}; valid (prefix NO_ to switch off): {}",
+                    Component::ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(" ")
+                )
+            })?;
+            m.set(*c, on);
+        }
+        Ok(m)
+    }
+}
+
+/// A task's cache and memory state as the hardware sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskMem {
+    /// Private working set (bytes).
+    pub footprint: u64,
+    /// Warm bytes in one L2 (dense core index), with the L2's traffic counter when last updated.
+    pub l2: Option<(u32, u64, u64)>,
+    /// Warm bytes in one LLC (dense LLC index), likewise.
+    pub llc: Option<(u32, u64, u64)>,
+    /// Node holding the task's pages (first touch).
+    pub home_node: Option<u32>,
+}
+
+/// What switching a task in cost, and the counters it moved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Refill {
+    pub ns: u64,
+    pub l2_misses: u64,
+    pub llc_misses: u64,
+    pub dram_bytes: u64,
+    pub remote_bytes: u64,
+}
+
+/// Per-machine cost model plus the hardware state it tracks (cache traffic,
+/// rq-lock release times).
+#[derive(Clone, Debug)]
+pub struct CostModel {
+    pub sw: ModelSwitches,
+    core_of: Vec<u32>,
+    llc_of: Vec<u32>,
+    node_of: Vec<u32>,
+    pkg_of: Vec<u32>,
+    l2_cap: u64,
+    llc_cap: u64,
+    llc_inclusive: bool,
+    /// Bytes brought into each L2 / LLC so far.
+    l2_traffic: Vec<u64>,
+    llc_traffic: Vec<u64>,
+    dist: Vec<Vec<u32>>,
+    max_dist: u32,
+    c: crate::Costs,
+    /// rq->lock of each CPU is free from this time on, and who held it last.
+    lock_free_at: Vec<u64>,
+    lock_owner: Vec<u16>,
+}
+
+fn dense(v: Vec<u32>) -> Vec<u32> {
+    let mut ids: Vec<u32> = v.clone();
+    ids.sort_unstable();
+    ids.dedup();
+    v.iter().map(|x| ids.binary_search(x).unwrap() as u32).collect()
+}
+
+impl CostModel {
+    pub fn new(m: &Machine, sw: ModelSwitches) -> CostModel {
+        let t = &m.topology;
+        let cpus = t.cpus();
+        let dist: Vec<Vec<u32>> = t.distance_matrix().to_vec();
+        let max_dist = dist.iter().flatten().copied().max().unwrap_or(10);
+        let core_of = dense(cpus.iter().map(|c| c.core).collect());
+        let llc_of = dense(cpus.iter().map(|c| c.llc).collect());
+        let nr_cores = core_of.iter().max().map_or(0, |x| x + 1) as usize;
+        let nr_llcs = llc_of.iter().max().map_or(0, |x| x + 1) as usize;
+        CostModel {
+            sw,
+            core_of,
+            llc_of,
+            node_of: cpus.iter().map(|c| c.node).collect(),
+            pkg_of: cpus.iter().map(|c| c.package).collect(),
+            l2_cap: m.caches.l2_kib as u64 * 1024,
+            llc_cap: m.caches.llc_kib as u64 * 1024,
+            llc_inclusive: m.caches.llc_inclusive,
+            l2_traffic: vec![0; nr_cores],
+            llc_traffic: vec![0; nr_llcs],
+            dist,
+            max_dist,
+            c: m.costs.clone(),
+            lock_free_at: vec![0; t.nr_cpus()],
+            lock_owner: vec![u16::MAX; t.nr_cpus()],
+        }
+    }
+
+    #[inline]
+    pub fn node(&self, c: CpuId) -> u32 {
+        self.node_of[c.idx()]
+    }
+
+    /// Warm bytes left of `warm` after `foreign` bytes of other data entered a
+    /// cache of `cap` bytes (LRU-like: the oldest lines go first, so survival
+    /// falls linearly with foreign traffic and not with time alone).
+    #[inline]
+    pub fn surviving(warm: u64, foreign: u64, cap: u64) -> u64 {
+        if foreign >= cap || cap == 0 {
+            return 0;
+        }
+        (warm as u128 * (cap - foreign) as u128 / cap as u128) as u64
+    }
+
+    /// DRAM latency from a CPU on `from` to memory on `to`, scaled with SLIT
+    /// distance between local and the farthest node.
+    pub fn dram_ns(&self, from: u32, to: u32) -> u64 {
+        let d = self.dist[from as usize][to as usize];
+        if d <= 10 || self.max_dist <= 10 || !self.sw.on(Component::NUMA) {
+            return self.c.dram_local_ns;
+        }
+        let extra = self.c.dram_remote_ns.saturating_sub(self.c.dram_local_ns);
+        self.c.dram_local_ns + extra * (d - 10) as u64 / (self.max_dist - 10) as u64
+    }
+
+    /// One-way cache-line transfer latency between two CPUs.
+    pub fn c2c_ns(&self, a: CpuId, b: CpuId) -> u64 {
+        if a == b {
+            0
+        } else if self.core_of[a.idx()] == self.core_of[b.idx()] {
+            self.c.c2c_smt_ns
+        } else if self.llc_of[a.idx()] == self.llc_of[b.idx()] {
+            self.c.c2c_llc_ns
+        } else if self.pkg_of[a.idx()] == self.pkg_of[b.idx()] {
+            self.c.c2c_cross_llc_ns
+        } else {
+            self.c.c2c_cross_package_ns
+        }
+    }
+
+    /// A reader on `reader` consumes a `bytes` message written on `writer`:
+    /// payload and metadata lines move between the caches (dependent loads, no MLP).
+    pub fn message_ns(&self, writer: CpuId, reader: CpuId, bytes: u64) -> u64 {
+        if !self.sw.on(Component::CACHE) {
+            return 0;
+        }
+        let lines = bytes.div_ceil(LINE) + MSG_META_LINES;
+        lines * self.c2c_ns(writer, reader)
+    }
+
+    /// Switch task `m` in on `cpu`: the cold part of its working set is refilled
+    /// from the LLC or from DRAM (local or remote), then it is warm there.
+    pub fn switch_in(&mut self, m: &mut TaskMem, cpu: CpuId) -> Refill {
+        let node = self.node_of[cpu.idx()];
+        let home = *m.home_node.get_or_insert(node);
+        if !self.sw.on(Component::CACHE) || m.footprint == 0 {
+            return Refill::default();
+        }
+        let core = self.core_of[cpu.idx()];
+        let llc = self.llc_of[cpu.idx()];
+        let fp = m.footprint;
+        let in_l2 = fp.min(self.l2_cap);
+        let in_llc = fp.min(self.llc_cap);
+        let warm_l2 = match m.l2 {
+            Some((c, w, stamp)) if c == core => Self::surviving(w, self.l2_traffic[c as usize] - stamp, self.l2_cap),
+            _ => 0,
+        };
+        let mut warm_llc = match m.llc {
+            Some((l, w, stamp)) if l == llc => Self::surviving(w, self.llc_traffic[l as usize] - stamp, self.llc_cap),
+            _ => 0,
+        };
+        if self.llc_inclusive {
+            warm_llc = warm_llc.max(warm_l2);
+        } else {
+            // Victim LLC: what left the L2 landed in the LLC.
+            warm_llc = (warm_llc + warm_l2).min(in_llc.max(warm_l2));
+        }
+        // Bytes of the working set not present in this LLC come from DRAM; of
+        // those missing from the L2, the rest are served by the LLC.
+        let from_dram = in_llc.saturating_sub(warm_llc.max(warm_l2));
+        let need_l2 = in_l2.saturating_sub(warm_l2);
+        let from_llc = need_l2 - need_l2.min(from_dram);
+        let llc_lines = from_llc.div_ceil(LINE);
+        let dram_lines = from_dram.div_ceil(LINE);
+        let dram_lat = self.dram_ns(node, home);
+        let ns = (llc_lines * self.c.llc_hit_ns + dram_lines * dram_lat) / MLP;
+        // The refill is traffic in these caches; the task is now warm there.
+        self.l2_traffic[core as usize] += from_llc + from_dram;
+        self.llc_traffic[llc as usize] += from_dram;
+        m.l2 = Some((core, in_l2, self.l2_traffic[core as usize]));
+        m.llc = Some((llc, in_llc, self.llc_traffic[llc as usize]));
+        Refill {
+            ns,
+            l2_misses: llc_lines + dram_lines,
+            llc_misses: dram_lines,
+            dram_bytes: dram_lines * LINE,
+            remote_bytes: if home != node { dram_lines * LINE } else { 0 },
+        }
+    }
+
+    /// Throughput factor (per mille) of a thread whose SMT sibling is busy or not.
+    #[inline]
+    pub fn smt_rate(&self, sibling_busy: bool) -> u64 {
+        if sibling_busy && self.sw.on(Component::SMT) {
+            self.c.smt_factor_pct as u64 * 10
+        } else {
+            1000
+        }
+    }
+
+    /// Bandwidth (MB/s, i.e. bytes per microsecond) of one memory-bound task
+    /// when `llc_users` tasks stream from its LLC and `node_users` from its
+    /// node; `remote` when its pages are on another node.
+    pub fn mem_rate(&self, llc_users: u32, node_users: u32, remote: bool) -> u64 {
+        if !self.sw.on(Component::MEMBW) {
+            return self.c.mem_bw_llc_mbps;
+        }
+        let per_llc = self.c.mem_bw_llc_mbps / llc_users.max(1) as u64;
+        let per_node = self.c.mem_bw_node_mbps / node_users.max(1) as u64;
+        let mut r = per_llc.min(per_node);
+        if remote && self.sw.on(Component::NUMA) {
+            // Remote streams are latency-bound: scale by local/remote latency.
+            r = r * self.c.dram_local_ns / self.c.dram_remote_ns.max(1);
+        }
+        r.max(1)
+    }
+
+    /// CPU `who` takes `cpu`'s rq->lock at `now` for `hold` ns: returns the
+    /// time spent waiting (spinning) for another CPU to release it. FIFO: the
+    /// lock is granted in request order. Back-to-back sections of the same CPU
+    /// do not contend with themselves.
+    pub fn rq_lock(&mut self, cpu: CpuId, who: CpuId, now: u64, hold: u64) -> u64 {
+        if !self.sw.on(Component::LOCKS) {
+            return 0;
+        }
+        let i = cpu.idx();
+        let mut wait = self.lock_free_at[i].saturating_sub(now);
+        if self.lock_owner[i] == who.0 {
+            wait = 0;
+        }
+        self.lock_free_at[i] = now.max(self.lock_free_at[i].min(now + wait)) + hold;
+        self.lock_owner[i] = who.0;
+        wait
+    }
+
+    /// Hold time of one rq->lock section (enqueue, pick) and the lock line transfer.
+    pub fn rq_lock_hold(&self, from: CpuId, lock_cpu: CpuId) -> u64 {
+        self.c.rq_lock_hold_ns + self.c2c_ns(from, lock_cpu)
+    }
+
+    pub fn costs(&self) -> &crate::Costs {
+        &self.c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(name: &str) -> CostModel {
+        CostModel::new(&crate::load(name).unwrap(), ModelSwitches::default())
+    }
+
+    // Warmth decays with foreign traffic and not with time alone.
+    #[test]
+    fn warmth_decays_with_traffic_only() {
+        assert_eq!(CostModel::surviving(1000, 0, 4000), 1000);
+        assert_eq!(CostModel::surviving(1000, 2000, 4000), 500);
+        assert_eq!(CostModel::surviving(1000, 4000, 4000), 0);
+        let mut cm = model("x86-12");
+        let mut t = TaskMem { footprint: 128 * 1024, ..Default::default() };
+        let first = cm.switch_in(&mut t, CpuId(0));
+        assert!(first.ns > 0);
+        // Same CPU again, no foreign traffic in between (however long ago): free.
+        assert_eq!(cm.switch_in(&mut t, CpuId(0)).ns, 0);
+        // Another task streams 4 MB through cpu0's caches: t is colder.
+        let mut other = TaskMem { footprint: 4 << 20, ..Default::default() };
+        cm.switch_in(&mut other, CpuId(0));
+        assert!(cm.switch_in(&mut t, CpuId(0)).ns > 0);
+    }
+
+    // Cost is monotonic in footprint and in distance (same core < same LLC < other socket).
+    #[test]
+    fn refill_monotonic_in_footprint_and_distance() {
+        let mut prev = 0;
+        for kib in [16u64, 64, 256, 1024, 8192] {
+            let mut cm = model("skylake-2s");
+            let mut t = TaskMem { footprint: kib * 1024, ..Default::default() };
+            let r = cm.switch_in(&mut t, CpuId(0));
+            assert!(r.ns >= prev, "{kib} KiB: {} < {prev}", r.ns);
+            prev = r.ns;
+        }
+        let cost_after_move = |to: u16| {
+            let mut cm = model("x86-12");
+            let mut t = TaskMem { footprint: 512 * 1024, ..Default::default() };
+            cm.switch_in(&mut t, CpuId(0));
+            cm.switch_in(&mut t, CpuId(to)).ns
+        };
+        let (same, llc, remote) = (cost_after_move(0), cost_after_move(1), cost_after_move(6));
+        assert!(same < llc && llc < remote, "same cpu {same}, same LLC {llc}, other socket {remote}");
+        let cm = model("zen3-2s-nps4");
+        assert!(cm.c2c_ns(CpuId(0), CpuId(128)) < cm.c2c_ns(CpuId(0), CpuId(1)));
+        assert!(cm.c2c_ns(CpuId(0), CpuId(1)) < cm.c2c_ns(CpuId(0), CpuId(8)));
+        assert!(cm.c2c_ns(CpuId(0), CpuId(8)) < cm.c2c_ns(CpuId(0), CpuId(64)));
+        assert!(cm.dram_ns(0, 0) < cm.dram_ns(0, 1) && cm.dram_ns(0, 1) < cm.dram_ns(0, 4));
+    }
+
+    // Skylake-SP's victim L3: after a move within the socket the data is found in L3.
+    #[test]
+    fn non_inclusive_llc_keeps_evicted_l2_data() {
+        let mut cm = model("skylake-2s");
+        let mut t = TaskMem { footprint: 512 * 1024, ..Default::default() };
+        cm.switch_in(&mut t, CpuId(0));
+        let r = cm.switch_in(&mut t, CpuId(1));
+        assert_eq!(r.llc_misses, 0, "within the socket: all from L3");
+        assert!(r.l2_misses > 0);
+    }
+
+    // Bandwidth shares sum to the available bandwidth; a co-runner lowers each share.
+    #[test]
+    fn bandwidth_shares() {
+        let cm = model("zen3-2s-nps4");
+        let c = cm.costs().clone();
+        for n in 1..=8u32 {
+            let each = cm.mem_rate(n, n, false);
+            assert!(each * n as u64 <= c.mem_bw_llc_mbps.min(c.mem_bw_node_mbps));
+            assert!(each * n as u64 + n as u64 > c.mem_bw_llc_mbps.min(c.mem_bw_node_mbps) - n as u64);
+        }
+        assert!(cm.mem_rate(2, 2, false) < cm.mem_rate(1, 1, false));
+        assert!(cm.mem_rate(1, 1, true) < cm.mem_rate(1, 1, false));
+    }
+
+    // Lock waits grow with the number of contenders (FIFO).
+    #[test]
+    fn rq_lock_fifo() {
+        let mut cm = model("spr-112");
+        let (a, b, c) = (CpuId(1), CpuId(2), CpuId(3));
+        assert_eq!(cm.rq_lock(c, a, 1000, 300), 0);
+        assert_eq!(cm.rq_lock(c, b, 1000, 300), 300, "b waits for a");
+        assert_eq!(cm.rq_lock(c, a, 1100, 300), 500, "a queues behind b");
+        assert_eq!(cm.rq_lock(c, c, 5000, 300), 0, "free again");
+        assert_eq!(cm.rq_lock(c, c, 5000, 300), 0, "own back-to-back sections do not contend");
+        let mut off = CostModel::new(&crate::load("spr-112").unwrap(), ModelSwitches::parse("NO_LOCKS").unwrap());
+        off.rq_lock(c, a, 0, 300);
+        assert_eq!(off.rq_lock(c, b, 0, 300), 0);
+    }
+
+    #[test]
+    fn smt_and_switches() {
+        let cm = model("laptop-4c8t");
+        assert_eq!(cm.smt_rate(false), 1000);
+        assert_eq!(cm.smt_rate(true), 600);
+        let sw = ModelSwitches::parse("NO_SMT,NO_CACHE").unwrap();
+        assert!(!sw.on(Component::SMT) && sw.on(Component::LOCKS));
+        assert!(ModelSwitches::parse("NO_FOO").unwrap_err().contains("CACHE"));
+    }
+}

@@ -1,0 +1,106 @@
+//! A memcached-like server under memtier_benchmark-like load (benchmark-workloads §9).
+//!
+//! The server has `threads` worker threads (memcached -t, default 4), each
+//! running an epoll loop over the connections it was given. The client has
+//! `client_threads` threads (memtier -t, default 4) with `connections` each
+//! (memtier -c, default 50), pipeline depth 1. A request wakes the worker
+//! through epoll (WF_SYNC on kernels whose ep_poll_callback passes it on,
+//! §0); the response wakes the client thread (sync). A wakeup that finds
+//! several ready sockets serves them all without blocking (epoll coalescing).
+//!
+//! FIDELITY(F-105): all connections of client thread t are
+//! served by worker t mod threads, where memcached dispatches connections
+//! round-robin one by one; workers that get no connection are left out.
+
+use super::costs::{TCP_RECV_NS, TCP_SEND_NS};
+use super::{push_prog, start_task, Builtin, COUNTER_OPS};
+use crate::params::{ParamDoc, Params};
+use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, Workload, WorkloadError};
+
+pub const BUILTIN: Builtin = Builtin {
+    name: "memcached",
+    summary: "memcached-like server: epoll worker threads, memtier-like client threads with many connections",
+    metric: "requests/s (higher is better)",
+    params: &[
+        ParamDoc { key: "threads", default: "4", help: "server worker threads (memcached -t)" },
+        ParamDoc { key: "client_threads", default: "4", help: "client threads (memtier -t)" },
+        ParamDoc { key: "connections", default: "50", help: "connections per client thread, one request in flight each (memtier -c)" },
+    ],
+    build,
+};
+
+/// Worker CPU per request besides the socket calls: epoll bookkeeping, parse,
+/// hash lookup, item copy of a 32-byte value [inferred: "few us per request", §0.1].
+pub const SERVE_NS: u64 = 2_000;
+/// Client CPU per request: build the command, parse the reply, latency accounting [inferred].
+pub const CLIENT_REQ_NS: u64 = 2_500;
+
+fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
+    let s = p.u64_in("threads", 4, 1, 10_000)? as u32;
+    let ct = p.u64_in("client_threads", 4, 1, 10_000)? as u32;
+    let k = p.u64_in("connections", 50, 1, 100_000)? as u32;
+    if ct as u64 * k as u64 > 1_000_000 {
+        return Err(WorkloadError(format!("client_threads={ct} x connections={k}: at most 1000000 connections")));
+    }
+    // A worker without connections sleeps in epoll_wait for good: not modelled.
+    let s = s.min(ct);
+    let cap = ct * k + 1;
+    let sock = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Socket };
+    let mut w = Workload {
+        name: "memcached".into(),
+        params: vec![("threads".into(), s.to_string()), ("client_threads".into(), ct.to_string()), ("connections".into(), k.to_string())],
+        programs: Vec::new(),
+        tasks: Vec::new(),
+        channels: vec![sock; (s + ct) as usize],
+        sems: Vec::new(),
+        metric: MetricSpec::Rate { name: "requests".into(), unit: "req/s".into(), counter: COUNTER_OPS, start: None, end: None },
+        time_bounded: true,
+        jitter_pct: 10,
+    };
+    // Channels 0..s: requests to worker w (tag = client thread); s..s+ct: responses to client thread t.
+    let resp0 = s;
+    for wi in 0..s {
+        let prog = vec![
+            Op::Loop { count: u64::MAX },
+            Op::ReadTag { chan: wi, cost: TCP_RECV_NS },
+            Op::Run { ns: SERVE_NS },
+            Op::WriteReg { chan_base: resp0, cost: TCP_SEND_NS },
+            Op::EndLoop,
+        ];
+        let pi = push_prog(&mut w, prog);
+        w.tasks.push(start_task(format!("memcached-w{wi}"), pi, 0));
+    }
+    for t in 0..ct {
+        let req = Op::WriteTag { chan: t % s, cost: TCP_SEND_NS, tag: t };
+        let mut prog = vec![Op::Loop { count: k as u64 }, Op::Run { ns: CLIENT_REQ_NS }, req, Op::EndLoop];
+        prog.extend([
+            Op::Loop { count: u64::MAX },
+            Op::Read { chan: resp0 + t, cost: TCP_RECV_NS },
+            Op::Count { id: COUNTER_OPS, n: 1 },
+            Op::Run { ns: CLIENT_REQ_NS },
+            req,
+            Op::EndLoop,
+        ]);
+        let pi = push_prog(&mut w, prog);
+        w.tasks.push(start_task(format!("memtier-{t}"), pi, 1));
+    }
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn task_graph() {
+        let w = crate::build("memcached", &Params::parse("threads=2,client_threads=3,connections=5").unwrap(), 12, &[]).unwrap();
+        assert_eq!(w.tasks.len(), 5);
+        assert!(w.channels.iter().all(|c| c.sync && c.capacity > 15));
+        assert_eq!(w.tasks[0].mm, w.tasks[1].mm);
+        assert_ne!(w.tasks[0].mm, w.tasks[2].mm);
+        // client thread 2 sends to worker 0, replies come back on channel 2 + 2
+        let c = &w.programs[w.tasks[4].program as usize];
+        assert!(c.contains(&Op::WriteTag { chan: 0, cost: TCP_SEND_NS, tag: 2 }));
+        assert!(c.contains(&Op::Read { chan: 4, cost: TCP_RECV_NS }));
+        assert_eq!(c[0], Op::Loop { count: 5 }, "5 requests in flight");
+    }
+}

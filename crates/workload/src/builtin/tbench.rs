@@ -1,0 +1,130 @@
+//! tbench (dbench's sockio backend over loopback TCP; benchmark-workloads §5.1).
+//!
+//! N client processes, each connected to its own forked tbench_srv process.
+//! Every SMB operation of client.txt is one synchronous round trip: the client
+//! sends the request, the server reads it and replies with the size the
+//! client asked for. Loopback delivery runs in softirq on the sender's CPU
+//! and wakes the reader with WF_SYNC, in both directions.
+//!
+//! The 458,344-line client.txt is approximated by a fixed cycle of 11
+//! operations with its op mix and payload (5.6 KB of counted payload per op
+//! vs 5.4 KB in the real file); see docs/FIDELITY.md F-103.
+
+use super::costs::{tcp_recv_ns, tcp_send_ns};
+use super::{push_prog, start_task, Builtin, COUNTER_OPS};
+use crate::params::{ParamDoc, Params};
+use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, Workload, WorkloadError};
+
+pub const BUILTIN: Builtin = Builtin {
+    name: "tbench",
+    summary: "tbench: client/server process pairs over loopback TCP replaying client.txt's op mix",
+    metric: "throughput (MB/s of ReadX/WriteX payload, higher is better)",
+    params: &[ParamDoc { key: "clients", default: "10", help: "client processes = server processes (tbench N)" }],
+    build,
+};
+
+/// Client-side CPU per operation outside the socket calls (load-file parsing,
+/// SMB marshalling in sockio.c) [inferred: ~2 us].
+pub const CLIENT_OP_NS: u64 = 2_000;
+/// Server-side CPU per operation besides the socket calls (tbench_srv just echoes) [inferred].
+pub const SERVER_OP_NS: u64 = 500;
+
+/// One cycle of the op mix: (what, request bytes, response bytes, counted payload).
+/// client.txt counts: ReadX 27%, NTCreateX 17%, QUERY_PATH_INFORMATION 16%,
+/// Close 13%, WriteX 9%, FIND_FIRST 6%, others 12% (§5.1).
+pub const CYCLE: &[(&str, u64, u64, u64)] = &[
+    ("NTCreateX", 110, 87, 0),
+    ("ReadX", 59, 59 + 11_900, 11_900),
+    ("QUERY_PATH_INFORMATION", 60, 70, 0),
+    ("ReadX", 59, 59 + 11_900, 11_900),
+    ("WriteX", 59 + 25_700, 55, 25_700),
+    ("Close", 45, 39, 0),
+    ("FIND_FIRST", 70, 39 + 90 * 4, 0),
+    ("NTCreateX", 110, 87, 0),
+    ("ReadX", 59, 59 + 11_900, 11_900),
+    ("QUERY_PATH_INFORMATION", 60, 70, 0),
+    ("Close", 45, 39, 0),
+];
+
+fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
+    let clients = p.u64_in("clients", 10, 1, 50_000)? as u32;
+    let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
+    let mut w = Workload {
+        name: "tbench".into(),
+        params: vec![("clients".into(), clients.to_string())],
+        programs: Vec::new(),
+        tasks: Vec::new(),
+        channels: Vec::new(),
+        sems: Vec::new(),
+        metric: MetricSpec::ScaledRate {
+            name: "throughput".into(),
+            unit: "MB/s".into(),
+            counter: COUNTER_OPS,
+            divisor: 1_000_000,
+            start: None,
+            end: None,
+        },
+        time_bounded: true,
+        jitter_pct: 10,
+    };
+    let mut servers = Vec::new();
+    for i in 0..clients {
+        let req = w.channels.len() as u32;
+        w.channels.push(sock.clone());
+        w.channels.push(sock.clone());
+        let resp = req + 1;
+        let mut client = vec![Op::Loop { count: u64::MAX }];
+        let mut server = vec![Op::Loop { count: u64::MAX }];
+        for &(_, send, recv, payload) in CYCLE {
+            client.extend([
+                Op::Run { ns: CLIENT_OP_NS },
+                Op::Write { chan: req, cost: tcp_send_ns(send) },
+                Op::Read { chan: resp, cost: tcp_recv_ns(recv) },
+            ]);
+            if payload > 0 {
+                client.push(Op::Count { id: COUNTER_OPS, n: payload });
+            }
+            server.extend([
+                Op::Read { chan: req, cost: tcp_recv_ns(send) },
+                Op::Run { ns: SERVER_OP_NS },
+                Op::Write { chan: resp, cost: tcp_send_ns(recv) },
+            ]);
+        }
+        client.push(Op::EndLoop);
+        server.push(Op::EndLoop);
+        // Client programs first, then server programs (compact workload files).
+        let cp = push_prog(&mut w, client);
+        servers.push(server);
+        w.tasks.push(start_task(format!("tbench-{i}"), cp, 1 + 2 * i));
+        w.tasks.push(start_task(format!("tbench_srv-{i}"), u32::MAX, 2 + 2 * i));
+    }
+    for (i, server) in servers.into_iter().enumerate() {
+        let sp = push_prog(&mut w, server);
+        w.tasks[2 * i + 1].program = sp;
+    }
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn task_graph() {
+        let w = crate::build("tbench", &Params::parse("clients=3").unwrap(), 12, &[]).unwrap();
+        assert_eq!(w.tasks.len(), 6);
+        assert_eq!(w.channels.len(), 6);
+        assert!(w.channels.iter().all(|c| c.sync), "loopback TCP wakeups are WF_SYNC");
+        let mut mms: Vec<u32> = w.tasks.iter().map(|t| t.mm).collect();
+        mms.sort();
+        mms.dedup();
+        assert_eq!(mms.len(), 6, "every client and server is its own process");
+        // client 1 writes channel 2 and reads channel 3; its server the reverse
+        let c = &w.programs[w.tasks[2].program as usize];
+        let s = &w.programs[w.tasks[3].program as usize];
+        assert!(matches!(c[2], Op::Write { chan: 2, .. }) && matches!(c[3], Op::Read { chan: 3, .. }));
+        assert!(matches!(s[1], Op::Read { chan: 2, .. }) && matches!(s[3], Op::Write { chan: 3, .. }));
+        let payload: u64 = CYCLE.iter().map(|c| c.3).sum();
+        let per_op = payload / CYCLE.len() as u64;
+        assert!((5_000..6_000).contains(&per_op), "{per_op} B/op vs 5.4 KB in client.txt");
+    }
+}

@@ -1,0 +1,935 @@
+//! Workload files (docs/workload-format.md, format 1): a TOML description of
+//! a [`Workload`] with `repeat` templates, and the exporter that writes any
+//! workload (e.g. a built-in) as such a file.
+//!
+//! Parsing is strict: unknown keys, wrong types, negative or out-of-range
+//! numbers and references to things that do not exist are errors that name
+//! the file, the line and the field.
+
+use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The format version this code reads and writes.
+pub const FORMAT: u32 = 1;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Doc {
+    format: u32,
+    name: String,
+    #[serde(default)]
+    time_bounded: bool,
+    #[serde(default)]
+    jitter_pct: u32,
+    #[serde(default)]
+    params: Vec<(String, String)>,
+    metric: Spanned<MetricDoc>,
+    #[serde(default)]
+    channel: Vec<Spanned<ChannelDoc>>,
+    #[serde(default)]
+    sem: Vec<Spanned<SemDoc>>,
+    #[serde(default)]
+    program: Vec<Spanned<ProgramDoc>>,
+    #[serde(default)]
+    task: Vec<Spanned<TaskDoc>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricDoc {
+    kind: String,
+    name: String,
+    unit: Option<String>,
+    counter: Option<u32>,
+    divisor: Option<u64>,
+    start: Option<u32>,
+    end: Option<u32>,
+    hist: Option<u32>,
+    q: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChannelDoc {
+    #[serde(default = "one")]
+    repeat: u32,
+    capacity: u32,
+    sync: bool,
+    kind: String,
+    msgs_per_page: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SemDoc {
+    #[serde(default = "one")]
+    repeat: u32,
+    initial: u32,
+    sync: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramDoc {
+    #[serde(default = "one")]
+    repeat: u32,
+    ops: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskDoc {
+    #[serde(default = "one")]
+    repeat: u32,
+    name: String,
+    program: Num,
+    mm: Num,
+    #[serde(default)]
+    nice: i8,
+    cpus: Option<Vec<u16>>,
+    #[serde(default = "yes")]
+    start: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+
+/// An integer or an expression in `i` (a string).
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum Num {
+    Int(i64),
+    Expr(String),
+}
+
+/// Largest repeat count and total number of expanded items.
+const MAX_ITEMS: u64 = 1_000_000;
+/// Most ops in all programs together, after every repeat.
+const MAX_OPS: u64 = 4_000_000;
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn line(&self, span: std::ops::Range<usize>) -> usize {
+        let end = span.start.min(self.text.len());
+        self.text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+    fn err(&self, span: std::ops::Range<usize>, field: &str, msg: impl std::fmt::Display) -> WorkloadError {
+        WorkloadError(format!("{}:{}: {field}: {msg}", self.file, self.line(span)))
+    }
+}
+
+/// Parse a workload file's text; `file` names it in errors.
+pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> {
+    let doc: Doc = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| Ctx { file, text }.line(s)).unwrap_or(0);
+        WorkloadError(format!("{file}:{line}: {}", e.message()))
+    })?;
+    let cx = Ctx { file, text };
+    if doc.format != FORMAT {
+        return Err(WorkloadError(format!("{file}: format = {} is not supported; this schedlab reads format = {FORMAT}", doc.format)));
+    }
+    let mut total = 0u64;
+    let mut count = |n: u32, span: std::ops::Range<usize>| -> Result<(), WorkloadError> {
+        total += n as u64;
+        if n == 0 || total > MAX_ITEMS {
+            return Err(cx.err(span, "repeat", format!("must be between 1 and {MAX_ITEMS} in all")));
+        }
+        Ok(())
+    };
+    let mut channels = Vec::new();
+    for c in &doc.channel {
+        count(c.get_ref().repeat, c.span())?;
+        let d = c.get_ref();
+        let kind = match (d.kind.as_str(), d.msgs_per_page) {
+            ("socket", None) => ChannelKind::Socket,
+            ("pipe", Some(m)) if m > 0 => ChannelKind::Pipe { msgs_per_page: m },
+            ("pipe", _) => return Err(cx.err(c.span(), "msgs_per_page", "a pipe needs msgs_per_page >= 1")),
+            ("socket", Some(_)) => return Err(cx.err(c.span(), "msgs_per_page", "only pipes have msgs_per_page")),
+            (k, _) => return Err(cx.err(c.span(), "kind", format!("{k:?}: expected \"socket\" or \"pipe\""))),
+        };
+        if d.capacity == 0 {
+            return Err(cx.err(c.span(), "capacity", "must be at least 1"));
+        }
+        for _ in 0..d.repeat {
+            channels.push(ChannelSpec { capacity: d.capacity, sync: d.sync, kind });
+        }
+    }
+    let mut sems = Vec::new();
+    for s in &doc.sem {
+        count(s.get_ref().repeat, s.span())?;
+        for _ in 0..s.get_ref().repeat {
+            sems.push(SemSpec { initial: s.get_ref().initial, sync: s.get_ref().sync });
+        }
+    }
+    // Tasks before programs so that fork targets can be checked.
+    let mut tasks = Vec::new();
+    let mut task_spans = Vec::new();
+    for t in &doc.task {
+        let d = t.get_ref();
+        count(d.repeat, t.span())?;
+        if let Some(c) = &d.cpus {
+            if c.is_empty() {
+                return Err(cx.err(t.span(), "cpus", "an empty CPU list; leave cpus out for all CPUs"));
+            }
+        }
+        for i in 0..d.repeat as i128 {
+            let vars = Vars { i, j: 0 };
+            let name = template(&d.name, &vars).map_err(|e| cx.err(t.span(), "name", e))?;
+            let program = num(&d.program, &vars, u32::MAX as i128).map_err(|e| cx.err(t.span(), "program", e))? as u32;
+            let mm = num(&d.mm, &vars, u32::MAX as i128).map_err(|e| cx.err(t.span(), "mm", e))? as u32;
+            tasks.push(TaskSpec { name, program, mm, nice: d.nice, cpus: d.cpus.clone(), start: d.start });
+            task_spans.push(t.span());
+        }
+    }
+    if !(-20..=19).contains(&doc.task.iter().map(|t| t.get_ref().nice).min().unwrap_or(0))
+        || !(-20..=19).contains(&doc.task.iter().map(|t| t.get_ref().nice).max().unwrap_or(0))
+    {
+        let t = doc.task.iter().find(|t| !(-20..=19).contains(&t.get_ref().nice)).unwrap();
+        return Err(cx.err(t.span(), "nice", "must be between -20 and 19"));
+    }
+    let mut programs = Vec::new();
+    let mut prog_lines = Vec::new();
+    let mut total_ops = 0u64;
+    for p in &doc.program {
+        let d = p.get_ref();
+        count(d.repeat, p.span())?;
+        for i in 0..d.repeat as i128 {
+            let mut ops = Vec::new();
+            for o in &d.ops {
+                let parsed = parse_op(o.get_ref(), i, &mut ops);
+                parsed.map_err(|e| cx.err(o.span(), "ops", format!("{:?}: {e}", o.get_ref())))?;
+                if ops.len() as u64 + total_ops > MAX_OPS {
+                    return Err(cx.err(o.span(), "ops", format!("more than {MAX_OPS} ops in all after repeat")));
+                }
+            }
+            for (k, op) in ops.iter().enumerate() {
+                check_op_ranges(op, channels.len(), sems.len(), tasks.len()).map_err(|e| {
+                    let line_of = d.ops.get(k.min(d.ops.len().saturating_sub(1))).map(|o| o.span()).unwrap_or(p.span());
+                    cx.err(line_of, "ops", e)
+                })?;
+            }
+            total_ops += ops.len() as u64;
+            programs.push(ops);
+            prog_lines.push(cx.line(p.span()));
+        }
+    }
+    for (ts, span) in tasks.iter().zip(&task_spans) {
+        if ts.program as usize >= programs.len() {
+            return Err(cx.err(
+                span.clone(),
+                "program",
+                format!("task {}: program {} does not exist ({} programs)", ts.name, ts.program, programs.len()),
+            ));
+        }
+    }
+    let m = doc.metric.get_ref();
+    let ms = doc.metric.span();
+    let need = |v: Option<u32>, f: &str| v.ok_or_else(|| cx.err(ms.clone(), f, format!("metric kind {:?} needs {f}", m.kind)));
+    let metric = match m.kind.as_str() {
+        "elapsed" => MetricSpec::Elapsed { name: m.name.clone(), start: need(m.start, "start")?, end: need(m.end, "end")? },
+        "rate" => MetricSpec::Rate {
+            name: m.name.clone(),
+            unit: m.unit.clone().unwrap_or_else(|| "/s".into()),
+            counter: need(m.counter, "counter")?,
+            start: m.start,
+            end: m.end,
+        },
+        "scaled_rate" => MetricSpec::ScaledRate {
+            name: m.name.clone(),
+            unit: m.unit.clone().unwrap_or_else(|| "/s".into()),
+            counter: need(m.counter, "counter")?,
+            divisor: m.divisor.ok_or_else(|| cx.err(ms.clone(), "divisor", "metric kind \"scaled_rate\" needs divisor"))?,
+            start: m.start,
+            end: m.end,
+        },
+        "latency" => MetricSpec::LatencyPercentile {
+            name: m.name.clone(),
+            hist: need(m.hist, "hist")?,
+            q: m.q.ok_or_else(|| cx.err(ms.clone(), "q", "metric kind \"latency\" needs q (e.g. 0.99)"))?,
+        },
+        k => return Err(cx.err(ms, "kind", format!("{k:?}: expected elapsed, rate, scaled_rate or latency"))),
+    };
+    let w = Workload {
+        name: doc.name,
+        params: doc.params,
+        programs,
+        tasks,
+        channels,
+        sems,
+        metric,
+        time_bounded: doc.time_bounded,
+        jitter_pct: doc.jitter_pct,
+    };
+    if w.jitter_pct > 100 {
+        return Err(WorkloadError(format!("{file}: jitter_pct = {} must be at most 100", w.jitter_pct)));
+    }
+    w.validate().map_err(|e| {
+        // Point at the program's line when the message names one.
+        let line =
+            e.0.split("program ")
+                .nth(1)
+                .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| prog_lines.get(n).copied());
+        match line {
+            Some(l) => WorkloadError(format!("{file}:{l}: {}", e.0)),
+            None => WorkloadError(format!("{file}: {}", e.0)),
+        }
+    })?;
+    Ok(w)
+}
+
+fn check_op_ranges(op: &Op, nc: usize, ns: usize, nt: usize) -> Result<(), String> {
+    let chan = |c: u32| if (c as usize) < nc { Ok(()) } else { Err(format!("channel {c} does not exist ({nc} channels)")) };
+    let sem = |s: u32| if (s as usize) < ns { Ok(()) } else { Err(format!("semaphore {s} does not exist ({ns} semaphores)")) };
+    match *op {
+        Op::Write { chan: c, .. } | Op::Read { chan: c, .. } | Op::WriteTag { chan: c, .. } | Op::ReadTag { chan: c, .. } => chan(c),
+        Op::WriteReg { chan_base: c, .. } | Op::Poll { chan: c } => chan(c),
+        Op::WakeQueued { chan: c, .. } => chan(c),
+        Op::SemWait { sem: s } | Op::SemPost { sem: s, .. } | Op::WakeLatency { sem: s, .. } | Op::SemWake { sem: s, .. } => sem(s),
+        Op::Fork { spec, .. } if spec as usize >= nt => Err(format!("task {spec} does not exist ({nt} tasks)")),
+        _ => Ok(()),
+    }
+}
+
+// ---------------------------------------------------------------- expressions
+
+struct Vars {
+    i: i128,
+    j: i128,
+}
+
+fn num(n: &Num, v: &Vars, max: i128) -> Result<u64, String> {
+    let x = match n {
+        Num::Int(x) => *x as i128,
+        Num::Expr(s) => eval(s, v)?,
+    };
+    if x < 0 || x > max {
+        return Err(format!("{x} is out of range (0..={max})"));
+    }
+    Ok(x as u64)
+}
+
+/// Substitute `{expr}` in a name.
+fn template(s: &str, v: &Vars) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(a) = rest.find('{') {
+        out.push_str(&rest[..a]);
+        let b = rest[a..].find('}').ok_or("a '{' without '}'")? + a;
+        out.push_str(&eval(&rest[a + 1..b], v)?.to_string());
+        rest = &rest[b + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Evaluate an integer expression: literals (with `_`, and an optional time
+/// unit ns/us/ms/s giving nanoseconds), `i`, `j`, `inf` (2^64-1), `all`
+/// (2^32-1), + - * / % and parentheses.
+fn eval(s: &str, v: &Vars) -> Result<i128, String> {
+    let toks = lex(s)?;
+    let mut p = 0;
+    let x = expr(&toks, &mut p, v, 0)?;
+    if p != toks.len() {
+        return Err(format!("unexpected {:?} in expression {s:?}", toks[p]));
+    }
+    Ok(x)
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Num(i128),
+    Var(char),
+    Op(char),
+}
+
+fn lex(s: &str) -> Result<Vec<Tok>, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < b.len() {
+        let c = b[k] as char;
+        if c.is_ascii_whitespace() {
+            k += 1;
+        } else if c.is_ascii_digit() {
+            let st = k;
+            while k < b.len() && (b[k].is_ascii_digit() || b[k] == b'_') {
+                k += 1;
+            }
+            let digits: String = s[st..k].chars().filter(|&c| c != '_').collect();
+            let mut n: i128 = digits.parse().map_err(|_| format!("number {:?} is too large", &s[st..k]))?;
+            let us = k;
+            while k < b.len() && b[k].is_ascii_alphabetic() {
+                k += 1;
+            }
+            let mult = match &s[us..k] {
+                "" | "ns" => 1,
+                "us" => 1_000,
+                "ms" => 1_000_000,
+                "s" => 1_000_000_000,
+                u => return Err(format!("unknown unit {u:?} (ns, us, ms, s)")),
+            };
+            n = n.checked_mul(mult).filter(|&n| n <= u64::MAX as i128).ok_or("number too large")?;
+            out.push(Tok::Num(n));
+        } else if c.is_ascii_alphabetic() {
+            let st = k;
+            while k < b.len() && b[k].is_ascii_alphanumeric() {
+                k += 1;
+            }
+            match &s[st..k] {
+                "i" => out.push(Tok::Var('i')),
+                "j" => out.push(Tok::Var('j')),
+                "inf" => out.push(Tok::Num(u64::MAX as i128)),
+                "all" => out.push(Tok::Num(u32::MAX as i128)),
+                w => return Err(format!("unknown name {w:?} in expression (i, j, inf, all)")),
+            }
+        } else if "+-*/%()".contains(c) {
+            out.push(Tok::Op(c));
+            k += 1;
+        } else {
+            return Err(format!("unexpected character {c:?} in expression"));
+        }
+    }
+    Ok(out)
+}
+
+fn expr(t: &[Tok], p: &mut usize, v: &Vars, depth: u32) -> Result<i128, String> {
+    if depth > 32 {
+        return Err("expression nested too deeply".into());
+    }
+    let mut x = term(t, p, v, depth)?;
+    while let Some(Tok::Op(c @ ('+' | '-'))) = t.get(*p) {
+        *p += 1;
+        let y = term(t, p, v, depth)?;
+        x = if *c == '+' { x.checked_add(y) } else { x.checked_sub(y) }.ok_or("overflow")?;
+    }
+    Ok(x)
+}
+
+fn term(t: &[Tok], p: &mut usize, v: &Vars, depth: u32) -> Result<i128, String> {
+    let mut x = atom(t, p, v, depth)?;
+    while let Some(Tok::Op(c @ ('*' | '/' | '%'))) = t.get(*p) {
+        *p += 1;
+        let y = atom(t, p, v, depth)?;
+        x = match c {
+            '*' => x.checked_mul(y).filter(|z| z.abs() < 1 << 100).ok_or("overflow")?,
+            _ if y == 0 => return Err("division by zero".into()),
+            '/' => x / y,
+            _ => x % y,
+        };
+    }
+    Ok(x)
+}
+
+fn atom(t: &[Tok], p: &mut usize, v: &Vars, depth: u32) -> Result<i128, String> {
+    let tok = t.get(*p).ok_or("expression ends too early")?.clone();
+    *p += 1;
+    match tok {
+        Tok::Num(n) => Ok(n),
+        Tok::Var('i') => Ok(v.i),
+        Tok::Var(_) => Ok(v.j),
+        Tok::Op('-') => Ok(-atom(t, p, v, depth + 1)?),
+        Tok::Op('(') => {
+            let x = expr(t, p, v, depth + 1)?;
+            if t.get(*p) != Some(&Tok::Op(')')) {
+                return Err("missing ')'".into());
+            }
+            *p += 1;
+            Ok(x)
+        }
+        Tok::Op(c) => Err(format!("unexpected {c:?}")),
+    }
+}
+
+// ---------------------------------------------------------------- ops
+
+/// The op names and their fields, in the order the exporter writes them.
+const OPS: &[(&str, &[&str])] = &[
+    ("run", &["ns"]),
+    ("write", &["chan", "cost"]),
+    ("read", &["chan", "cost"]),
+    ("write_tag", &["chan", "cost", "tag"]),
+    ("read_tag", &["chan", "cost"]),
+    ("write_reg", &["chan_base", "cost"]),
+    ("sleep", &["ns"]),
+    ("sem_wait", &["sem"]),
+    ("sem_post", &["sem", "n"]),
+    ("fork", &["spec", "cost"]),
+    ("wait_child", &[]),
+    ("loop", &["count"]),
+    ("end_loop", &[]),
+    ("mark", &["id"]),
+    ("count", &["id", "n"]),
+    ("exit", &["cost"]),
+    ("barrier", &["id", "parties"]),
+    ("poll", &["chan"]),
+    ("wake_queued", &["chan", "sem_base", "cost"]),
+    ("wake_latency", &["hist", "sem"]),
+    ("sem_wake", &["sem", "n"]),
+];
+
+/// Parse one op string (`"write chan=3+i cost=2us repeat=20"`) for program
+/// instance `i`, appending the expanded ops.
+fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
+    let mut words = s.split_whitespace();
+    let name = words.next().ok_or("an empty op")?;
+    let (_, fields) = OPS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| format!("unknown op {name:?}; ops: {}", OPS.iter().map(|o| o.0).collect::<Vec<_>>().join(", ")))?;
+    let mut kv: Vec<(&str, &str)> = Vec::new();
+    for w in words {
+        let (k, v) = w.split_once('=').ok_or_else(|| format!("{w:?}: expected field=value (no spaces inside a value)"))?;
+        if k != "repeat" && !fields.contains(&k) {
+            return Err(format!("op {name} has no field {k:?}; it takes {}", fields.join(", ")));
+        }
+        if kv.iter().any(|(x, _)| *x == k) {
+            return Err(format!("field {k:?} given twice"));
+        }
+        kv.push((k, v));
+    }
+    let get = |k: &str, v: &Vars, max: u128| -> Result<u64, String> {
+        let e = kv.iter().find(|(x, _)| *x == k).ok_or_else(|| format!("op {name} needs {k}="))?.1;
+        let x = eval(e, v).map_err(|m| format!("{k}: {m}"))?;
+        if x < 0 || x as u128 > max {
+            return Err(format!("{k} = {x} is out of range (0..={max})"));
+        }
+        Ok(x as u64)
+    };
+    let repeat = match kv.iter().find(|(k, _)| *k == "repeat") {
+        Some(_) => get("repeat", &Vars { i, j: 0 }, MAX_ITEMS as u128)?,
+        None => 1,
+    };
+    if repeat == 0 {
+        return Err("repeat must be at least 1".into());
+    }
+    const U32: u128 = u32::MAX as u128;
+    const U64: u128 = u64::MAX as u128;
+    for j in 0..repeat as i128 {
+        let v = Vars { i, j };
+        let f32 = |k: &str| get(k, &v, U32).map(|x| x as u32);
+        let f64_ = |k: &str| get(k, &v, U64);
+        let op = match name {
+            "run" => Op::Run { ns: f64_("ns")? },
+            "write" => Op::Write { chan: f32("chan")?, cost: f64_("cost")? },
+            "read" => Op::Read { chan: f32("chan")?, cost: f64_("cost")? },
+            "write_tag" => Op::WriteTag { chan: f32("chan")?, cost: f64_("cost")?, tag: f32("tag")? },
+            "read_tag" => Op::ReadTag { chan: f32("chan")?, cost: f64_("cost")? },
+            "write_reg" => Op::WriteReg { chan_base: f32("chan_base")?, cost: f64_("cost")? },
+            "sleep" => Op::Sleep { ns: f64_("ns")? },
+            "sem_wait" => Op::SemWait { sem: f32("sem")? },
+            "sem_post" => Op::SemPost { sem: f32("sem")?, n: f32("n")? },
+            "fork" => Op::Fork { spec: f32("spec")?, cost: f64_("cost")? },
+            "wait_child" => Op::WaitChild,
+            "loop" => Op::Loop { count: f64_("count")? },
+            "end_loop" => Op::EndLoop,
+            "mark" => Op::Mark { id: f32("id")? },
+            "count" => Op::Count { id: f32("id")?, n: f64_("n")? },
+            "exit" => Op::Exit { cost: f64_("cost")? },
+            "barrier" => Op::Barrier { id: f32("id")?, parties: f32("parties")? },
+            "poll" => Op::Poll { chan: f32("chan")? },
+            "wake_queued" => Op::WakeQueued { chan: f32("chan")?, sem_base: f32("sem_base")?, cost: f64_("cost")? },
+            "wake_latency" => Op::WakeLatency { hist: f32("hist")?, sem: f32("sem")? },
+            "sem_wake" => Op::SemWake { sem: f32("sem")?, n: f32("n")? },
+            _ => unreachable!("listed in OPS"),
+        };
+        out.push(op);
+    }
+    Ok(())
+}
+
+/// An op as (name, field values) in the order of [`OPS`].
+fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
+    match *op {
+        Op::Run { ns } => ("run", vec![ns]),
+        Op::Write { chan, cost } => ("write", vec![chan as u64, cost]),
+        Op::Read { chan, cost } => ("read", vec![chan as u64, cost]),
+        Op::WriteTag { chan, cost, tag } => ("write_tag", vec![chan as u64, cost, tag as u64]),
+        Op::ReadTag { chan, cost } => ("read_tag", vec![chan as u64, cost]),
+        Op::WriteReg { chan_base, cost } => ("write_reg", vec![chan_base as u64, cost]),
+        Op::Sleep { ns } => ("sleep", vec![ns]),
+        Op::SemWait { sem } => ("sem_wait", vec![sem as u64]),
+        Op::SemPost { sem, n } => ("sem_post", vec![sem as u64, n as u64]),
+        Op::Fork { spec, cost } => ("fork", vec![spec as u64, cost]),
+        Op::WaitChild => ("wait_child", vec![]),
+        Op::Loop { count } => ("loop", vec![count]),
+        Op::EndLoop => ("end_loop", vec![]),
+        Op::Mark { id } => ("mark", vec![id as u64]),
+        Op::Count { id, n } => ("count", vec![id as u64, n]),
+        Op::Exit { cost } => ("exit", vec![cost]),
+        Op::Barrier { id, parties } => ("barrier", vec![id as u64, parties as u64]),
+        Op::Poll { chan } => ("poll", vec![chan as u64]),
+        Op::WakeQueued { chan, sem_base, cost } => ("wake_queued", vec![chan as u64, sem_base as u64, cost]),
+        Op::WakeLatency { hist, sem } => ("wake_latency", vec![hist as u64, sem as u64]),
+        Op::SemWake { sem, n } => ("sem_wake", vec![sem as u64, n as u64]),
+    }
+}
+
+// ---------------------------------------------------------------- export
+
+/// A value that is `base + istep*i + jstep*j`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Lin {
+    base: i128,
+    istep: i128,
+    jstep: i128,
+}
+
+fn render(l: Lin) -> String {
+    let lit = |x: i128| if x == u64::MAX as i128 { "inf".to_string() } else { x.to_string() };
+    let mut s = if l.base != 0 || (l.istep == 0 && l.jstep == 0) { lit(l.base) } else { String::new() };
+    for (step, var) in [(l.istep, "i"), (l.jstep, "j")] {
+        if step == 0 {
+            continue;
+        }
+        let (sign, a) = if step < 0 { ("-", -step) } else { ("+", step) };
+        if !s.is_empty() || sign == "-" {
+            s.push_str(sign);
+        }
+        if a != 1 {
+            s.push_str(&format!("{a}*"));
+        }
+        s.push_str(var);
+    }
+    s
+}
+
+/// Length of the longest prefix of `items` (same shape) whose values form
+/// arithmetic progressions, and the per-field steps.
+fn progression(items: &[Vec<i128>]) -> (usize, Vec<i128>) {
+    if items.len() < 2 {
+        return (items.len(), vec![0; items.first().map_or(0, |v| v.len())]);
+    }
+    let steps: Vec<i128> = items[0].iter().zip(&items[1]).map(|(a, b)| b - a).collect();
+    let mut n = 2;
+    while n < items.len() && items[n].iter().zip(&items[n - 1]).zip(&steps).all(|((b, a), s)| b - a == *s) {
+        n += 1;
+    }
+    (n, steps)
+}
+
+/// A program with op runs compressed: (op name, repeat, per-field (base, jstep)).
+type CompProg = Vec<(&'static str, u64, Vec<(i128, i128)>)>;
+
+fn compress_ops(ops: &[Op]) -> CompProg {
+    let mut out: CompProg = Vec::new();
+    let mut k = 0;
+    while k < ops.len() {
+        let (name, _) = op_fields(&ops[k]);
+        let mut m = k + 1;
+        while m < ops.len() && op_fields(&ops[m]).0 == name {
+            m += 1;
+        }
+        let vals: Vec<Vec<i128>> = ops[k..m].iter().map(|o| op_fields(o).1.into_iter().map(|x| x as i128).collect()).collect();
+        // A structural op never repeats (readability); a lone op is repeat 1.
+        let (n, steps) = if matches!(name, "loop" | "end_loop") { (1, vec![0; vals[0].len()]) } else { progression(&vals) };
+        out.push((name, n as u64, vals[0].iter().zip(&steps).map(|(&b, &s)| (b, s)).collect()));
+        k += n;
+    }
+    out
+}
+
+fn shape(c: &CompProg) -> Vec<(&'static str, u64, Vec<i128>)> {
+    c.iter().map(|(n, r, f)| (*n, *r, f.iter().map(|x| x.1).collect())).collect()
+}
+
+fn quote(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Split a name into text pieces and numbers ("r0.12" -> ["r", ".", ""], [0, 12]).
+fn name_parts(s: &str) -> (Vec<String>, Vec<i128>) {
+    let mut texts = vec![String::new()];
+    let mut nums = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            cur.push(c);
+        } else {
+            if !cur.is_empty() {
+                // Leading zeros or huge numbers are kept as text.
+                match cur.parse::<i128>() {
+                    Ok(n) if cur.len() < 19 && (cur == "0" || !cur.starts_with('0')) => {
+                        nums.push(n);
+                        texts.push(String::new());
+                    }
+                    _ => texts.last_mut().unwrap().push_str(&cur),
+                }
+                cur.clear();
+            }
+            if c == '{' || c == '}' {
+                // Braces are template syntax; they cannot be written literally.
+                texts.last_mut().unwrap().push(if c == '{' { '(' } else { ')' });
+            } else {
+                texts.last_mut().unwrap().push(c);
+            }
+        }
+    }
+    if !cur.is_empty() {
+        match cur.parse::<i128>() {
+            Ok(n) if cur.len() < 19 && (cur == "0" || !cur.starts_with('0')) => {
+                nums.push(n);
+                texts.push(String::new());
+            }
+            _ => texts.last_mut().unwrap().push_str(&cur),
+        }
+    }
+    (texts, nums)
+}
+
+/// Write `w` as a workload file (format 1). Reading it back with
+/// [`from_toml_str`] gives a workload equal to `w`, up to names containing
+/// `{` or `}` (written as parentheses).
+pub fn to_toml(w: &Workload, header: &str) -> String {
+    let mut o = String::new();
+    for l in header.lines() {
+        o.push_str(&format!("# {l}\n"));
+    }
+    o.push_str(&format!(
+        "format = {FORMAT}\nname = {}\ntime_bounded = {}\njitter_pct = {}\n",
+        quote(&w.name),
+        w.time_bounded,
+        w.jitter_pct
+    ));
+    o.push_str("params = [");
+    for (k, (a, b)) in w.params.iter().enumerate() {
+        o.push_str(&format!("{}[{}, {}]", if k > 0 { ", " } else { "" }, quote(a), quote(b)));
+    }
+    o.push_str("]\n\n[metric]\n");
+    let opt = |o: &mut String, k: &str, v: Option<u32>| {
+        if let Some(v) = v {
+            o.push_str(&format!("{k} = {v}\n"));
+        }
+    };
+    match &w.metric {
+        MetricSpec::Elapsed { name, start, end } => {
+            o.push_str(&format!("kind = \"elapsed\"\nname = {}\nstart = {start}\nend = {end}\n", quote(name)));
+        }
+        MetricSpec::Rate { name, unit, counter, start, end } => {
+            o.push_str(&format!("kind = \"rate\"\nname = {}\nunit = {}\ncounter = {counter}\n", quote(name), quote(unit)));
+            opt(&mut o, "start", *start);
+            opt(&mut o, "end", *end);
+        }
+        MetricSpec::ScaledRate { name, unit, counter, divisor, start, end } => {
+            o.push_str(&format!(
+                "kind = \"scaled_rate\"\nname = {}\nunit = {}\ncounter = {counter}\ndivisor = {divisor}\n",
+                quote(name),
+                quote(unit)
+            ));
+            opt(&mut o, "start", *start);
+            opt(&mut o, "end", *end);
+        }
+        MetricSpec::LatencyPercentile { name, hist, q } => {
+            o.push_str(&format!("kind = \"latency\"\nname = {}\nhist = {hist}\nq = {q:?}\n", quote(name)));
+        }
+    }
+    let mut k = 0;
+    while k < w.channels.len() {
+        let c = &w.channels[k];
+        let n = w.channels[k..].iter().take_while(|x| *x == c).count();
+        o.push_str("\n[[channel]]\n");
+        if n > 1 {
+            o.push_str(&format!("repeat = {n}\n"));
+        }
+        o.push_str(&format!("capacity = {}\nsync = {}\n", c.capacity, c.sync));
+        match c.kind {
+            ChannelKind::Socket => o.push_str("kind = \"socket\"\n"),
+            ChannelKind::Pipe { msgs_per_page } => o.push_str(&format!("kind = \"pipe\"\nmsgs_per_page = {msgs_per_page}\n")),
+        }
+        k += n;
+    }
+    k = 0;
+    while k < w.sems.len() {
+        let s = &w.sems[k];
+        let n = w.sems[k..].iter().take_while(|x| *x == s).count();
+        o.push_str("\n[[sem]]\n");
+        if n > 1 {
+            o.push_str(&format!("repeat = {n}\n"));
+        }
+        o.push_str(&format!("initial = {}\nsync = {}\n", s.initial, s.sync));
+        k += n;
+    }
+    // Programs: runs of same-shape programs whose values progress with i.
+    let comp: Vec<CompProg> = w.programs.iter().map(|p| compress_ops(p)).collect();
+    k = 0;
+    while k < comp.len() {
+        let sh = shape(&comp[k]);
+        let m = k + comp[k..].iter().take_while(|c| shape(c) == sh).count();
+        let vals: Vec<Vec<i128>> = comp[k..m].iter().map(|c| c.iter().flat_map(|x| x.2.iter().map(|f| f.0)).collect()).collect();
+        let (n, isteps) = progression(&vals);
+        o.push_str(&format!("\n[[program]]  # {}\n", if n > 1 { format!("programs {k}..{}", k + n - 1) } else { format!("program {k}") }));
+        if n > 1 {
+            o.push_str(&format!("repeat = {n}\n"));
+        }
+        o.push_str("ops = [\n");
+        let mut f = 0;
+        for (name, rep, fields) in &comp[k] {
+            let (_, fnames) = OPS.iter().find(|x| x.0 == *name).unwrap();
+            let mut s = name.to_string();
+            for (fname, &(base, jstep)) in fnames.iter().zip(fields) {
+                s.push_str(&format!(" {fname}={}", render(Lin { base, istep: isteps[f], jstep })));
+                f += 1;
+            }
+            if *rep > 1 {
+                s.push_str(&format!(" repeat={rep}"));
+            }
+            o.push_str(&format!("  {},\n", quote(&s)));
+        }
+        o.push_str("]\n");
+        k += n;
+    }
+    // Tasks: runs with the same text pieces, nice, cpus and start.
+    let key = |t: &TaskSpec| (name_parts(&t.name).0, t.nice, t.cpus.clone(), t.start);
+    k = 0;
+    while k < w.tasks.len() {
+        let kk = key(&w.tasks[k]);
+        let m = k + w.tasks[k..].iter().take_while(|t| key(t) == kk).count();
+        let vals: Vec<Vec<i128>> = w.tasks[k..m]
+            .iter()
+            .map(|t| {
+                let mut v = vec![t.program as i128, t.mm as i128];
+                v.extend(name_parts(&t.name).1);
+                v
+            })
+            .collect();
+        let (n, steps) = progression(&vals);
+        let t = &w.tasks[k];
+        o.push_str(&format!("\n[[task]]  # {}\n", if n > 1 { format!("tasks {k}..{}", k + n - 1) } else { format!("task {k}") }));
+        if n > 1 {
+            o.push_str(&format!("repeat = {n}\n"));
+        }
+        let (texts, nums) = name_parts(&t.name);
+        let mut name = String::new();
+        for (p, text) in texts.iter().enumerate() {
+            name.push_str(text);
+            if p < nums.len() {
+                let l = Lin { base: nums[p], istep: steps[2 + p], jstep: 0 };
+                if l.istep == 0 {
+                    name.push_str(&l.base.to_string());
+                } else {
+                    name.push_str(&format!("{{{}}}", render(l)));
+                }
+            }
+        }
+        o.push_str(&format!("name = {}\n", quote(&name)));
+        for (f, fname) in ["program", "mm"].iter().enumerate() {
+            let v = vals[0][f];
+            if steps[f] == 0 {
+                o.push_str(&format!("{fname} = {v}\n"));
+            } else {
+                o.push_str(&format!("{fname} = {}\n", quote(&render(Lin { base: v, istep: steps[f], jstep: 0 }))));
+            }
+        }
+        if t.nice != 0 {
+            o.push_str(&format!("nice = {}\n", t.nice));
+        }
+        if let Some(c) = &t.cpus {
+            o.push_str(&format!("cpus = {c:?}\n"));
+        }
+        if !t.start {
+            o.push_str("start = false\n");
+        }
+        k += n;
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{build, builtin::BUILTINS, Params};
+
+    #[test]
+    fn every_builtin_round_trips() {
+        for b in BUILTINS {
+            for set in ["", "groups=2,pipe=1", "clients=3,threads=2", "version=2016,message_threads=2,threads=3", "threads=3"] {
+                let Ok(w) = build(b.name, &Params::parse(set).unwrap(), 12, &[]) else { continue };
+                let text = to_toml(&w, "test");
+                let back = from_toml_str(&text, "x.toml").unwrap_or_else(|e| panic!("{}: {e}\n{text}", b.name));
+                assert_eq!(back, w, "{} {set}", b.name);
+            }
+        }
+    }
+
+    #[test]
+    fn hackbench_is_compact() {
+        let w = build("hackbench", &Params::parse("groups=16").unwrap(), 12, &[]).unwrap();
+        assert_eq!(w.tasks.len(), 641);
+        let text = to_toml(&w, "");
+        assert!(text.lines().count() < 700, "{} lines", text.lines().count());
+        assert!(text.contains("fork spec=1+j cost=30000 repeat=640"), "{text}");
+    }
+
+    #[test]
+    fn expressions() {
+        let v = Vars { i: 3, j: 2 };
+        assert_eq!(eval("20*i + j", &v).unwrap(), 62);
+        assert_eq!(eval("2us", &v).unwrap(), 2000);
+        assert_eq!(eval("(1+i)%2", &v).unwrap(), 0);
+        assert_eq!(eval("inf", &v).unwrap(), u64::MAX as i128);
+        assert!(eval("1/0", &v).is_err());
+        assert!(eval("1 +", &v).is_err());
+        assert!(eval("k", &v).is_err());
+        assert_eq!(template("r{i}.{j+1}", &v).unwrap(), "r3.3");
+        assert_eq!(render(Lin { base: 5, istep: -2, jstep: 1 }), "5-2*i+j");
+        assert_eq!(eval(&render(Lin { base: 0, istep: -2, jstep: 0 }), &Vars { i: 1, j: 0 }).unwrap(), -2);
+    }
+
+    const MINI: &str = r#"format = 1
+name = "mini"
+[metric]
+kind = "elapsed"
+name = "time"
+start = 0
+end = 1
+[[program]]
+ops = ["mark id=0", "run ns=1ms", "mark id=1"]
+[[task]]
+name = "t"
+program = 0
+mm = 0
+"#;
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        assert!(from_toml_str(MINI, "m.toml").is_ok());
+        let e = from_toml_str(&MINI.replace("mm = 0", "mm = 0\ncolour = 1"), "m.toml").unwrap_err().0;
+        assert!(e.starts_with("m.toml:14:") && e.contains("colour"), "{e}");
+        let e = from_toml_str(&MINI.replace("\"run ns=1ms\"", "\"run ns=-1\""), "m.toml").unwrap_err().0;
+        assert!(e.starts_with("m.toml:9:") && e.contains("out of range"), "{e}");
+        let e = from_toml_str(&MINI.replace("mm = 0", "mm = \"x\""), "m.toml").unwrap_err().0;
+        assert!(e.contains("m.toml:10: mm"), "{e}");
+        let e = from_toml_str(&MINI.replace("\"run ns=1ms\"", "\"sem_wait sem=0\""), "m.toml").unwrap_err().0;
+        assert!(e.contains("m.toml:9") && e.contains("semaphore 0 does not exist"), "{e}");
+        let with_sem =
+            MINI.replace("[[program]]", "[[sem]]\ninitial = 0\nsync = false\n[[program]]").replace("\"run ns=1ms\"", "\"sem_wait sem=0\"");
+        let e = from_toml_str(&with_sem, "m.toml").unwrap_err().0;
+        assert!(e.contains("m.toml:11") && e.contains("nothing posts it"), "{e}");
+        let e = from_toml_str(&MINI.replace("start = 0", "start = 0.5"), "m.toml").unwrap_err().0;
+        assert!(e.contains("m.toml:6"), "{e}");
+        let e = from_toml_str(&MINI.replace("format = 1", "format = 2"), "m.toml").unwrap_err().0;
+        assert!(e.contains("format = 2"), "{e}");
+    }
+}
