@@ -231,6 +231,7 @@ impl Workload {
         if !self.tasks.iter().any(|t| t.start) {
             return err("no task starts at time 0".into());
         }
+        let mut barrier_parties = std::collections::BTreeMap::new();
         for (pi, prog) in self.programs.iter().enumerate() {
             let mut depth = 0i32;
             for op in prog {
@@ -278,12 +279,13 @@ impl Workload {
                         if id >= 1 << 16 {
                             return err(format!("program {pi}: barrier id {id} is too large (max 65535)"));
                         }
-                        let other = self.programs.iter().flatten().find_map(|o| match *o {
-                            Op::Barrier { id: i, parties: p } if i == id && p != parties => Some(p),
-                            _ => None,
-                        });
-                        if let Some(p) = other {
-                            return err(format!("program {pi}: barrier {id} is used with {parties} and with {p} parties"));
+                        match barrier_parties.get(&id) {
+                            Some(&p) if p != parties => {
+                                return err(format!("program {pi}: barrier {id} is used with {parties} and with {p} parties"));
+                            }
+                            _ => {
+                                barrier_parties.insert(id, parties);
+                            }
                         }
                     }
                     Op::Fork { spec, .. } if spec as usize >= self.tasks.len() || self.tasks[spec as usize].start => {
@@ -322,20 +324,32 @@ impl Workload {
     /// `WakeQueued` posts semaphore `sem_base + tag`: every tag written to its
     /// channel must name an existing semaphore.
     fn validate_tags(&self) -> Result<(), WorkloadError> {
-        let ops = || self.programs.iter().enumerate().flat_map(|(pi, p)| p.iter().map(move |o| (pi, *o)));
-        for (pi, op) in ops() {
-            let Op::WakeQueued { chan, sem_base, .. } = op else { continue };
-            for (pj, w) in ops() {
-                let tag = match w {
-                    Op::WriteTag { chan: c, tag, .. } if c == chan => tag,
-                    Op::Write { chan: c, .. } if c == chan => 0,
+        // Largest tag written to each channel (and the program writing it), in one pass.
+        let mut max_tag: Vec<Option<(u32, usize)>> = vec![None; self.channels.len()];
+        for (pj, prog) in self.programs.iter().enumerate() {
+            for op in prog {
+                let (c, tag) = match *op {
+                    Op::WriteTag { chan, tag, .. } => (chan, tag),
+                    Op::Write { chan, .. } => (chan, 0),
                     _ => continue,
                 };
-                if sem_base as u64 + tag as u64 >= self.sems.len() as u64 {
-                    return Err(WorkloadError(format!(
-                        "workload {}: program {pj} writes tag {tag} to channel {chan}, which program {pi} turns into a post of semaphore {}, which does not exist",
-                        self.name, sem_base as u64 + tag as u64
-                    )));
+                let m = &mut max_tag[c as usize];
+                if !matches!(*m, Some((t, _)) if t >= tag) {
+                    *m = Some((tag, pj));
+                }
+            }
+        }
+        for (pi, prog) in self.programs.iter().enumerate() {
+            for op in prog {
+                let Op::WakeQueued { chan, sem_base, .. } = *op else { continue };
+                if let Some((tag, pj)) = max_tag[chan as usize] {
+                    if sem_base as u64 + tag as u64 >= self.sems.len() as u64 {
+                        return Err(WorkloadError(format!(
+                            "workload {}: program {pj} writes tag {tag} to channel {chan}, which program {pi} turns into a post of semaphore {}, which does not exist",
+                            self.name,
+                            sem_base as u64 + tag as u64
+                        )));
+                    }
                 }
             }
         }

@@ -322,7 +322,9 @@ impl Kernel {
                     return None;
                 }
                 if lt == GroupType::Overloaded
-                    && (local.avg_load >= busiest_s.avg_load || local.avg_load >= sds_avg || 100 * busiest_s.avg_load <= pct * local.avg_load)
+                    && (local.avg_load >= busiest_s.avg_load
+                        || local.avg_load >= sds_avg
+                        || 100 * busiest_s.avg_load <= pct * local.avg_load)
                 {
                     return None;
                 }
@@ -389,11 +391,8 @@ impl Kernel {
                 // destination is lightly used, keeping communicating tasks together.
                 // v5.18+: dst_running <= imb_numa_nr; v5.11-v5.17: < 25% of the span.
                 let dst_running = local.sum_nr_running + 1;
-                let allowed = if self.profile.version >= (5, 18) {
-                    dst_running <= sd.imb_numa_nr
-                } else {
-                    dst_running < sd.span_weight / 4
-                };
+                let allowed =
+                    if self.profile.version >= (5, 18) { dst_running <= sd.imb_numa_nr } else { dst_running < sd.span_weight / 4 };
                 if allowed && env.imbalance <= 2 {
                     env.imbalance = 0;
                 }
