@@ -123,9 +123,12 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "schedlab run: {} {} on {} ({} CPUs), kernel {}{}, seed {}",
+        "schedlab run: {}{} on {} ({} CPUs), kernel {}{}, seed {}",
         p.workload.name,
-        params_str(p),
+        match params_str(p) {
+            s if s.is_empty() => s,
+            s => format!(" {s}"),
+        },
         p.machine.name,
         p.machine.topology.nr_cpus(),
         p.kernel.name,
@@ -151,6 +154,19 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
         r.run_delay_p99 as f64 / 1e3,
         r.run_delay_max as f64 / 1e3
     );
+    for l in &r.latencies {
+        let _ = writeln!(
+            o,
+            "  {:<22} p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  ({} samples)",
+            format!("latency hist {} (us)", l.hist),
+            l.p50 as f64 / 1e3,
+            l.p90 as f64 / 1e3,
+            l.p99 as f64 / 1e3,
+            l.p999 as f64 / 1e3,
+            l.max as f64 / 1e3,
+            l.count
+        );
+    }
     let (avg, min, max) = util(r);
     let _ = writeln!(o, "  {:<22} avg {:.1}%  min {:.1}%  max {:.1}%", "CPU busy", avg * 100.0, min * 100.0, max * 100.0);
     let _ = writeln!(o, "  {:<22} {} created, {} exited, {} simulation events", "tasks", r.tasks_created, r.tasks_exited, r.events);
@@ -213,7 +229,6 @@ fn schedstat_json(r: &RunResult) -> Value {
 pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
     json!({
         "schedlab_version": env!("CARGO_PKG_VERSION"),
-        "machine": p.machine.name,
         "kernel": p.kernel.name,
         "features": args.features.clone().unwrap_or_default(),
         "workload": p.workload.name,
@@ -228,6 +243,7 @@ pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
         "cpus": r.cpus.iter().enumerate().map(|(i, &(b, idle))| json!({"cpu": i, "busy_ns": b, "idle_ns": idle})).collect::<Vec<_>>(),
         "tasks": { "created": r.tasks_created, "exited": r.tasks_exited },
         "machine": {
+            "name": p.machine.name,
             "l2_misses": r.l2_misses,
             "llc_misses": r.llc_misses,
             "dram_bytes": r.dram_bytes,
@@ -236,6 +252,15 @@ pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
             "idle_exit_ns": r.idle_exit_ns,
             "mm_switches": r.mm_switches,
         },
+        "latencies": r.latencies.iter().map(|l| json!({
+            "hist": l.hist,
+            "count": l.count,
+            "p50_ns": l.p50,
+            "p90_ns": l.p90,
+            "p99_ns": l.p99,
+            "p999_ns": l.p999,
+            "max_ns": l.max,
+        })).collect::<Vec<_>>(),
         "schedstat": schedstat_json(r),
         "events": r.events,
     })

@@ -214,6 +214,31 @@ fn time_bounded_workload_runs_exactly_its_duration() {
     assert_eq!(v["simulated_ns"], 50_000_000u64, "{v:#}");
 }
 
+#[test]
+fn run_json_names_the_machine_and_its_counters() {
+    let (_, v) = run_json(HACKBENCH_SMALL);
+    assert_eq!(v.pointer("/machine/name").and_then(Value::as_str), Some("x86-12"), "{v:#}");
+    for k in ["l2_misses", "llc_misses", "dram_bytes", "remote_bytes", "rq_lock_wait_ns", "idle_exit_ns", "mm_switches"] {
+        assert!(v["machine"][k].is_u64(), "machine.{k} missing:\n{v:#}");
+    }
+    assert_eq!(v["latencies"], Value::Array(vec![]), "hackbench records no latency histogram");
+}
+
+#[test]
+fn schbench_reports_wakeup_latencies() {
+    let (_, v) = run_json(&["--workload", "schbench", "--duration", "50ms"]);
+    let lats = v["latencies"].as_array().expect("latencies is an array");
+    assert!(!lats.is_empty(), "schbench records wakeup latencies:\n{v:#}");
+    for l in lats {
+        let n = |k: &str| l[k].as_u64().unwrap_or_else(|| panic!("latency lacks {k}: {l}"));
+        assert!(n("count") > 0, "{l}");
+        let (p50, p90, p99, p999, max) = (n("p50_ns"), n("p90_ns"), n("p99_ns"), n("p999_ns"), n("max_ns"));
+        assert!(p50 <= p90 && p90 <= p99 && p99 <= p999 && p999 <= max, "{l}");
+    }
+    let summary = ok(&["run", "--workload", "schbench", "--duration", "50ms"]);
+    assert!(summary.contains("latency hist 0 (us)") && summary.contains("p99.9"), "{summary}");
+}
+
 // ---------------------------------------------------------------- bad input
 
 #[test]

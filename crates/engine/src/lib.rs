@@ -67,8 +67,11 @@ struct Cpu {
     resched_pending: bool,
     /// Exit latency charged for the wakeup that is ending the current idle period.
     exit_lat: u64,
-    /// Progress rate of the running task, per mille of nominal speed (SMT).
+    /// Progress rate of the running task, per mille of nominal speed (SMT),
+    /// or bytes per microsecond while it streams memory (`mem`).
     rate: u64,
+    /// The running task is in a memory-bound phase.
+    mem: bool,
 }
 
 /// Per-task interpreter state.
@@ -83,6 +86,8 @@ struct TaskRt {
     loops: Vec<(u32, u64)>,
     /// Tag of the last `ReadTag` message.
     reg: u32,
+    /// In the middle of a memory-bound `Mem` op (work is bytes, not ns).
+    mem: bool,
     parent: Option<TaskId>,
     unreaped: u32,
     waiting_child: bool,
@@ -207,6 +212,9 @@ pub struct Sim<'a> {
     rq_lock_wait_ns: u64,
     /// Per channel: the CPU of the last write (where the message data is warm).
     chan_writer: Vec<Option<CpuId>>,
+    /// Memory-bound streams running per LLC and per node.
+    llc_streams: Vec<u32>,
+    node_streams: Vec<u32>,
 }
 
 const INF: u64 = u64::MAX;
@@ -283,7 +291,10 @@ impl<'a> Sim<'a> {
             remote_bytes: 0,
             rq_lock_wait_ns: 0,
             chan_writer: vec![None; wl.channels.len()],
+            llc_streams: Vec::new(),
+            node_streams: vec![0; machine.topology.nr_nodes()],
         };
+        s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
             cpu.rate = 1000;
         }
@@ -476,6 +487,7 @@ impl<'a> Sim<'a> {
             remaining: 0,
             loops: Vec::new(),
             reg: 0,
+            mem: false,
             parent,
             unreaped: 0,
             waiting_child: false,
@@ -603,6 +615,61 @@ impl<'a> Sim<'a> {
         self.push(at, EvKind::SegEnd { cpu: c.0, gen });
     }
 
+    /// A memory-bound phase starts on `c`: every stream of its node gets a new share.
+    fn mem_start(&mut self, c: CpuId) {
+        let (llc, node) = (self.cost.llc_index(c) as usize, self.cost.node(c) as usize);
+        self.cpus[c.idx()].mem = true;
+        self.llc_streams[llc] += 1;
+        self.node_streams[node] += 1;
+        self.mem_rates(node as u32);
+    }
+
+    /// A memory-bound phase on `c` ends or is switched out.
+    fn mem_stop(&mut self, c: CpuId) {
+        let (llc, node) = (self.cost.llc_index(c) as usize, self.cost.node(c) as usize);
+        // Settle the stream's progress at its old rate before the rates change.
+        if let Some(t) = self.cpus[c.idx()].running {
+            let done = self.seg_done(c);
+            let r = &mut self.rt[t.idx()];
+            r.remaining = r.remaining.saturating_sub(done);
+            self.cpus[c.idx()].seg_start = self.now.max(self.cpus[c.idx()].seg_start);
+        }
+        self.cpus[c.idx()].mem = false;
+        self.llc_streams[llc] -= 1;
+        self.node_streams[node] -= 1;
+        let busy_sib = self.kernel.sd.smt_mask[c.idx()].iter().any(|o| o != c && self.cpus[o.idx()].running.is_some());
+        self.cpus[c.idx()].rate = self.cost.smt_rate(busy_sib);
+        self.mem_rates(node as u32);
+    }
+
+    /// Fluid bandwidth sharing: recompute the rate of every stream on `node`
+    /// and move the end of those whose rate changed.
+    fn mem_rates(&mut self, node: u32) {
+        for i in 0..self.cpus.len() {
+            let ci = CpuId(i as u16);
+            if !self.cpus[i].mem || self.cost.node(ci) != node {
+                continue;
+            }
+            let Some(t) = self.cpus[i].running else { continue };
+            let home = self.mem[t.idx()].home_node.unwrap_or(node);
+            let rate =
+                self.cost.mem_rate(self.llc_streams[self.cost.llc_index(ci) as usize], self.node_streams[node as usize], home != node);
+            if rate == self.cpus[i].rate {
+                continue;
+            }
+            let done = self.seg_done(ci);
+            let r = &mut self.rt[t.idx()];
+            r.remaining = r.remaining.saturating_sub(done);
+            let cpu = &mut self.cpus[i];
+            cpu.seg_start = self.now.max(cpu.seg_start);
+            cpu.rate = rate;
+            cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
+            let gen = cpu.seg_gen;
+            let at = cpu.seg_start + wall_for(self.rt[t.idx()].remaining, rate);
+            self.push(at, EvKind::SegEnd { cpu: i as u16, gen });
+        }
+    }
+
     /// Work (nominal ns) the running task of `c` has done in its current segment.
     #[inline]
     fn seg_done(&self, c: CpuId) -> u64 {
@@ -622,6 +689,9 @@ impl<'a> Sim<'a> {
             n += 1;
         }
         for &s in &sibs[..n] {
+            if self.cpus[s.idx()].mem {
+                continue; // a streaming task's rate is set by the bandwidth model
+            }
             let busy_sib = self.kernel.sd.smt_mask[s.idx()].iter().any(|o| o != s && self.cpus[o.idx()].running.is_some());
             let rate = self.cost.smt_rate(busy_sib);
             if rate == self.cpus[s.idx()].rate {
@@ -691,6 +761,10 @@ impl<'a> Sim<'a> {
     fn switch_to(&mut self, c: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
         let now = self.now;
         let was_idle = self.cpus[c.idx()].running.is_none();
+        if self.cpus[c.idx()].mem {
+            // The outgoing task stops streaming here (it resumes wherever it runs next).
+            self.mem_stop(c);
+        }
         let cpu = &mut self.cpus[c.idx()];
         cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
         match next {
@@ -744,8 +818,11 @@ impl<'a> Sim<'a> {
                     self.remote_bytes += refill.remote_bytes;
                     self.rt[nx.idx()].remaining += refill.ns;
                 }
+                self.cpus[c.idx()].running = Some(nx);
+                if self.rt[nx.idx()].mem {
+                    self.mem_start(c);
+                }
                 let cpu = &mut self.cpus[c.idx()];
-                cpu.running = Some(nx);
                 cpu.seg_start = now + cost;
                 let gen = cpu.seg_gen;
                 let rate = cpu.rate;
@@ -791,6 +868,19 @@ impl<'a> Sim<'a> {
                         r.remaining = j;
                         r.stage = 1;
                     } else {
+                        self.advance(t);
+                    }
+                }
+                Op::Mem { bytes } => {
+                    if stage == 0 {
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = bytes;
+                        r.stage = 1;
+                        r.mem = true;
+                        self.mem_start(c);
+                    } else {
+                        self.rt[t.idx()].mem = false;
+                        self.mem_stop(c);
                         self.advance(t);
                     }
                 }

@@ -266,3 +266,38 @@ fn smt_colocation_slower_than_separate_cores() {
     let (sib0, sep0) = (periods([0, 1], "NO_SMT"), periods([0, 2], "NO_SMT"));
     assert!((sib0 - sep0).abs() / sep0 < 0.01);
 }
+
+/// Issue 6 with the bandwidth model: STREAM's threads settle one per LLC on
+/// zen3-2s-nps4 (16 CCX LLCs), where each gets a whole CCX's bandwidth.
+#[test]
+fn stream_threads_settle_one_per_llc() {
+    let m = machine("zen3-2s-nps4");
+    let w = wl(&m, "stream", "threads=16,array_size=20000000,ntimes=20");
+    let k = schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap());
+    let (_, k) = run_with(&m, k, &w, 50 * MS);
+    let mut llcs: Vec<u32> = k.tasks.iter().map(|t| m.topology.cpus()[t.cpu.idx()].llc).collect();
+    llcs.sort_unstable();
+    llcs.dedup();
+    assert_eq!(llcs.len(), 16, "threads' LLCs: {llcs:?}");
+}
+
+/// Issue 4 (bandwidth component): streams sharing an LLC split its bandwidth,
+/// and the split follows co-runners starting and stopping.
+#[test]
+fn stream_bandwidth_shared_within_an_llc() {
+    let m = machine("zen3-2s-nps4");
+    let mbps = |cpus: &[u16], model: &str| {
+        let mut w = wl(&m, "stream", &format!("threads={},array_size=4000000,ntimes=3", cpus.len()));
+        for (t, &c) in w.tasks.iter_mut().zip(cpus) {
+            t.cpus = Some(vec![c]);
+        }
+        let cfg =
+            SimConfig { seed: 1, duration_ns: None, schedstat: false, model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap() };
+        run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
+    };
+    let one_llc = mbps(&[0, 1, 2, 3, 4, 5, 6, 7], "");
+    let spread = mbps(&[0, 8, 16, 24, 32, 40, 48, 56], "");
+    assert!(spread > one_llc * 1.5, "8 streams in one CCX {one_llc:.0} MB/s vs one per CCX {spread:.0}");
+    let flat = mbps(&[0, 1, 2, 3, 4, 5, 6, 7], "NO_MEMBW");
+    assert!((flat - spread).abs() / spread < 0.05, "without the bandwidth model placement does not matter: {flat:.0} vs {spread:.0}");
+}

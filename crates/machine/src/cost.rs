@@ -182,6 +182,20 @@ impl CostModel {
         self.node_of[c.idx()]
     }
 
+    /// Dense LLC index of a CPU (0..nr_llcs).
+    #[inline]
+    pub fn llc_index(&self, c: CpuId) -> u32 {
+        self.llc_of[c.idx()]
+    }
+
+    pub fn nr_llcs(&self) -> usize {
+        self.llc_traffic.len()
+    }
+
+    /// Per-thread streaming ceiling: one core cannot use a whole LLC's or node's
+    /// bandwidth (machine-calibration §4: BW_core ≈ 10–20 GB/s).
+    pub const CORE_BW_MBPS: u64 = 15_000;
+
     /// Warm bytes left of `warm` after `foreign` bytes of other data entered a
     /// cache of `cap` bytes (LRU-like: the oldest lines go first, so survival
     /// falls linearly with foreign traffic and not with time alone).
@@ -294,11 +308,11 @@ impl CostModel {
     /// node; `remote` when its pages are on another node.
     pub fn mem_rate(&self, llc_users: u32, node_users: u32, remote: bool) -> u64 {
         if !self.sw.on(Component::MEMBW) {
-            return self.c.mem_bw_llc_mbps;
+            return Self::CORE_BW_MBPS;
         }
         let per_llc = self.c.mem_bw_llc_mbps / llc_users.max(1) as u64;
         let per_node = self.c.mem_bw_node_mbps / node_users.max(1) as u64;
-        let mut r = per_llc.min(per_node);
+        let mut r = per_llc.min(per_node).min(Self::CORE_BW_MBPS);
         if remote && self.sw.on(Component::NUMA) {
             // Remote streams are latency-bound: scale by local/remote latency.
             r = r * self.c.dram_local_ns / self.c.dram_remote_ns.max(1);
@@ -404,10 +418,11 @@ mod tests {
         let c = cm.costs().clone();
         for n in 1..=8u32 {
             let each = cm.mem_rate(n, n, false);
-            assert!(each * n as u64 <= c.mem_bw_llc_mbps.min(c.mem_bw_node_mbps));
-            assert!(each * n as u64 + n as u64 > c.mem_bw_llc_mbps.min(c.mem_bw_node_mbps) - n as u64);
+            let cap = c.mem_bw_llc_mbps.min(c.mem_bw_node_mbps).min(CostModel::CORE_BW_MBPS * n as u64);
+            assert!(each * n as u64 <= cap, "{n} streams: {each} each");
+            assert!(each * n as u64 + n as u64 > cap - n as u64, "{n} streams use the available bandwidth");
         }
-        assert!(cm.mem_rate(2, 2, false) < cm.mem_rate(1, 1, false));
+        assert!(cm.mem_rate(4, 4, false) < cm.mem_rate(1, 1, false), "co-runners lower each share");
         assert!(cm.mem_rate(1, 1, true) < cm.mem_rate(1, 1, false));
     }
 

@@ -456,6 +456,7 @@ fn atom(t: &[Tok], p: &mut usize, v: &Vars, depth: u32) -> Result<i128, String> 
 /// The op names and their fields, in the order the exporter writes them.
 const OPS: &[(&str, &[&str])] = &[
     ("run", &["ns"]),
+    ("mem", &["bytes"]),
     ("write", &["chan", "cost"]),
     ("read", &["chan", "cost"]),
     ("write_tag", &["chan", "cost", "tag"]),
@@ -521,6 +522,7 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
         let f64_ = |k: &str| get(k, &v, U64);
         let op = match name {
             "run" => Op::Run { ns: f64_("ns")? },
+            "mem" => Op::Mem { bytes: f64_("bytes")? },
             "write" => Op::Write { chan: f32("chan")?, cost: f64_("cost")? },
             "read" => Op::Read { chan: f32("chan")?, cost: f64_("cost")? },
             "write_tag" => Op::WriteTag { chan: f32("chan")?, cost: f64_("cost")?, tag: f32("tag")? },
@@ -552,6 +554,7 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
 fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
     match *op {
         Op::Run { ns } => ("run", vec![ns]),
+        Op::Mem { bytes } => ("mem", vec![bytes]),
         Op::Write { chan, cost } => ("write", vec![chan as u64, cost]),
         Op::Read { chan, cost } => ("read", vec![chan as u64, cost]),
         Op::WriteTag { chan, cost, tag } => ("write_tag", vec![chan as u64, cost, tag as u64]),

@@ -27,6 +27,11 @@ pub enum Op {
     Run {
         ns: u64,
     },
+    /// Stream `bytes` from/to memory: progress at the bandwidth the machine
+    /// model grants (shared per LLC and per node; remote pages slower).
+    Mem {
+        bytes: u64,
+    },
     /// Spend `cost` ns in the syscall, then put one message in the channel;
     /// blocks while the channel is full. Wakes a blocked reader (WF_SYNC if the
     /// channel is sync).

@@ -2,8 +2,8 @@
 //! each owning a static 1/T slice of the arrays, run Copy, Scale, Add and
 //! Triad `ntimes` times; every kernel ends with the implicit barrier of
 //! `#pragma omp parallel for` (a futex wakeup after libgomp's spin: not
-//! WF_SYNC). The kernels are plain CPU work at a fixed per-thread streaming
-//! bandwidth until the memory-bandwidth model exists (FIDELITY F-104).
+//! WF_SYNC). The kernels are memory-bound (`Op::Mem`): their progress is the
+//! bandwidth share the machine model grants per LLC and per node.
 //!
 //! Metric: bytes counted as STREAM counts them (16 B per element for Copy and
 //! Scale, 24 B for Add and Triad) over the time of all phases, in MB/s (10^6 B).
@@ -24,9 +24,6 @@ pub const BUILTIN: Builtin = Builtin {
     build,
 };
 
-/// Sustained streaming bandwidth of one thread, bytes per ns (10 GB/s: a
-/// single core of a current x86 server, order of magnitude) [inferred].
-pub const THREAD_BYTES_PER_NS: u64 = 10;
 /// Bytes per element counted by STREAM: Copy, Scale, Add, Triad.
 pub const KERNEL_BYTES: [u64; 4] = [16, 16, 24, 24];
 const COUNTER_BYTES: u32 = 0;
@@ -62,7 +59,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         }
         prog.push(Op::Loop { count: ntimes });
         for b in KERNEL_BYTES {
-            prog.push(Op::Run { ns: (elems * b).div_ceil(THREAD_BYTES_PER_NS) });
+            prog.push(Op::Mem { bytes: elems * b });
             prog.push(Op::Barrier { id: 0, parties: t });
             if j == 0 {
                 prog.push(Op::Count { id: COUNTER_BYTES, n: n * b });
@@ -90,7 +87,7 @@ mod tests {
         let barriers = w.programs[1].iter().filter(|o| matches!(o, Op::Barrier { id: 0, parties: 4 })).count();
         assert_eq!(barriers, 4, "one barrier per kernel");
         // thread 0 gets the extra element
-        assert_eq!(w.programs[0][2], Op::Run { ns: (251 * 16u64).div_ceil(THREAD_BYTES_PER_NS) });
+        assert_eq!(w.programs[0][2], Op::Mem { bytes: 251 * 16 });
         assert_eq!(crate::build("stream", &Params::default(), 12, &[]).unwrap().tasks.len(), 12);
     }
 }
