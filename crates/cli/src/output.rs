@@ -200,13 +200,22 @@ pub fn wakeup_table(r: &RunResult) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "  wakeups ({} try_to_wake_up calls; shares of all):", r.ttwu_count);
     let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", "Wakeups on same CPU", r.ttwu_local, pct(r.ttwu_local, r.ttwu_count));
-    for (name, remote, _) in &r.wakeup_levels {
-        let label = format!("Wakeups on same {name} cpus");
-        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, remote, pct(*remote, r.ttwu_count));
+    for l in &r.levels {
+        let label = format!("Wakeups on same {} cpus", l.name);
+        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, l.ttwu_wake_remote, pct(l.ttwu_wake_remote, r.ttwu_count));
     }
-    for (name, _, affine) in &r.wakeup_levels {
-        let label = format!("Affine wakeups on same {name} cpus");
-        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, affine, pct(*affine, r.ttwu_count));
+    for l in &r.levels {
+        let label = format!("Affine wakeups on same {} cpus", l.name);
+        let _ = writeln!(o, "    {:<36} {:>10} ({:5.1}%)", label, l.ttwu_move_affine, pct(l.ttwu_move_affine, r.ttwu_count));
+    }
+    let _ = writeln!(o, "  load balancing per level (all CPUs, busy + idle + newly idle):");
+    let _ = writeln!(o, "    {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}", "level", "lb_count", "balanced", "failed", "gained", "alb_pushed");
+    for l in &r.levels {
+        let _ = writeln!(
+            o,
+            "    {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            l.name, l.lb_count, l.lb_balanced, l.lb_failed, l.lb_gained, l.alb_pushed
+        );
     }
     o
 }
@@ -216,12 +225,17 @@ fn schedstat_json(r: &RunResult) -> Value {
         "ttwu_count": r.ttwu_count,
         "ttwu_local": r.ttwu_local,
         "local_share": pct(r.ttwu_local, r.ttwu_count) / 100.0,
-        "levels": r.wakeup_levels.iter().map(|(name, remote, affine)| json!({
-            "level": name,
-            "ttwu_wake_remote": remote,
-            "ttwu_move_affine": affine,
-            "wake_remote_share": pct(*remote, r.ttwu_count) / 100.0,
-            "affine_share": pct(*affine, r.ttwu_count) / 100.0,
+        "levels": r.levels.iter().map(|l| json!({
+            "level": l.name,
+            "ttwu_wake_remote": l.ttwu_wake_remote,
+            "ttwu_move_affine": l.ttwu_move_affine,
+            "wake_remote_share": pct(l.ttwu_wake_remote, r.ttwu_count) / 100.0,
+            "affine_share": pct(l.ttwu_move_affine, r.ttwu_count) / 100.0,
+            "lb_count": l.lb_count,
+            "lb_balanced": l.lb_balanced,
+            "lb_failed": l.lb_failed,
+            "lb_gained": l.lb_gained,
+            "alb_pushed": l.alb_pushed,
         })).collect::<Vec<_>>(),
     })
 }

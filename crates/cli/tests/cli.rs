@@ -302,3 +302,25 @@ fn nonexistent_machine_file_is_refused() {
 fn bad_option_value_is_a_usage_error() {
     usage_error(&["run", "--seed", "x"], &["--seed"]);
 }
+
+/// Issue 3 / 6: schedstat levels in --json carry wakeup shares and the load-balance
+/// counters; --schedstat writes a version 17 /proc/schedstat.
+#[test]
+fn schedstat_levels_and_file() {
+    let dir = tmp_dir("schedstat");
+    let path = dir.join("schedstat.txt");
+    let p = path.to_str().unwrap();
+    let (_, v) = run_json(&["--schedstat", p]);
+    let levels = v["schedstat"]["levels"].as_array().expect("schedstat.levels");
+    assert!(!levels.is_empty());
+    for l in levels {
+        for k in ["level", "wake_remote_share", "affine_share", "lb_count", "lb_balanced", "lb_failed", "lb_gained", "alb_pushed"] {
+            assert!(l.get(k).is_some(), "level entry lacks {k}: {l}");
+        }
+    }
+    assert!(levels.iter().map(|l| l["lb_count"].as_u64().unwrap()).sum::<u64>() > 0, "the balancer ran");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("version 17\ntimestamp "));
+    let dom = text.lines().find(|l| l.starts_with("domain0 ")).expect("a domain line");
+    assert_eq!(dom.split_whitespace().count(), 3 + 45, "domain<K> NAME MASK + 45 fields: {dom}");
+}

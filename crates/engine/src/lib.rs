@@ -149,8 +149,8 @@ pub struct RunResult {
     /// schedstat: try_to_wake_up() calls and those that woke on the waker's CPU.
     pub ttwu_count: u64,
     pub ttwu_local: u64,
-    /// Per domain level bottom-up: (name, ttwu_wake_remote, ttwu_move_affine).
-    pub wakeup_levels: Vec<(String, u64, u64)>,
+    /// Per domain level bottom-up: wakeup and load-balance schedstat counters.
+    pub levels: Vec<schedlab_kernel::stats::LevelStats>,
     /// /proc/schedstat v17 at the end, when requested.
     pub schedstat: Option<String>,
     /// Latency histograms recorded by `Op::WakeLatency` (those with samples), ns.
@@ -1208,7 +1208,7 @@ impl<'a> Sim<'a> {
         // Run delay samples: each task's waits are summarised by the kernel's
         // sched_info; per-wait samples are recorded by the engine.
         let wakeups = self.kernel.rqs.iter().map(|r| r.ttwu_count).sum();
-        let (ttwu_count, ttwu_local, levels) = self.kernel.wakeup_levels();
+        let (ttwu_count, ttwu_local, levels) = self.kernel.level_stats();
         let busy: Vec<u64> = self.cpus.iter().map(|c| c.busy_ns).collect();
         let schedstat = self.want_schedstat.then(|| self.kernel.schedstat_v17(end, &busy));
         let (name, value, unit) = match &self.wl.metric {
@@ -1279,7 +1279,7 @@ impl<'a> Sim<'a> {
             rq_lock_wait_ns: self.rq_lock_wait_ns,
             ttwu_count,
             ttwu_local,
-            wakeup_levels: levels.into_iter().map(|(n, r, a)| (n.to_string(), r, a)).collect(),
+            levels,
             schedstat,
             latencies,
         }

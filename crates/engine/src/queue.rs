@@ -6,81 +6,101 @@
 //! segment end can be moved (preemption, SMT speed change) in O(log n).
 
 const NONE: u32 = u32::MAX;
+/// Children per node: a 4-ary heap halves the depth of a binary one and keeps
+/// siblings in one cache line.
+const D: usize = 4;
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    at: u64,
+    seq: u64,
+    slot: u32,
+}
+
+impl Entry {
+    #[inline]
+    fn before(&self, o: &Entry) -> bool {
+        (self.at, self.seq) < (o.at, o.seq)
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct EventQueue {
-    heap: Vec<u32>,
+    heap: Vec<Entry>,
     pos: Vec<u32>,
-    key: Vec<(u64, u64)>,
     seq: u64,
 }
 
 impl EventQueue {
     pub fn new(slots: usize) -> Self {
-        EventQueue { heap: Vec::with_capacity(slots), pos: vec![NONE; slots], key: vec![(0, 0); slots], seq: 0 }
+        EventQueue { heap: Vec::with_capacity(slots), pos: vec![NONE; slots], seq: 0 }
     }
 
     #[inline]
-    fn less(&self, a: u32, b: u32) -> bool {
-        self.key[a as usize] < self.key[b as usize]
-    }
-
-    #[inline]
-    fn place(&mut self, i: usize, slot: u32) {
-        self.heap[i] = slot;
-        self.pos[slot as usize] = i as u32;
+    fn place(&mut self, i: usize, e: Entry) {
+        self.pos[e.slot as usize] = i as u32;
+        self.heap[i] = e;
     }
 
     fn sift_up(&mut self, mut i: usize) {
-        let slot = self.heap[i];
+        let e = self.heap[i];
         while i > 0 {
-            let parent = (i - 1) / 2;
+            let parent = (i - 1) / D;
             let p = self.heap[parent];
-            if !self.less(slot, p) {
+            if !e.before(&p) {
                 break;
             }
             self.place(i, p);
             i = parent;
         }
-        self.place(i, slot);
+        self.place(i, e);
     }
 
     fn sift_down(&mut self, mut i: usize) {
-        let slot = self.heap[i];
+        let e = self.heap[i];
         let n = self.heap.len();
         loop {
-            let l = 2 * i + 1;
-            if l >= n {
+            let first = D * i + 1;
+            if first >= n {
                 break;
             }
-            let r = l + 1;
-            let c = if r < n && self.less(self.heap[r], self.heap[l]) { r } else { l };
-            if !self.less(self.heap[c], slot) {
+            let last = (first + D).min(n);
+            let mut c = first;
+            for k in first + 1..last {
+                if self.heap[k].before(&self.heap[c]) {
+                    c = k;
+                }
+            }
+            if !self.heap[c].before(&e) {
                 break;
             }
-            let cs = self.heap[c];
-            self.place(i, cs);
+            let ce = self.heap[c];
+            self.place(i, ce);
             i = c;
         }
-        self.place(i, slot);
+        self.place(i, e);
     }
 
     /// Schedule `slot` at `at`, replacing its pending event if any. Ties are
     /// broken by scheduling order.
     pub fn schedule(&mut self, slot: u32, at: u64) {
         self.seq += 1;
-        self.key[slot as usize] = (at, self.seq);
+        let e = Entry { at, seq: self.seq, slot };
         let p = self.pos[slot as usize];
         if p == NONE {
-            self.heap.push(slot);
+            self.heap.push(e);
             let i = self.heap.len() - 1;
             self.pos[slot as usize] = i as u32;
             self.sift_up(i);
         } else {
-            // The new key (later seq) is never smaller at equal time: sift both ways.
-            self.sift_up(p as usize);
-            let p = self.pos[slot as usize] as usize;
-            self.sift_down(p);
+            let p = p as usize;
+            let old = self.heap[p];
+            self.heap[p] = e;
+            if e.before(&old) {
+                self.sift_up(p);
+            } else {
+                self.sift_down(p);
+            }
         }
     }
 
@@ -92,25 +112,29 @@ impl EventQueue {
         }
         self.pos[slot as usize] = NONE;
         let last = self.heap.pop().unwrap();
-        if p as usize == self.heap.len() {
+        let p = p as usize;
+        if p == self.heap.len() {
             return;
         }
-        self.place(p as usize, last);
-        self.sift_up(p as usize);
-        let q = self.pos[last as usize] as usize;
-        self.sift_down(q);
+        let removed_before = self.heap[p].before(&last);
+        self.place(p, last);
+        if removed_before {
+            self.sift_down(p);
+        } else {
+            self.sift_up(p);
+        }
     }
 
     /// Remove and return the earliest event: (slot, at).
     pub fn pop(&mut self) -> Option<(u32, u64)> {
         let top = *self.heap.first()?;
         let last = self.heap.pop().unwrap();
-        self.pos[top as usize] = NONE;
+        self.pos[top.slot as usize] = NONE;
         if !self.heap.is_empty() {
             self.place(0, last);
             self.sift_down(0);
         }
-        Some((top, self.key[top as usize].0))
+        Some((top.slot, top.at))
     }
 
     pub fn len(&self) -> usize {

@@ -554,7 +554,7 @@ impl Kernel {
                 self.rqs[cpu.idx()].curr = None;
                 self.migrate_queued_task(pv, cpu, dst, now);
                 if let Some(l) = self.sd.per_cpu[dst.idx()].iter().position(|&id| self.sd.domains[id as usize].span.test(cpu)) {
-                    self.lb_stats[dst.idx()][l][crate::fair::balance::IdleType::Busy as usize].lb_gained += 0;
+                    self.sd_stats[dst.idx()][l].alb_pushed += 1;
                 }
                 self.alb_pushed += 1;
                 kick = Some(dst);

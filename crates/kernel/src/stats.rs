@@ -15,6 +15,21 @@ pub struct SdStats {
     pub ttwu_move_affine: u64,
     /// Wakeups balanced through SD_BALANCE_WAKE (unused with default flags).
     pub ttwu_move_balance: u64,
+    /// Active balancing pushed a running task to this CPU at this level.
+    pub alb_pushed: u64,
+}
+
+/// One domain level's schedstat summed over CPUs (and idle types for lb_*).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LevelStats {
+    pub name: &'static str,
+    pub ttwu_wake_remote: u64,
+    pub ttwu_move_affine: u64,
+    pub lb_count: u64,
+    pub lb_balanced: u64,
+    pub lb_failed: u64,
+    pub lb_gained: u64,
+    pub alb_pushed: u64,
 }
 
 /// Per-LLC shared state (`struct sched_domain_shared`).
@@ -81,6 +96,7 @@ impl Kernel {
                     fields[base + 7] = lbt.lb_gained;
                     fields[base + 9] = lbt.lb_nobusyq;
                 }
+                fields[35] = s.alb_pushed;
                 fields.extend([s.ttwu_wake_remote, s.ttwu_move_affine, s.ttwu_move_balance]);
                 let f: Vec<String> = fields.iter().map(|x| x.to_string()).collect();
                 let _ = writeln!(o, "domain{k} {} {} {}", d.name, cpumask_hex(&d.span, self.nr_cpus()), f.join(" "));
@@ -89,11 +105,11 @@ impl Kernel {
         o
     }
 
-    /// Wakeups summed over CPUs: (ttwu_count, ttwu_local, per level name:
-    /// (wake_remote, move_affine)) in bottom-up level order of cpu0's domains
-    /// (levels are matched by name across CPUs).
-    pub fn wakeup_levels(&self) -> (u64, u64, Vec<(&'static str, u64, u64)>) {
-        let mut levels: Vec<(&'static str, u64, u64)> = Vec::new();
+    /// Wakeup and balancing counters summed over CPUs: (ttwu_count,
+    /// ttwu_local, per level bottom-up). Levels are matched by name and, for
+    /// repeated names (NUMA), by their rank among equally named levels.
+    pub fn level_stats(&self) -> (u64, u64, Vec<LevelStats>) {
+        let mut levels: Vec<LevelStats> = Vec::new();
         let mut count = 0;
         let mut local = 0;
         for (c, rq) in self.rqs.iter().enumerate() {
@@ -102,15 +118,21 @@ impl Kernel {
             for (k, &id) in self.sd.per_cpu[c].iter().enumerate() {
                 let name = self.sd.domains[id as usize].name;
                 let s = self.sd_stats[c][k];
-                // NUMA levels share a name; distinguish them by their position among NUMA levels.
                 let nth = self.sd.per_cpu[c][..k].iter().filter(|&&x| self.sd.domains[x as usize].name == name).count();
-                let key_pos = levels.iter().enumerate().filter(|(_, l)| l.0 == name).map(|(i, _)| i).nth(nth);
-                match key_pos {
-                    Some(i) => {
-                        levels[i].1 += s.ttwu_wake_remote;
-                        levels[i].2 += s.ttwu_move_affine;
-                    }
-                    None => levels.push((name, s.ttwu_wake_remote, s.ttwu_move_affine)),
+                let pos = levels.iter().enumerate().filter(|(_, l)| l.name == name).map(|(i, _)| i).nth(nth);
+                let i = pos.unwrap_or_else(|| {
+                    levels.push(LevelStats { name, ..Default::default() });
+                    levels.len() - 1
+                });
+                let l = &mut levels[i];
+                l.ttwu_wake_remote += s.ttwu_wake_remote;
+                l.ttwu_move_affine += s.ttwu_move_affine;
+                l.alb_pushed += s.alb_pushed;
+                for t in &self.lb_stats[c][k] {
+                    l.lb_count += t.lb_count;
+                    l.lb_balanced += t.lb_balanced;
+                    l.lb_failed += t.lb_failed;
+                    l.lb_gained += t.lb_gained;
                 }
             }
         }
