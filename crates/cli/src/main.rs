@@ -3,7 +3,9 @@
 //! engine, print.
 
 mod bench;
+mod compare;
 mod output;
+mod stats;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -47,6 +49,8 @@ enum Cmd {
     },
     /// Run one simulation.
     Run(RunArgs),
+    /// A/B comparison: side A against side B over a parameter matrix, R seeded runs each (mmtests / LKML tables).
+    Compare(compare::CompareArgs),
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
     Bench {
         /// Print a JSON list instead of a table.
@@ -219,6 +223,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Bench { json, filter } => bench::bench(json, filter.as_deref()),
+        Cmd::Compare(args) => compare::compare(&args),
     }
 }
 

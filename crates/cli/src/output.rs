@@ -157,10 +157,12 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
     for l in &r.latencies {
         let _ = writeln!(
             o,
-            "  {:<22} p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  ({} samples)",
+            "  {:<22} mean {:.1}  p50 {:.1}  p90 {:.1}  p95 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  ({} samples)",
             format!("latency hist {} (us)", l.hist),
+            l.mean as f64 / 1e3,
             l.p50 as f64 / 1e3,
             l.p90 as f64 / 1e3,
+            l.p95 as f64 / 1e3,
             l.p99 as f64 / 1e3,
             l.p999 as f64 / 1e3,
             l.max as f64 / 1e3,
@@ -271,6 +273,8 @@ pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
             "count": l.count,
             "p50_ns": l.p50,
             "p90_ns": l.p90,
+            "p95_ns": l.p95,
+            "mean_ns": l.mean,
             "p99_ns": l.p99,
             "p999_ns": l.p999,
             "max_ns": l.max,

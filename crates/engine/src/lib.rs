@@ -86,6 +86,8 @@ struct TaskRt {
     loops: Vec<(u32, u64)>,
     /// Tag of the last `ReadTag` message.
     reg: u32,
+    /// `Op::ReqStart` stamps not yet ended: (histogram, time), oldest first.
+    req_stamps: std::collections::VecDeque<(u32, u64)>,
     /// In the middle of a memory-bound `Mem` op (work is bytes, not ns).
     mem: bool,
     parent: Option<TaskId>,
@@ -162,8 +164,12 @@ pub struct RunResult {
 pub struct LatencySummary {
     pub hist: u32,
     pub count: u64,
+    /// Mean of the samples (ns).
+    pub mean: u64,
     pub p50: u64,
     pub p90: u64,
+    /// sysbench's `--percentile=95` default.
+    pub p95: u64,
     pub p99: u64,
     pub p999: u64,
     pub max: u64,
@@ -201,6 +207,8 @@ pub struct Sim<'a> {
     sem_stamp: Vec<u64>,
     /// Latency histograms of `Op::WakeLatency`.
     lat_hists: Vec<Histogram>,
+    /// Sum of the samples of each latency histogram (for the mean), ns.
+    lat_sums: Vec<u64>,
     ilb_pending: bool,
     cost: CostModel,
     mem: Vec<TaskMem>,
@@ -240,6 +248,9 @@ impl<'a> Sim<'a> {
     pub fn new(machine: &'a Machine, mut kernel: Kernel, wl: &'a Workload, cfg: &SimConfig) -> Sim<'a> {
         let n = machine.topology.nr_cpus();
         kernel.scan_cost_per_cpu_ns = machine.costs.idle_scan_ns_per_cpu;
+        if cfg.model.on(Component::WAKELAT) {
+            kernel.ttwu_pending_window_ns = schedlab_machine::cost::TTWU_WINDOW_NS;
+        }
         let tick_ns = kernel.tun.tick_ns;
         let mut s = Sim {
             kernel,
@@ -281,6 +292,7 @@ impl<'a> Sim<'a> {
             barriers: Vec::new(),
             sem_stamp: vec![0; wl.sems.len()],
             lat_hists: Vec::new(),
+            lat_sums: Vec::new(),
             ilb_pending: false,
             cost: CostModel::new(machine, cfg.model),
             mem: Vec::with_capacity(wl.tasks.len()),
@@ -487,6 +499,7 @@ impl<'a> Sim<'a> {
             remaining: 0,
             loops: Vec::new(),
             reg: 0,
+            req_stamps: Default::default(),
             mem: false,
             parent,
             unreaped: 0,
@@ -1066,10 +1079,16 @@ impl<'a> Sim<'a> {
                 }
                 Op::WakeLatency { hist, sem } => {
                     let d = self.now.saturating_sub(self.sem_stamp[sem as usize]);
-                    if self.lat_hists.len() <= hist as usize {
-                        self.lat_hists.resize_with(hist as usize + 1, Histogram::default);
-                    }
-                    self.lat_hists[hist as usize].record(d);
+                    self.record_latency(hist, d);
+                    self.advance(t);
+                }
+                Op::ReqStart { hist } => {
+                    let now = self.now;
+                    self.rt[t.idx()].req_stamps.push_back((hist, now));
+                    self.advance(t);
+                }
+                Op::ReqEnd { hist } => {
+                    self.req_end(t, hist);
                     self.advance(t);
                 }
             }
@@ -1235,6 +1254,7 @@ impl<'a> Sim<'a> {
                 let v = self.lat_hists.get(*hist as usize).map_or(0, |h| h.quantile(*q));
                 (name.clone(), v as f64 / 1e3, "us".to_string())
             }
+            MetricSpec::LatencyMean { name, hist } => (name.clone(), self.latency_mean(*hist as usize) as f64 / 1e3, "us".to_string()),
         };
         let latencies = self
             .lat_hists
@@ -1244,8 +1264,10 @@ impl<'a> Sim<'a> {
             .map(|(i, h)| LatencySummary {
                 hist: i as u32,
                 count: h.count(),
+                mean: self.latency_mean(i),
                 p50: h.quantile(0.50),
                 p90: h.quantile(0.90),
+                p95: h.quantile(0.95),
                 p99: h.quantile(0.99),
                 p999: h.quantile(0.999),
                 max: h.max(),
@@ -1358,6 +1380,38 @@ impl Sim<'_> {
             self.wake(w, c, Some(t), wf);
         }
         !ws.is_empty()
+    }
+
+    /// Record `d` ns in latency histogram `hist` (grown on first use).
+    fn record_latency(&mut self, hist: u32, d: u64) {
+        let h = hist as usize;
+        if self.lat_hists.len() <= h {
+            self.lat_hists.resize_with(h + 1, Histogram::default);
+        }
+        if self.lat_sums.len() <= h {
+            self.lat_sums.resize(h + 1, 0);
+        }
+        self.lat_hists[h].record(d);
+        self.lat_sums[h] = self.lat_sums[h].saturating_add(d);
+    }
+
+    /// `Op::ReqEnd`: record `now -` the oldest open `Op::ReqStart` stamp of
+    /// `hist` of task `t` (requests in flight complete in order); none: no sample.
+    fn req_end(&mut self, t: TaskId, hist: u32) {
+        let st = &mut self.rt[t.idx()].req_stamps;
+        if let Some(k) = st.iter().position(|&(h, _)| h == hist) {
+            let (_, t0) = st.remove(k).expect("position is in range");
+            let d = self.now.saturating_sub(t0);
+            self.record_latency(hist, d);
+        }
+    }
+
+    /// Mean of latency histogram `h` in ns (0 without samples).
+    fn latency_mean(&self, h: usize) -> u64 {
+        match self.lat_hists.get(h) {
+            Some(x) if x.count() > 0 => self.lat_sums[h] / x.count(),
+            _ => 0,
+        }
     }
 
     /// Like [`Sim::run`] but also hands back the kernel state (tests, tools).

@@ -53,8 +53,75 @@ fn schbench_2023_latency_rises_when_workers_exceed_cpus() {
     let few = go("schbench", "threads=4", Some(300));
     let many = go("schbench", "threads=36", Some(300));
     assert!(many.metric_value > 5.0 * few.metric_value, "p99 {} -> {} us", few.metric_value, many.metric_value);
-    assert_eq!(few.latencies.len(), 1);
+    assert_eq!(few.latencies.len(), 2, "wakeup (0) and request (1) latency");
     assert!(few.latencies[0].count > 40, "every request records a wakeup latency");
+}
+
+/// The latency histogram `hist` of a run (panics when it has no samples).
+fn hist(r: &RunResult, hist: u32) -> &schedlab_engine::LatencySummary {
+    r.latencies.iter().find(|l| l.hist == hist).unwrap_or_else(|| panic!("no samples in histogram {hist}: {:?}", r.latencies))
+}
+
+#[test]
+fn schbench_2023_request_latency_and_rps() {
+    let few = go("schbench", "threads=4", Some(300));
+    let many = go("schbench", "threads=36", Some(300));
+    let (a, b) = (hist(&few, 1), hist(&many, 1));
+    assert!(a.count > 40 && a.p50 >= 100_000, "a request includes the 100 us sleep and the matrix work: {a:?}");
+    assert!(a.p50 <= a.p90 && a.p90 <= a.p99 && a.p99 <= a.p999 && a.p999 <= a.max);
+    assert!(b.p99 > a.p99, "oversubscribed workers wait for CPU mid-request: {} -> {} ns", a.p99, b.p99);
+    let rps_few = go("schbench", "threads=4,metric=rps", Some(300));
+    let rps_many = go("schbench", "threads=36,metric=rps", Some(300));
+    assert_eq!(rps_few.metric_unit, "req/s");
+    assert!(rps_few.higher_is_better);
+    assert!(
+        rps_many.metric_value > rps_few.metric_value,
+        "more workers, more requests: {} -> {}",
+        rps_few.metric_value,
+        rps_many.metric_value
+    );
+    let req = go("schbench", "threads=4,metric=request_p99.9", Some(300));
+    assert_eq!(req.metric_value, a.p999 as f64 / 1e3);
+}
+
+#[test]
+fn sysbench_p95_rises_when_threads_exceed_cpus() {
+    let few = go("sysbench", "threads=4,metric=latency_p95", Some(100));
+    let many = go("sysbench", "threads=48,metric=latency_p95", Some(100));
+    assert!(!few.higher_is_better && few.metric_unit == "us");
+    assert!(many.metric_value > 1.5 * few.metric_value, "p95 {} -> {} us", few.metric_value, many.metric_value);
+    let h = hist(&few, 1);
+    assert!(h.count > 100 && h.p50 <= h.p95 && h.p95 <= h.p99, "{h:?}");
+    assert_eq!(few.metric_value, h.p95 as f64 / 1e3);
+    // the default metric is unchanged, and still reports the histogram
+    let ev = go("sysbench", "threads=4", Some(100));
+    assert_eq!(ev.metric_name, "events");
+    assert_eq!(hist(&ev, 1).count, h.count);
+}
+
+#[test]
+fn pgbench_latency_average_tracks_clients_over_tps() {
+    let r = go("pgbench", "clients=4", Some(100));
+    let lat = go("pgbench", "clients=4,metric=latency_avg", Some(100));
+    let h = hist(&r, 1);
+    assert!(h.count > 100 && h.p50 <= h.p90 && h.p90 <= h.p99, "{h:?}");
+    assert_eq!(lat.metric_value, h.mean as f64 / 1e3);
+    // closed loop: latency average ~ clients / tps
+    let expect_us = 4.0 / r.metric_value * 1e6;
+    assert!((lat.metric_value / expect_us - 1.0).abs() < 0.05, "avg {} us, clients/tps {expect_us} us", lat.metric_value);
+    let more = go("pgbench", "clients=48,threads=12,metric=latency_avg", Some(100));
+    assert!(more.metric_value > 2.0 * lat.metric_value, "avg {} -> {} us", lat.metric_value, more.metric_value);
+}
+
+#[test]
+fn memcached_latency_rises_with_connections() {
+    let few = go("memcached", "connections=2,metric=latency_p99", Some(50));
+    let many = go("memcached", "connections=50,metric=latency_p99", Some(50));
+    assert!(many.metric_value > 3.0 * few.metric_value, "p99 {} -> {} us", few.metric_value, many.metric_value);
+    let h = hist(&many, 1);
+    assert!(h.count > 1000 && h.p50 > 0 && h.p50 <= h.p99, "{h:?}");
+    let avg = go("memcached", "connections=50,metric=latency_avg", Some(50));
+    assert!(avg.metric_value > 0.0 && avg.metric_value <= h.max as f64 / 1e3);
 }
 
 #[test]

@@ -141,6 +141,10 @@ pub struct Kernel {
     pub(crate) mru_seq: u64,
     /// schedstat alb_pushed, summed.
     pub alb_pushed: u64,
+    /// Time between a waker's idle check in select_task_rq() and its
+    /// ttwu_pending store becoming visible to other CPUs (hardware-dependent;
+    /// the engine sets it from the machine model). 0 = no race.
+    pub ttwu_pending_window_ns: u64,
     nr_cpus: usize,
 }
 
@@ -169,6 +173,8 @@ impl Kernel {
                 wake_stamp: 0,
                 next_balance: 0,
                 active_balance: None,
+                ttwu_pending_visible_at: 0,
+                ttwu_pending_owner: CpuId(0),
             })
             .collect();
         let sd_stats = sd.per_cpu.iter().map(|l| vec![SdStats::default(); l.len()]).collect();
@@ -212,6 +218,7 @@ impl Kernel {
             nohz_next_balance: 0,
             mru_seq: 0,
             alb_pushed: 0,
+            ttwu_pending_window_ns: 0,
             nr_cpus: n,
         }
     }
@@ -449,6 +456,11 @@ impl Kernel {
             let rq = &mut self.rqs[cpu.idx()];
             let ipi = rq.wake_list.is_empty();
             rq.wake_list.push(p);
+            if rq.ttwu_pending == 0 {
+                // Other CPUs see the flag only once the waker's store reaches them.
+                rq.ttwu_pending_visible_at = now + self.ttwu_pending_window_ns;
+                rq.ttwu_pending_owner = this_cpu;
+            }
             rq.ttwu_pending += 1;
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Waking;
@@ -490,6 +502,8 @@ impl Kernel {
     /// `sched_ttwu_pending()`: the target CPU (after the IPI) activates the tasks
     /// on its wake list. Returns true if it must reschedule.
     pub fn sched_ttwu_pending(&mut self, cpu: CpuId, now: u64) -> bool {
+        self.cur_now = now;
+        self.cur_this_cpu = cpu;
         let list = std::mem::take(&mut self.rqs[cpu.idx()].wake_list);
         for &p in &list {
             self.rqs[cpu.idx()].ttwu_pending -= 1;
@@ -529,6 +543,8 @@ impl Kernel {
     /// `__schedule()` on `cpu`: handle `prev` according to `reason`, pick the
     /// next task, switch. Returns prev and next (None = idle).
     pub fn schedule(&mut self, cpu: CpuId, reason: SwitchReason, now: u64) -> SwitchResult {
+        self.cur_now = now;
+        self.cur_this_cpu = cpu;
         let prev = self.rqs[cpu.idx()].curr;
         self.rqs[cpu.idx()].need_resched = false;
         if let Some(pv) = prev {
@@ -608,6 +624,8 @@ impl Kernel {
 
     /// `scheduler_tick()` → `task_tick_fair()`. Returns true if the current task must be preempted.
     pub fn scheduler_tick(&mut self, cpu: CpuId, now: u64) -> TickResult {
+        self.cur_now = now;
+        self.cur_this_cpu = cpu;
         self.task_tick_fair(cpu, now);
         if self.rqs[cpu.idx()].curr.is_none() {
             self.update_load_avg(cpu, None, now);
@@ -646,7 +664,11 @@ impl Kernel {
     #[inline]
     pub fn idle_cpu(&self, c: CpuId) -> bool {
         let rq = &self.rqs[c.idx()];
-        rq.curr.is_none() && rq.nr_running() == 0 && rq.ttwu_pending == 0
+        // FIDELITY(F-004): ttwu_pending set by another CPU less than the
+        // visibility window ago is not seen yet (the stacking race).
+        let pending_seen =
+            rq.ttwu_pending > 0 && (self.cur_now >= rq.ttwu_pending_visible_at || self.cur_this_cpu == rq.ttwu_pending_owner);
+        rq.curr.is_none() && rq.nr_running() == 0 && !pending_seen
     }
 
     /// `task_cpu(p)`

@@ -184,6 +184,10 @@ pub struct Rq {
     pub next_balance: u64,
     /// Active balance pending: push the running task to this CPU at the next schedule().
     pub active_balance: Option<CpuId>,
+    /// When the first pending wake-list entry's ttwu_pending becomes visible
+    /// to CPUs other than the waker that set it.
+    pub ttwu_pending_visible_at: u64,
+    pub ttwu_pending_owner: CpuId,
 }
 
 impl Rq {

@@ -15,6 +15,11 @@ use schedlab_topology::CpuId;
 /// Memory-level parallelism assumed for refill misses (machine-calibration §4:
 /// "MLP ≈ 6–10"): concurrent outstanding misses per core.
 pub const MLP: u64 = 8;
+/// Window between a waker's idle check in select_task_rq() and its
+/// ttwu_pending store becoming visible to other CPUs: about half of the
+/// waker-side cost of a remote wakeup (machine-calibration §3, L6: 0.42 us for
+/// futex_wake incl. ttwu) [D, L].
+pub const TTWU_WINDOW_NS: u64 = 200;
 /// Cache line size.
 pub const LINE: u64 = 64;
 /// Cache lines of metadata touched per message besides the payload (pipe

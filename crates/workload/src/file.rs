@@ -256,7 +256,8 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
             hist: need(m.hist, "hist")?,
             q: m.q.ok_or_else(|| cx.err(ms.clone(), "q", "metric kind \"latency\" needs q (e.g. 0.99)"))?,
         },
-        k => return Err(cx.err(ms, "kind", format!("{k:?}: expected elapsed, rate, scaled_rate or latency"))),
+        "latency_mean" => MetricSpec::LatencyMean { name: m.name.clone(), hist: need(m.hist, "hist")? },
+        k => return Err(cx.err(ms, "kind", format!("{k:?}: expected elapsed, rate, scaled_rate, latency or latency_mean"))),
     };
     let w = Workload {
         name: doc.name,
@@ -477,6 +478,8 @@ const OPS: &[(&str, &[&str])] = &[
     ("wake_queued", &["chan", "sem_base", "cost"]),
     ("wake_latency", &["hist", "sem"]),
     ("sem_wake", &["sem", "n"]),
+    ("req_start", &["hist"]),
+    ("req_end", &["hist"]),
 ];
 
 /// Parse one op string (`"write chan=3+i cost=2us repeat=20"`) for program
@@ -543,6 +546,8 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             "wake_queued" => Op::WakeQueued { chan: f32("chan")?, sem_base: f32("sem_base")?, cost: f64_("cost")? },
             "wake_latency" => Op::WakeLatency { hist: f32("hist")?, sem: f32("sem")? },
             "sem_wake" => Op::SemWake { sem: f32("sem")?, n: f32("n")? },
+            "req_start" => Op::ReqStart { hist: f32("hist")? },
+            "req_end" => Op::ReqEnd { hist: f32("hist")? },
             _ => unreachable!("listed in OPS"),
         };
         out.push(op);
@@ -575,6 +580,8 @@ fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
         Op::WakeQueued { chan, sem_base, cost } => ("wake_queued", vec![chan as u64, sem_base as u64, cost]),
         Op::WakeLatency { hist, sem } => ("wake_latency", vec![hist as u64, sem as u64]),
         Op::SemWake { sem, n } => ("sem_wake", vec![sem as u64, n as u64]),
+        Op::ReqStart { hist } => ("req_start", vec![hist as u64]),
+        Op::ReqEnd { hist } => ("req_end", vec![hist as u64]),
     }
 }
 
@@ -747,6 +754,9 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         MetricSpec::LatencyPercentile { name, hist, q } => {
             o.push_str(&format!("kind = \"latency\"\nname = {}\nhist = {hist}\nq = {q:?}\n", quote(name)));
         }
+        MetricSpec::LatencyMean { name, hist } => {
+            o.push_str(&format!("kind = \"latency_mean\"\nname = {}\nhist = {hist}\n", quote(name)));
+        }
     }
     let mut k = 0;
     while k < w.channels.len() {
@@ -874,6 +884,37 @@ mod tests {
                 assert_eq!(back, w, "{} {set}", b.name);
             }
         }
+    }
+
+    #[test]
+    fn latency_ops_and_metrics_round_trip() {
+        for (name, set) in [
+            ("schbench", "metric=rps"),
+            ("schbench", "metric=request_p99.9"),
+            ("sysbench", "threads=2,metric=latency_p95"),
+            ("pgbench", "clients=3,threads=2,metric=latency_avg"),
+            ("memcached", "connections=3,metric=latency_p50"),
+        ] {
+            let w = build(name, &Params::parse(set).unwrap(), 12, &[]).unwrap();
+            assert!(w.programs.iter().flatten().any(|o| matches!(o, Op::ReqEnd { .. })), "{name} {set}");
+            let text = to_toml(&w, "test");
+            assert!(text.contains("req_start hist=1") && text.contains("req_end hist=1"), "{text}");
+            assert_eq!(from_toml_str(&text, "x.toml").unwrap(), w, "{name} {set}");
+        }
+        let mean =
+            MINI.replace("kind = \"elapsed\"\nname = \"time\"\nstart = 0\nend = 1", "kind = \"latency_mean\"\nname = \"lat\"\nhist = 2");
+        let mean = mean.replace("\"mark id=0\", \"run ns=1ms\", \"mark id=1\"", "\"req_start hist=2\", \"run ns=1ms\", \"req_end hist=2\"");
+        let w = from_toml_str(&mean, "m.toml").unwrap();
+        assert_eq!(w.metric, MetricSpec::LatencyMean { name: "lat".into(), hist: 2 });
+        assert_eq!(w.programs[0], vec![Op::ReqStart { hist: 2 }, Op::Run { ns: 1_000_000 }, Op::ReqEnd { hist: 2 }]);
+        assert_eq!(from_toml_str(&to_toml(&w, ""), "m.toml").unwrap(), w);
+        let e = from_toml_str(&mean.replace("req_end hist=2", "req_end hist=8"), "m.toml").unwrap_err().0;
+        assert!(e.contains("m.toml:") && e.contains("out of range"), "{e}");
+        let e = from_toml_str(&mean.replace("req_end hist=2", "req_end sem=2"), "m.toml").unwrap_err().0;
+        assert!(e.contains("no field \"sem\""), "{e}");
+        assert!(build("sysbench", &Params::parse("metric=latency_p42").unwrap(), 12, &[]).is_err());
+        assert!(build("schbench", &Params::parse("version=2016,metric=rps").unwrap(), 12, &[]).is_err());
+        assert!(build("schbench", &Params::parse("version=2016,metric=request_p99").unwrap(), 12, &[]).is_err());
     }
 
     #[test]

@@ -128,6 +128,17 @@ pub enum Op {
         hist: u32,
         sem: u32,
     },
+    /// Start a request: push the current time onto this task's stamps for
+    /// latency histogram `hist` (several may be in flight: a pipelining client).
+    ReqStart {
+        hist: u32,
+    },
+    /// End a request: record `now -` the oldest open `ReqStart` stamp of
+    /// `hist` of this task in histogram `hist` (requests end in the order they
+    /// started; without an open stamp nothing is recorded).
+    ReqEnd {
+        hist: u32,
+    },
     /// futex_wake / condvar signal: wake up to `n` tasks blocked on semaphore
     /// `sem` (`u32::MAX` = all: a broadcast); nothing is remembered when
     /// none waits (a lost wakeup, as pthread_cond_signal has it).
@@ -191,8 +202,10 @@ pub enum MetricSpec {
     Rate { name: String, unit: String, counter: u32, start: Option<u32>, end: Option<u32> },
     /// Like `Rate`, with the counter divided by `divisor` (e.g. bytes -> MB/s).
     ScaledRate { name: String, unit: String, counter: u32, divisor: u64, start: Option<u32>, end: Option<u32> },
-    /// Quantile `q` (0..1) of latency histogram `hist` (see `Op::WakeLatency`), in us.
+    /// Quantile `q` (0..1) of latency histogram `hist` (see `Op::WakeLatency`, `Op::ReqEnd`), in us.
     LatencyPercentile { name: String, hist: u32, q: f64 },
+    /// Mean of latency histogram `hist`, in us.
+    LatencyMean { name: String, hist: u32 },
 }
 
 impl MetricSpec {
@@ -271,7 +284,13 @@ impl Workload {
                     Op::WakeLatency { sem, .. } if sem as usize >= self.sems.len() => {
                         return err(format!("program {pi}: semaphore {sem} does not exist"));
                     }
-                    Op::Mark { id } | Op::Count { id, .. } | Op::WakeLatency { hist: id, .. } if id >= MAX_IDS => {
+                    Op::Mark { id }
+                    | Op::Count { id, .. }
+                    | Op::WakeLatency { hist: id, .. }
+                    | Op::ReqStart { hist: id }
+                    | Op::ReqEnd { hist: id }
+                        if id >= MAX_IDS =>
+                    {
                         return err(format!("program {pi}: mark/counter/histogram id {id} is out of range (0..{MAX_IDS})"));
                     }
                     Op::Barrier { id, parties } => {
@@ -383,6 +402,11 @@ impl Workload {
                 }
                 if let MetricSpec::ScaledRate { divisor: 0, .. } = self.metric {
                     return Err(WorkloadError(format!("workload {}: metric divisor 0", self.name)));
+                }
+            }
+            MetricSpec::LatencyMean { hist, .. } => {
+                if *hist >= MAX_IDS {
+                    return bad("histogram", *hist);
                 }
             }
             MetricSpec::LatencyPercentile { hist, q, .. } => {

@@ -645,6 +645,8 @@ impl Kernel {
     /// `nohz_idle_balance()`: the kicked idle CPU balances every idle CPU whose
     /// next_balance has passed. Returns the CPUs that received work.
     pub fn nohz_idle_balance(&mut self, ilb: CpuId, now: u64) -> BalanceResult {
+        self.cur_now = now;
+        self.cur_this_cpu = ilb;
         let mut all = BalanceResult::default();
         let mut next = u64::MAX;
         for c in 0..self.nr_cpus() {

@@ -8,12 +8,17 @@
 //! §0); the response wakes the client thread (sync). A wakeup that finds
 //! several ready sockets serves them all without blocking (epoll coalescing).
 //!
+//! Each client thread records the latency of every request (sent -> reply
+//! read) in histogram 1: its requests are answered in order, so `ReqEnd`
+//! pairs with the oldest open `ReqStart`. `--set metric=latency_p99` (or
+//! `latency_avg`, `latency_p50`, ...) reports it instead of requests/s.
+//!
 //! FIDELITY(F-105): all connections of client thread t are
 //! served by worker t mod threads, where memcached dispatches connections
 //! round-robin one by one; workers that get no connection are left out.
 
 use super::costs::{TCP_RECV_NS, TCP_SEND_NS};
-use super::{push_prog, start_task, Builtin, COUNTER_OPS};
+use super::{pick_metric, push_prog, start_task, Builtin, COUNTER_OPS, HIST_REQUEST};
 use crate::params::{ParamDoc, Params};
 use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, Workload, WorkloadError};
 
@@ -25,6 +30,11 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "threads", default: "4", help: "server worker threads (memcached -t)" },
         ParamDoc { key: "client_threads", default: "4", help: "client threads (memtier -t)" },
         ParamDoc { key: "connections", default: "50", help: "connections per client thread, one request in flight each (memtier -c)" },
+        ParamDoc {
+            key: "metric",
+            default: "requests",
+            help: "reported figure: requests (per second) or latency_{avg,p50,p90,p95,p99,p99.9}",
+        },
     ],
     build,
 };
@@ -46,17 +56,27 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let s = s.min(ct);
     let cap = ct * k + 1;
     let sock = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Socket };
+    let requests = MetricSpec::Rate { name: "requests".into(), unit: "req/s".into(), counter: COUNTER_OPS, start: None, end: None };
+    let (metric_key, metric) = pick_metric(p, "requests", requests, &[("latency", HIST_REQUEST)])?;
     let mut w = Workload {
         name: "memcached".into(),
-        params: vec![("threads".into(), s.to_string()), ("client_threads".into(), ct.to_string()), ("connections".into(), k.to_string())],
+        params: vec![
+            ("threads".into(), s.to_string()),
+            ("client_threads".into(), ct.to_string()),
+            ("connections".into(), k.to_string()),
+            ("metric".into(), metric_key),
+        ],
         programs: Vec::new(),
         tasks: Vec::new(),
         channels: vec![sock; (s + ct) as usize],
         sems: Vec::new(),
-        metric: MetricSpec::Rate { name: "requests".into(), unit: "req/s".into(), counter: COUNTER_OPS, start: None, end: None },
+        metric,
         time_bounded: true,
         jitter_pct: 10,
     };
+    if p.get("metric").is_none() {
+        w.params.retain(|(k, _)| k != "metric");
+    }
     // Channels 0..s: requests to worker w (tag = client thread); s..s+ct: responses to client thread t.
     let resp0 = s;
     for wi in 0..s {
@@ -72,12 +92,15 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     }
     for t in 0..ct {
         let req = Op::WriteTag { chan: t % s, cost: TCP_SEND_NS, tag: t };
-        let mut prog = vec![Op::Loop { count: k as u64 }, Op::Run { ns: CLIENT_REQ_NS }, req, Op::EndLoop];
+        let start = Op::ReqStart { hist: HIST_REQUEST };
+        let mut prog = vec![Op::Loop { count: k as u64 }, Op::Run { ns: CLIENT_REQ_NS }, start, req, Op::EndLoop];
         prog.extend([
             Op::Loop { count: u64::MAX },
             Op::Read { chan: resp0 + t, cost: TCP_RECV_NS },
+            Op::ReqEnd { hist: HIST_REQUEST },
             Op::Count { id: COUNTER_OPS, n: 1 },
             Op::Run { ns: CLIENT_REQ_NS },
+            start,
             req,
             Op::EndLoop,
         ]);

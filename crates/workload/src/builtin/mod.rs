@@ -75,3 +75,41 @@ pub(crate) fn choice<'a>(p: &'a Params, key: &str, default: &'a str, allowed: &[
 
 /// Histogram id of wakeup latency; counter of bytes moved.
 pub(crate) const HIST_WAKEUP: u32 = 0;
+/// Histogram id of request / transaction latency (`Op::ReqStart`/`Op::ReqEnd`).
+pub(crate) const HIST_REQUEST: u32 = 1;
+
+/// The latency metric named `{prefix}_avg` or `{prefix}_pNN` (p50, p90, p95,
+/// p99, p99.9) of histogram `hist`, if `choice` is one.
+pub(crate) fn latency_metric(choice: &str, prefix: &str, hist: u32) -> Option<crate::MetricSpec> {
+    let rest = choice.strip_prefix(prefix)?.strip_prefix('_')?;
+    if rest == "avg" {
+        return Some(crate::MetricSpec::LatencyMean { name: choice.into(), hist });
+    }
+    let q = match rest {
+        "p50" => 0.50,
+        "p90" => 0.90,
+        "p95" => 0.95,
+        "p99" => 0.99,
+        "p99.9" => 0.999,
+        _ => return None,
+    };
+    Some(crate::MetricSpec::LatencyPercentile { name: choice.into(), hist, q })
+}
+
+/// The `metric` parameter: `default` (the benchmark's headline figure, spec
+/// `base`) or one of `{prefix}_avg|p50|p90|p95|p99|p99.9` for each (prefix, hist).
+pub(crate) fn pick_metric(
+    p: &Params,
+    default: &str,
+    base: crate::MetricSpec,
+    lats: &[(&str, u32)],
+) -> Result<(String, crate::MetricSpec), WorkloadError> {
+    let v = p.get("metric").unwrap_or(default);
+    if v == default {
+        return Ok((v.to_string(), base));
+    }
+    lats.iter().find_map(|&(pre, h)| latency_metric(v, pre, h)).map(|m| (v.to_string(), m)).ok_or_else(|| {
+        let alts: Vec<String> = lats.iter().map(|(pre, _)| format!("{pre}_avg|p50|p90|p95|p99|p99.9")).collect();
+        WorkloadError(format!("metric={v:?}: expected {default} or {}", alts.join(" or ")))
+    })
+}

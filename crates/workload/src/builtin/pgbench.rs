@@ -5,8 +5,15 @@
 //!
 //! Wakeups: client -> backend and backend -> client over sockets (WF_SYNC);
 //! backend -> backend through the WAL lock's futex (not sync).
+//!
+//! Transaction latency (histogram 1) is taken at each backend from one
+//! transaction's final reply to the next one's (`ReqEnd` then `ReqStart`):
+//! pgbench's clients start the next transaction as soon as a reply is parsed,
+//! so this is the client's latency up to a shift of the client's reply
+//! handling (FIDELITY(F-108)). `--set metric=latency_avg` reports pgbench's
+//! "latency average" (also `latency_p50` ... `latency_p99.9`).
 
-use super::{Builtin, COUNTER_OPS};
+use super::{pick_metric, Builtin, COUNTER_OPS, HIST_REQUEST};
 use crate::params::{ParamDoc, Params};
 use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
 
@@ -19,6 +26,7 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "threads", default: "1", help: "pgbench client threads (-j); connections are split among them" },
         ParamDoc { key: "mode", default: "tpcb", help: "tpcb (7 round trips) or select (-S, 1 round trip)" },
         ParamDoc { key: "db_size", default: "22", help: "database size in MB (footprint for the cache model)" },
+        ParamDoc { key: "metric", default: "tps", help: "reported figure: tps or latency_{avg,p50,p90,p95,p99,p99.9}" },
     ],
     build,
 };
@@ -51,6 +59,8 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         m => return Err(WorkloadError(format!("mode={m:?}: expected tpcb or select"))),
     };
     let db_size = p.u64_in("db_size", 22, 1, 1 << 24)?;
+    let tps = MetricSpec::Rate { name: "tps".into(), unit: "tps".into(), counter: COUNTER_OPS, start: None, end: None };
+    let (metric_key, metric) = pick_metric(p, "tps", tps, &[("latency", HIST_REQUEST)])?;
     let sock = ChannelSpec { capacity: 256, sync: true, kind: ChannelKind::Socket };
     let mut w = Workload {
         name: "pgbench".into(),
@@ -59,16 +69,20 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             ("threads".into(), threads.to_string()),
             ("mode".into(), mode.to_string()),
             ("db_size".into(), db_size.to_string()),
+            ("metric".into(), metric_key),
         ],
         programs: Vec::new(),
         tasks: Vec::new(),
         channels: Vec::new(),
         // sem 0: WALWriteLock (a futex-based LWLock: not sync)
         sems: vec![SemSpec { initial: 1, sync: false }],
-        metric: MetricSpec::Rate { name: "tps".into(), unit: "tps".into(), counter: COUNTER_OPS, start: None, end: None },
+        metric,
         time_bounded: true,
         jitter_pct: 10,
     };
+    if p.get("metric").is_none() {
+        w.params.retain(|(k, _)| k != "metric");
+    }
     // Channels: req[i] = client -> backend i; resp[t] = backends of thread t -> thread t.
     let req0 = 0u32;
     for _ in 0..clients {
@@ -82,7 +96,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     for i in 0..clients {
         let t = i % threads;
         let reply = Op::WriteTag { chan: resp0 + t, cost: SEND_NS, tag: i };
-        let mut prog = vec![Op::Loop { count: u64::MAX }];
+        let mut prog = vec![Op::ReqStart { hist: HIST_REQUEST }, Op::Loop { count: u64::MAX }];
         if select_only {
             prog.extend([Op::Read { chan: req0 + i, cost: RECV_NS }, Op::Run { ns: SELECT_NS }, reply]);
         } else {
@@ -96,6 +110,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 prog.push(reply);
             }
         }
+        prog.extend([Op::ReqEnd { hist: HIST_REQUEST }, Op::ReqStart { hist: HIST_REQUEST }]);
         prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
         prog.push(Op::EndLoop);
         w.programs.push(prog);

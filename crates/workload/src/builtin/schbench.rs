@@ -16,10 +16,14 @@
 //! channel of tagged messages (the tag is the worker's futex); `Poll` on it is
 //! the message thread's futex wait. The metric is the p99 of the wakeup
 //! latency (batch timestamp -> worker running), as schbench prints it.
+//! 2023 also records the request latency (worker woken -> usleep and matrix
+//! work done: `ReqStart`/`ReqEnd`, histogram 1) and counts requests, so
+//! `--set metric=rps` reports requests per second and `metric=request_p99`
+//! (or `wakeup_p50`, `request_p99.9`, ...) another figure.
 //! FIDELITY(F-101): no per-CPU lock; batch wakes at one instant.
 
 use super::costs::FUTEX_WAKE_NS;
-use super::{choice, push_prog, start_task, Builtin, COUNTER_OPS, HIST_WAKEUP};
+use super::{choice, pick_metric, push_prog, start_task, Builtin, COUNTER_OPS, HIST_REQUEST, HIST_WAKEUP};
 use crate::params::{ParamDoc, Params};
 use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, Workload, WorkloadError};
 
@@ -35,6 +39,11 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "footprint_kb", default: "256", help: "2023: matrix footprint per worker (-F)" },
         ParamDoc { key: "operations", default: "5", help: "2023: matrix multiplies per request (-n)" },
         ParamDoc { key: "cputime_us", default: "30000", help: "2016: worker and message-thread spin per loop (-c)" },
+        ParamDoc {
+            key: "metric",
+            default: "wakeup_p99",
+            help: "reported figure: wakeup_{avg,p50,p90,p95,p99,p99.9}; 2023 also request_{avg,p50,...,p99.9} and rps",
+        },
     ],
     build,
 };
@@ -73,6 +82,18 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         params.push(("footprint_kb".into(), footprint_kb.to_string()));
         params.push(("operations".into(), operations.to_string()));
     }
+    let wakeup_p99 = MetricSpec::LatencyPercentile { name: "wakeup_p99".into(), hist: HIST_WAKEUP, q: 0.99 };
+    let (metric_key, metric) = if !old && p.get("metric") == Some("rps") {
+        let rps = MetricSpec::Rate { name: "rps".into(), unit: "req/s".into(), counter: COUNTER_OPS, start: None, end: None };
+        ("rps".to_string(), rps)
+    } else if old {
+        pick_metric(p, "wakeup_p99", wakeup_p99, &[("wakeup", HIST_WAKEUP)])?
+    } else {
+        pick_metric(p, "wakeup_p99", wakeup_p99, &[("wakeup", HIST_WAKEUP), ("request", HIST_REQUEST)])?
+    };
+    if p.get("metric").is_some() {
+        params.push(("metric".into(), metric_key));
+    }
     let mut w = Workload {
         name: "schbench".into(),
         params,
@@ -80,7 +101,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         tasks: Vec::new(),
         channels: Vec::new(),
         sems: Vec::new(),
-        metric: MetricSpec::LatencyPercentile { name: "wakeup_p99".into(), hist: HIST_WAKEUP, q: 0.99 },
+        metric,
         time_bounded: true,
         jitter_pct: 10,
     };
@@ -112,12 +133,14 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
                 Op::WakeLatency { hist: HIST_WAKEUP, sem: futex },
             ]);
             if !old {
+                prog.push(Op::ReqStart { hist: HIST_REQUEST });
                 if sleep_us > 0 {
                     prog.push(Op::Sleep { ns: sleep_us * 1000 });
                 }
                 if work_ns > 0 {
                     prog.push(Op::Run { ns: work_ns });
                 }
+                prog.push(Op::ReqEnd { hist: HIST_REQUEST });
             }
             prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
             prog.push(Op::EndLoop);

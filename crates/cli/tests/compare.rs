@@ -1,0 +1,130 @@
+//! End-to-end tests of `schedlab compare` (small workloads, runs=2: fast in release).
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn schedlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).env_remove("RUST_BACKTRACE").output().expect("cannot start the schedlab binary")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = schedlab(args);
+    assert!(out.status.success(), "schedlab {args:?} failed: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+fn usage_error(args: &[&str], needle: &str) {
+    let out = schedlab(args);
+    let err = text(&out.stderr);
+    assert!(!err.contains("panicked"), "schedlab {args:?} panicked:\n{err}");
+    assert_eq!(out.status.code(), Some(2), "schedlab {args:?}: {err}");
+    assert!(err.contains(needle), "schedlab {args:?}: stderr does not mention {needle:?}:\n{err}");
+}
+
+const HACK: &[&str] =
+    &["compare", "--workload", "hackbench", "--set", "groups=1,loops=20,fds=2,4", "--kernel", "v3.10", "--vs", "v6.6", "--runs", "2"];
+
+#[test]
+fn output_is_independent_of_worker_count() {
+    let dir = std::env::temp_dir().join(format!("schedlab-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut outs = Vec::new();
+    for jobs in ["1", "2", "3"] {
+        let (j, c) = (dir.join(format!("r{jobs}.json")), dir.join(format!("r{jobs}.csv")));
+        let mut args = HACK.to_vec();
+        args.extend(["--jobs", jobs, "--json", j.to_str().unwrap(), "--csv", c.to_str().unwrap()]);
+        let stdout = ok(&args);
+        outs.push((stdout, std::fs::read(&j).unwrap(), std::fs::read(&c).unwrap()));
+    }
+    assert_eq!(outs[0], outs[1], "--jobs 1 and --jobs 2 differ");
+    assert_eq!(outs[0], outs[2], "--jobs 1 and --jobs 3 differ");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tables_and_files() {
+    let dir = std::env::temp_dir().join(format!("schedlab-compare-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (j, c) = (dir.join("r.json"), dir.join("r.csv"));
+    let mut args = vec![
+        "compare",
+        "--machine",
+        "laptop-4c8t",
+        "--workload",
+        "pipe",
+        "--set",
+        "loops=2000",
+        "--kernel",
+        "v3.10",
+        "--vs",
+        "v6.6",
+        "--runs",
+        "2",
+    ];
+    args.extend(["--json", j.to_str().unwrap(), "--csv", c.to_str().unwrap()]);
+    let out = ok(&args);
+    // Higher-is-better: harmonic mean, and v6.6 keeps the pipe pair on one CPU (README), a large significant gain.
+    assert!(out.contains("Hmean     default"), "{out}");
+    assert!(out.contains("harmonic mean"), "{out}");
+    assert!(out.contains("baseline(std%)\tcompare%( std%)"), "{out}");
+    assert!(out.contains("affine% A"), "{out}");
+    let row = out.lines().find(|l| l.starts_with("Hmean     ")).unwrap();
+    assert!(row.trim_end().ends_with("%*"), "expected a significant row: {row}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 4);
+    assert_eq!(v["runs"][2]["side"], "B");
+    assert_eq!(v["runs"][1]["seed"], 2);
+    assert_eq!(v["summary"][0]["significant"], true);
+    assert!(v["summary"][0]["change_pct"].as_f64().unwrap() > 5.0);
+    let csv = std::fs::read_to_string(&c).unwrap();
+    assert_eq!(csv.lines().count(), 5);
+    assert!(csv.starts_with("side,kernel,"));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Lower-is-better: arithmetic mean; a sweep gives one row per value, in order.
+    let out = ok(HACK);
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("Amean     ")).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(rows[0].contains("fds-2") && rows[1].contains("fds-4"));
+    assert!(out.contains("arithmetic mean"));
+}
+
+#[test]
+fn b_defaults_to_a() {
+    // Same kernel, one feature bit on B: the header names it and A keeps the profile's own.
+    let out = ok(&[
+        "compare",
+        "--workload",
+        "hackbench",
+        "--set",
+        "groups=1,loops=20",
+        "--kernel",
+        "v6.12",
+        "--features-b",
+        "NO_PLACE_LAG",
+        "--runs",
+        "2",
+    ]);
+    assert!(out.contains("A: v6.12   B: v6.12 --features NO_PLACE_LAG"), "{out}");
+    // Identical sides: no change, nothing significant.
+    let out = ok(&["compare", "--workload", "hackbench", "--set", "groups=1,loops=20", "--kernel", "v6.6", "--runs", "2"]);
+    let row = out.lines().find(|l| l.starts_with("Amean     ")).unwrap();
+    assert!(row.contains("(   0.00%)"), "{row}");
+}
+
+#[test]
+fn errors_are_clear() {
+    let base = ["compare", "--workload", "hackbench", "--set", "groups=1,loops=20"];
+    let with = |extra: &[&'static str]| base.iter().copied().chain(extra.iter().copied()).collect::<Vec<_>>();
+    usage_error(&with(&["--kernel", "v9.99"]), "v9.99");
+    usage_error(&with(&["--vs", "v9.99"]), "v9.99");
+    usage_error(&with(&["--runs", "0"]), "--runs");
+    usage_error(&with(&["--jobs", "0"]), "--jobs");
+    usage_error(&with(&["--features-b", "NO_SUCH_BIT"]), "NO_SUCH_BIT");
+    usage_error(&["compare", "--workload", "hackbench", "--set", "groups=1,2,loops=10,20"], "at most one key");
+    usage_error(&["compare", "--workload", "hackbench", "--set", "nosuchkey=1,2"], "nosuchkey");
+}
