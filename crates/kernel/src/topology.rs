@@ -84,6 +84,26 @@ pub struct SchedDomain {
     pub groups: Vec<CpuMask>,
 }
 
+impl SchedDomain {
+    /// An empty stand-in used while a domain is borrowed out of the arena.
+    pub(crate) fn placeholder() -> SchedDomain {
+        SchedDomain {
+            name: "",
+            kind: LevelKind::Smt,
+            span: CpuMask::default(),
+            span_weight: 0,
+            flags: 0,
+            imbalance_pct: 100,
+            busy_factor: 1,
+            cache_nice_tries: 0,
+            min_interval: 1,
+            max_interval: 1,
+            imb_numa_nr: 0,
+            groups: Vec::new(),
+        }
+    }
+}
+
 /// The domain hierarchy of the machine plus the per-CPU cached pointers of
 /// `update_top_cache_domain()`.
 #[derive(Clone, Debug)]

@@ -231,7 +231,31 @@ impl Kernel {
     /// `find_busiest_group()` (`sched_balance_find_src_group()`): returns the
     /// busiest group's span and sets the imbalance, or None when balanced.
     fn find_busiest_group(&mut self, sd_id: usize, env: &mut LbEnv, out: &mut BalanceResult) -> Option<CpuMask> {
-        let sd = self.sd.domains[sd_id].clone();
+        // Borrow the domain out of the arena for the duration (no clone of its groups).
+        let sd = std::mem::replace(&mut self.sd.domains[sd_id], crate::topology::SchedDomain::placeholder());
+        let (r, sis_update) = self.find_busiest_group_in(&sd, env, out);
+        self.sd.domains[sd_id] = sd;
+        if sis_update {
+            // update_idle_cpu_scan() (v6.0+ SIS_UTIL) from periodic balancing of the LLC domain.
+            self.update_idle_cpu_scan(env.dst);
+        }
+        r
+    }
+
+    fn find_busiest_group_in(
+        &mut self,
+        sd: &crate::topology::SchedDomain,
+        env: &mut LbEnv,
+        out: &mut BalanceResult,
+    ) -> (Option<CpuMask>, bool) {
+        let sis_update = env.idle != IdleType::NewlyIdle
+            && self.feats.has(SIS_UTIL)
+            && sd.span_weight == self.sd.sd_llc_size[env.dst.idx()]
+            && sd.flags & SD_SHARE_LLC != 0;
+        (self.find_busiest_group_stats(sd, env, out), sis_update)
+    }
+
+    fn find_busiest_group_stats(&mut self, sd: &crate::topology::SchedDomain, env: &mut LbEnv, out: &mut BalanceResult) -> Option<CpuMask> {
         let pct = sd.imbalance_pct as u64;
         let mut sg_overloaded = false;
         let mut local: Option<SgStats> = None;
@@ -273,14 +297,6 @@ impl Kernel {
             if better {
                 busiest = Some((g.clone(), s, t));
             }
-        }
-        // update_idle_cpu_scan() (v6.0+ SIS_UTIL) from periodic balancing of the LLC domain.
-        if env.idle != IdleType::NewlyIdle
-            && self.feats.has(SIS_UTIL)
-            && sd.span_weight == self.sd.sd_llc_size[env.dst.idx()]
-            && sd.flags & SD_SHARE_LLC != 0
-        {
-            self.update_idle_cpu_scan(env.dst);
         }
         // Root domain: refresh rd->overload.
         if self.sd.per_cpu[env.dst.idx()].len() == env.lvl + 1 {
@@ -342,7 +358,7 @@ impl Kernel {
                         return None;
                     }
                 }
-                self.calculate_imbalance(&sd, env, &local, &busiest_s, lt, bt, sds_avg);
+                self.calculate_imbalance(sd, env, &local, &busiest_s, lt, bt, sds_avg);
                 if env.imbalance <= 0 {
                     return None;
                 }
