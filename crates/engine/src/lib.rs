@@ -617,14 +617,22 @@ impl<'a> Sim<'a> {
 
     /// The running task's remaining work changed: move its segment end.
     fn reschedule_segment(&mut self, c: CpuId, t: TaskId) {
+        let rate = self.cpus[c.idx()].rate;
+        self.retime_segment(c, t, rate);
+    }
+
+    /// Settle the progress of `t` (running on `c`) at the old rate, switch to
+    /// `rate` and move the segment's end event accordingly.
+    fn retime_segment(&mut self, c: CpuId, t: TaskId, rate: u64) {
         let done = self.seg_done(c);
-        let cpu = &mut self.cpus[c.idx()];
         let r = &mut self.rt[t.idx()];
         r.remaining = r.remaining.saturating_sub(done);
+        let cpu = &mut self.cpus[c.idx()];
         cpu.seg_start = self.now.max(cpu.seg_start);
+        cpu.rate = rate;
         cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
         let gen = cpu.seg_gen;
-        let at = cpu.seg_start + wall_for(r.remaining, cpu.rate);
+        let at = cpu.seg_start + wall_for(self.rt[t.idx()].remaining, rate);
         self.push(at, EvKind::SegEnd { cpu: c.0, gen });
     }
 
@@ -670,16 +678,7 @@ impl<'a> Sim<'a> {
             if rate == self.cpus[i].rate {
                 continue;
             }
-            let done = self.seg_done(ci);
-            let r = &mut self.rt[t.idx()];
-            r.remaining = r.remaining.saturating_sub(done);
-            let cpu = &mut self.cpus[i];
-            cpu.seg_start = self.now.max(cpu.seg_start);
-            cpu.rate = rate;
-            cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
-            let gen = cpu.seg_gen;
-            let at = cpu.seg_start + wall_for(self.rt[t.idx()].remaining, rate);
-            self.push(at, EvKind::SegEnd { cpu: i as u16, gen });
+            self.retime_segment(ci, t, rate);
         }
     }
 
@@ -711,18 +710,7 @@ impl<'a> Sim<'a> {
                 continue;
             }
             match self.cpus[s.idx()].running {
-                Some(t) if s != c => {
-                    let done = self.seg_done(s);
-                    let r = &mut self.rt[t.idx()];
-                    r.remaining = r.remaining.saturating_sub(done);
-                    let cpu = &mut self.cpus[s.idx()];
-                    cpu.seg_start = self.now.max(cpu.seg_start);
-                    cpu.rate = rate;
-                    cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
-                    let gen = cpu.seg_gen;
-                    let at = cpu.seg_start + wall_for(self.rt[t.idx()].remaining, rate);
-                    self.push(at, EvKind::SegEnd { cpu: s.0, gen });
-                }
+                Some(t) if s != c => self.retime_segment(s, t, rate),
                 _ => self.cpus[s.idx()].rate = rate,
             }
         }
