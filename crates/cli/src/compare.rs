@@ -220,7 +220,37 @@ impl Row {
     }
 }
 
+/// A validated comparison, everything built, nothing run yet.
+pub struct Plan {
+    args: CompareArgs,
+    matrix: Matrix,
+    sides: [Side; 2],
+    points: Vec<(String, String)>,
+    preps: Vec<Prepared>,
+}
+
+/// What a comparison produced: the printed tables, the JSON document and the CSV text.
+pub struct Report {
+    pub text: String,
+    pub json: Value,
+    pub csv: String,
+}
+
 pub fn compare(args: &CompareArgs) -> Result<()> {
+    let report = execute(&plan(args)?)?;
+    print!("{}", report.text);
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report.json)?;
+        std::fs::write(path, text + "\n").with_context(|| format!("cannot write --json file {}", path.display()))?;
+    }
+    if let Some(path) = &args.csv {
+        std::fs::write(path, &report.csv).with_context(|| format!("cannot write --csv file {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Validates the arguments and builds every (point, side) up front: errors come out before any run.
+pub fn plan(args: &CompareArgs) -> Result<Plan> {
     if args.runs == 0 {
         bail!("--runs must be at least 1 (2 or more for a significance test)");
     }
@@ -242,7 +272,6 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let sides = [a, b];
     let points = matrix.points();
 
-    // Validate and build everything up front on this thread: errors come out before any run.
     let mut preps: Vec<Prepared> = Vec::with_capacity(points.len() * 2);
     for (label, set) in &points {
         for (si, side) in sides.iter().enumerate() {
@@ -264,10 +293,16 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
         }
     }
 
+    Ok(Plan { args: args.clone(), matrix, sides, points, preps })
+}
+
+/// Runs a planned comparison and renders its tables, JSON and CSV.
+pub fn execute(plan: &Plan) -> Result<Report> {
+    let Plan { args, matrix, sides, points, preps } = plan;
     let r = args.runs as usize;
     let n = preps.len() * r;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, n.max(1));
-    let (recs, (name, unit, higher_is_better)) = run_all(&preps, r, jobs)?;
+    let (recs, (name, unit, higher_is_better)) = run_all(preps, r, jobs)?;
     let info = MetricInfo { name, unit, higher_is_better };
 
     // Summaries per point.
@@ -309,23 +344,14 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let _ = writeln!(out, "{header}");
     let _ = writeln!(out, "A: {}   B: {}", describe(&sides[0]), describe(&sides[1]));
     let _ = writeln!(out);
-    out.push_str(&mmtests_table(&info, &sides, &rows));
+    out.push_str(&mmtests_table(&info, sides, &rows));
     let _ = writeln!(out);
-    out.push_str(&intel_table(&p0.workload.name, &info, &matrix, &rows));
+    out.push_str(&intel_table(&p0.workload.name, &info, matrix, &rows));
     let _ = writeln!(out);
     out.push_str(&schedstat_table(&rows));
-    print!("{out}");
-
-    if let Some(path) = &args.json {
-        let v = json_report(args, &info, &sides, &matrix, &points, &preps, &recs, &rows);
-        let text = serde_json::to_string_pretty(&v)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("cannot write --json file {}", path.display()))?;
-    }
-    if let Some(path) = &args.csv {
-        let text = csv_report(&info, &sides, &matrix, &points, &recs, r);
-        std::fs::write(path, text).with_context(|| format!("cannot write --csv file {}", path.display()))?;
-    }
-    Ok(())
+    let json = json_report(args, &info, sides, matrix, points, preps, &recs, &rows);
+    let csv = csv_report(&info, sides, matrix, points, &recs, r);
+    Ok(Report { text: out, json, csv })
 }
 
 /// Runs every (point, side, seed) on `jobs` threads; results come back in index order.

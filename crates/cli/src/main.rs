@@ -5,6 +5,7 @@
 mod bench;
 mod compare;
 mod output;
+mod reproduce;
 mod stats;
 
 use anyhow::{bail, Context, Result};
@@ -51,6 +52,8 @@ enum Cmd {
     Run(RunArgs),
     /// A/B comparison: side A against side B over a parameter matrix, R seeded runs each (mmtests / LKML tables).
     Compare(compare::CompareArgs),
+    /// Run a study from an experiment file (experiments/NAME.toml, docs/experiment-format.md); `--list` lists them.
+    Reproduce(reproduce::ReproduceArgs),
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
     Bench {
         /// Print a JSON list instead of a table.
@@ -224,6 +227,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Cmd::Bench { json, filter } => bench::bench(json, filter.as_deref()),
         Cmd::Compare(args) => compare::compare(&args),
+        Cmd::Reproduce(args) => reproduce::reproduce(&args),
     }
 }
 

@@ -1,0 +1,233 @@
+//! `schedlab reproduce`: experiment files (docs/experiment-format.md), one study
+//! per file, each a list of `schedlab compare` runs with the published numbers
+//! they are read against.
+
+use crate::compare::{self, CompareArgs};
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Clone)]
+pub struct ReproduceArgs {
+    /// Study: a file stem under the experiments directory (wakee-flips) or a path to a .toml file.
+    #[arg(required_unless_present = "list")]
+    pub name: Option<String>,
+    /// List the studies with their description.
+    #[arg(long, conflicts_with = "name")]
+    pub list: bool,
+    /// Experiments directory (default: ./experiments, else the one in the schedlab source tree).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Worker threads (default: available parallelism). Results do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Write every run of every comparison as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write one CSV line per run to FILE (first column: comparison number).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+/// A string or a list of strings (`set = "clients=1,2"` or `set = ["clients=1,2", "mode=ro"]`).
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum Strings {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Doc {
+    name: String,
+    description: String,
+    #[serde(default)]
+    source: Option<String>,
+    comparison: Vec<toml::Spanned<Comparison>>,
+}
+
+/// Exactly the arguments of `schedlab compare` (dashes become underscores), plus `published`.
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct Comparison {
+    machine: Option<String>,
+    workload: Option<String>,
+    set: Option<Strings>,
+    kernel: Option<String>,
+    vs: Option<String>,
+    patch: Option<String>,
+    patch_b: Option<String>,
+    features: Option<String>,
+    features_b: Option<String>,
+    machine_model: Option<String>,
+    machine_model_b: Option<String>,
+    runs: Option<u64>,
+    duration: Option<String>,
+    published: Option<String>,
+}
+
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+    pub source: Option<String>,
+    /// (line of the `[[comparison]]` table, arguments, published notes).
+    comparisons: Vec<(usize, CompareArgs, Option<String>)>,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Parses an experiment file's text; `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Experiment> {
+    let doc: Doc = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
+        anyhow!("{file}:{line}: {}", e.message().trim_end())
+    })?;
+    if doc.name.trim().is_empty() {
+        bail!("{file}: name: must not be empty");
+    }
+    if doc.comparison.is_empty() {
+        bail!("{file}: comparison: at least one [[comparison]] table is needed");
+    }
+    let comparisons = doc
+        .comparison
+        .iter()
+        .map(|c| {
+            let line = line_of(text, c.span().start);
+            let c = c.get_ref().clone();
+            let args = CompareArgs {
+                machine: c.machine.unwrap_or_else(|| "x86-12".into()),
+                workload: c.workload.unwrap_or_else(|| "hackbench".into()),
+                set: match c.set {
+                    None => vec![],
+                    Some(Strings::One(s)) => vec![s],
+                    Some(Strings::Many(v)) => v,
+                },
+                kernel: c.kernel.unwrap_or_else(|| "v6.12".into()),
+                patch: c.patch,
+                features: c.features,
+                machine_model: c.machine_model,
+                vs: c.vs,
+                patch_b: c.patch_b,
+                features_b: c.features_b,
+                machine_model_b: c.machine_model_b,
+                runs: c.runs.unwrap_or(5),
+                duration: c.duration,
+                jobs: None,
+                json: None,
+                csv: None,
+            };
+            (line, args, c.published)
+        })
+        .collect();
+    Ok(Experiment { name: doc.name, description: doc.description, source: doc.source, comparisons })
+}
+
+fn experiments_dir(args: &ReproduceArgs) -> PathBuf {
+    if let Some(d) = &args.dir {
+        return d.clone();
+    }
+    let here = PathBuf::from("experiments");
+    if here.is_dir() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments")
+}
+
+fn load(path: &Path) -> Result<Experiment> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read experiment file {}", path.display()))?;
+    parse(&text, &path.display().to_string())
+}
+
+pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
+    let dir = experiments_dir(args);
+    if args.list {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .with_context(|| format!("cannot read the experiments directory {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        let stems: Vec<String> = files.iter().map(|p| p.file_stem().unwrap_or_default().to_string_lossy().into_owned()).collect();
+        let w = stems.iter().map(|s| s.len()).max().unwrap_or(0);
+        for (p, stem) in files.iter().zip(&stems) {
+            let e = load(p)?;
+            println!("{stem:<w$}  {} ({} comparisons)", e.description.trim(), e.comparisons.len());
+        }
+        return Ok(());
+    }
+    let Some(name) = &args.name else { bail!("give a study name (schedlab reproduce --list shows them)") };
+    let path = if name.ends_with(".toml") || name.contains('/') { PathBuf::from(name) } else { dir.join(format!("{name}.toml")) };
+    if !path.is_file() {
+        bail!("no experiment file {} (schedlab reproduce --list shows the studies)", path.display());
+    }
+    let exp = load(&path)?;
+    let file = path.display().to_string();
+    // Validate every comparison before running any.
+    let mut plans = Vec::with_capacity(exp.comparisons.len());
+    for (line, c, _) in &exp.comparisons {
+        let c = CompareArgs { jobs: args.jobs, ..c.clone() };
+        plans.push(compare::plan(&c).with_context(|| format!("{file}:{line}: comparison"))?);
+    }
+    let n = plans.len();
+    println!("schedlab reproduce: {} ({file})", exp.name);
+    println!("{}", exp.description.trim());
+    if let Some(s) = &exp.source {
+        println!("source: {}", s.trim());
+    }
+    let mut jsons = Vec::with_capacity(n);
+    let mut csv = String::new();
+    for (i, (plan, (_, _, published))) in plans.iter().zip(&exp.comparisons).enumerate() {
+        let report = compare::execute(plan)?;
+        let mut out = String::new();
+        let _ = writeln!(out, "\n== comparison {}/{n} ==", i + 1);
+        out.push_str(&report.text);
+        if let Some(p) = published {
+            let _ = writeln!(out, "\npublished:\n{}", p.trim_end());
+        }
+        print!("{out}");
+        let mut lines = report.csv.lines();
+        if let Some(h) = lines.next() {
+            if csv.is_empty() {
+                let _ = writeln!(csv, "comparison,{h}");
+            }
+        }
+        for l in lines {
+            let _ = writeln!(csv, "{},{l}", i + 1);
+        }
+        jsons.push(json!({ "published": published, "report": report.json }));
+    }
+    if let Some(p) = &args.json {
+        let v: Value = json!({ "name": exp.name, "description": exp.description, "source": exp.source, "comparisons": jsons });
+        std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n").with_context(|| format!("cannot write --json file {}", p.display()))?;
+    }
+    if let Some(p) = &args.csv {
+        std::fs::write(p, csv).with_context(|| format!("cannot write --csv file {}", p.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_names_file_line_and_field() {
+        let text = "name = \"x\"\ndescription = \"d\"\n\n[[comparison]]\nworkload = \"pipe\"\nrunz = 3\n";
+        let e = parse(text, "x.toml").err().unwrap().to_string();
+        assert!(e.starts_with("x.toml:6:") && e.contains("runz"), "{e}");
+    }
+
+    #[test]
+    fn set_takes_a_string_or_a_list() {
+        let text = "name = \"x\"\ndescription = \"d\"\n[[comparison]]\nset = \"a=1,2\"\n[[comparison]]\nset = [\"a=1,2\", \"b=3\"]\n";
+        let e = parse(text, "x.toml").unwrap();
+        assert_eq!(e.comparisons[0].1.set, vec!["a=1,2".to_string()]);
+        assert_eq!(e.comparisons[1].1.set.len(), 2);
+        assert_eq!(e.comparisons[1].0, 5);
+    }
+}
