@@ -293,6 +293,9 @@ pub fn parse_duration(s: &str) -> Result<u64> {
         bail!("duration {s:?} must be positive");
     }
     let ns = v * mult;
+    if ns < 1.0 {
+        bail!("duration {s:?} is shorter than 1 ns; schedlab's clock counts whole nanoseconds");
+    }
     if ns > 3600e9 {
         bail!("duration {s:?} is longer than one simulated hour; use a shorter run");
     }
@@ -379,5 +382,6 @@ mod tests {
         assert!(parse_duration("2").unwrap_err().to_string().contains("unit"));
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("xs").is_err());
+        assert!(parse_duration("0.5ns").unwrap_err().to_string().contains("1 ns"));
     }
 }
