@@ -264,14 +264,7 @@ pub fn load_kernel(name: &str, features: Option<&str>) -> Result<KernelProfile> 
 
 /// CPUs of each core, cores in order of their first CPU (hwloc logical order).
 pub fn cores_of(m: &Machine) -> Vec<Vec<u16>> {
-    let mut cores: Vec<(u32, Vec<u16>)> = Vec::new();
-    for (i, c) in m.topology.cpus().iter().enumerate() {
-        match cores.iter_mut().find(|(id, _)| *id == c.core) {
-            Some((_, v)) => v.push(i as u16),
-            None => cores.push((c.core, vec![i as u16])),
-        }
-    }
-    cores.into_iter().map(|(_, v)| v).collect()
+    m.topology.core_groups()
 }
 
 /// Parse a duration: `2s`, `500ms`, `250us`, `1000ns`, `1.5s`.

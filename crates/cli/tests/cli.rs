@@ -4,25 +4,11 @@
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+use common::{ok, schedlab, text};
 
 const PRESETS: &[&str] =
     &["x86-12", "skylake-2s", "zen3-2s-nps1", "zen3-2s-nps2", "zen3-2s-nps4", "spr-112", "numa-2n-96", "laptop-4c8t", "local"];
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).env_remove("RUST_BACKTRACE").output().expect("cannot start the schedlab binary")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Runs a command that must succeed; returns its stdout.
-fn ok(args: &[&str]) -> String {
-    let out = schedlab(args);
-    assert!(out.status.success(), "schedlab {args:?} failed with {:?}\nstderr:\n{}", out.status, text(&out.stderr));
-    text(&out.stdout)
-}
 
 /// Runs a command that must be refused as a usage error: exit code 2, a
 /// message on stderr containing every one of `needles`, and no panic.
@@ -323,4 +309,43 @@ fn schedstat_levels_and_file() {
     assert!(text.starts_with("version 17\ntimestamp "));
     let dom = text.lines().find(|l| l.starts_with("domain0 ")).expect("a domain line");
     assert_eq!(dom.split_whitespace().count(), 3 + 45, "domain<K> NAME MASK + 45 fields: {dom}");
+}
+
+/// Tidy (style guide): every `FIDELITY(F-nnn)` marker in the code has an entry in
+/// docs/FIDELITY.md, and every open entry is marked somewhere in the code.
+#[test]
+fn fidelity_markers_and_entries_agree() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/FIDELITY.md")).unwrap();
+    let mut entries = Vec::new();
+    for l in doc.lines().filter(|l| l.starts_with("## F-")) {
+        let id = l[3..8].to_string();
+        entries.push((id, l.contains("status: open")));
+    }
+    let mut markers = std::collections::BTreeSet::new();
+    let mut stack = vec![root.join("crates")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let s = std::fs::read_to_string(&p).unwrap();
+                for (i, _) in s.match_indices("FIDELITY(F-") {
+                    let id = &s[i + 9..(i + 14).min(s.len())];
+                    if id.len() == 5 && id[2..].bytes().all(|b| b.is_ascii_digit()) {
+                        markers.insert(id.to_string());
+                    }
+                }
+            }
+        }
+    }
+    for m in &markers {
+        assert!(entries.iter().any(|(id, _)| id == m), "marker {m} has no entry in docs/FIDELITY.md");
+    }
+    for (id, open) in &entries {
+        if *open {
+            assert!(markers.contains(id), "open entry {id} has no FIDELITY({id}) marker in the code");
+        }
+    }
 }

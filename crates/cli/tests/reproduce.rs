@@ -1,21 +1,8 @@
 //! End-to-end tests of `schedlab reproduce` on a tiny experiment file in a temp dir.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).env_remove("RUST_BACKTRACE").output().expect("cannot start the schedlab binary")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = schedlab(args);
-    assert!(out.status.success(), "schedlab {args:?} failed: {}", text(&out.stderr));
-    text(&out.stdout)
-}
+mod common;
+use common::{ok, schedlab, text};
 
 const TINY: &str = r#"name = "tiny"
 description = "a tiny study for the tests"

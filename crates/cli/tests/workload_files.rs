@@ -1,10 +1,7 @@
 //! `schedlab workload export` and `schedlab run --workload FILE.toml|FILE.json`.
 
-use std::process::{Command, Output};
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("cannot start schedlab")
-}
+mod common;
+use common::schedlab;
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("schedlab-wf-{}", std::process::id()));

@@ -242,6 +242,7 @@ const MSG_BYTES: u64 = 100;
 
 /// Working set assumed for every task until workloads declare footprints
 /// (docs/FIDELITY.md F-016).
+// FIDELITY(F-016): one working set for every task until workloads declare footprints.
 const DEFAULT_FOOTPRINT: u64 = 64 * 1024;
 
 impl<'a> Sim<'a> {
@@ -424,6 +425,7 @@ impl<'a> Sim<'a> {
                     }
                 }
                 EvKind::Timer { task } => {
+                    // FIDELITY(F-015): the task running on the timer's CPU is `current` for record_wakee().
                     // The hrtimer fires on the CPU the task slept on; `current`
                     // there (if any) is the waker as far as record_wakee() is concerned.
                     let p = TaskId(task);
@@ -466,6 +468,7 @@ impl<'a> Sim<'a> {
         self.finish(end)
     }
 
+    // FIDELITY(F-009): aligned ticks at HZ, stopped on idle CPUs (NO_HZ_IDLE, no NO_HZ_FULL).
     fn arm_tick(&mut self, c: CpuId) {
         let cpu = &mut self.cpus[c.idx()];
         if cpu.tick_armed {
@@ -531,6 +534,7 @@ impl<'a> Sim<'a> {
             // The waker pays for the CPUs its idle search examined...
             let mut extra = r.scanned * self.scan_ns();
             if !r.queued {
+                // FIDELITY(F-017): lock sections for enqueue, wake-list activation and pick only.
                 // ...and for the enqueue under the target rq's lock (spinning while
                 // another CPU holds it), plus the lock line's transfer.
                 let hold = self.cost.rq_lock_hold(this_cpu, r.cpu);
@@ -1114,6 +1118,7 @@ impl<'a> Sim<'a> {
 
     /// The effect of a read of one message: block while empty, else take it and
     /// wake blocked writers as the channel kind does.
+    // FIDELITY(F-010): pipe/socket wake rules with capacity counted in messages.
     fn chan_read(&mut self, c: CpuId, t: TaskId, chan: u32, tagged: bool) -> ChanOutcome {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];

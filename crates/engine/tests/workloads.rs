@@ -14,14 +14,7 @@ fn machine() -> Machine {
 
 /// CPUs of each core, in order of first CPU (as the CLI passes them).
 fn cores(m: &Machine) -> Vec<Vec<u16>> {
-    let mut cores: Vec<(u32, Vec<u16>)> = Vec::new();
-    for (i, c) in m.topology.cpus().iter().enumerate() {
-        match cores.iter_mut().find(|(id, _)| *id == c.core) {
-            Some((_, v)) => v.push(i as u16),
-            None => cores.push((c.core, vec![i as u16])),
-        }
-    }
-    cores.into_iter().map(|(_, v)| v).collect()
+    m.topology.core_groups()
 }
 
 fn wl(m: &Machine, name: &str, set: &str) -> Workload {

@@ -145,6 +145,7 @@ pub struct Kernel {
     /// ttwu_pending store becoming visible to other CPUs (hardware-dependent;
     /// the engine sets it from the machine model). 0 = no race.
     pub ttwu_pending_window_ns: u64,
+    pub(crate) sis_scratch: crate::fair::select::SisScratch,
     nr_cpus: usize,
 }
 
@@ -219,6 +220,7 @@ impl Kernel {
             mru_seq: 0,
             alb_pushed: 0,
             ttwu_pending_window_ns: 0,
+            sis_scratch: crate::fair::select::SisScratch::new(n),
             nr_cpus: n,
         }
     }

@@ -63,6 +63,14 @@ impl CpuMask {
     pub fn intersects(&self, other: &CpuMask) -> bool {
         self.words.iter().zip(other.words.iter()).any(|(&a, &b)| a & b != 0)
     }
+    /// `cpumask_copy()`
+    pub fn copy_from(&mut self, other: &CpuMask) {
+        self.words.copy_from_slice(&other.words);
+    }
+    /// `cpumask_clear()`
+    pub fn clear_all(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
     pub fn or_with(&mut self, other: &CpuMask) {
         for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
             *a |= b;

@@ -289,6 +289,7 @@ fn v2_6_38() -> KernelProfile {
     p
 }
 
+// FIDELITY(F-014): v3.11 = v3.10 + exactly seed 000's wakee_flips patch.
 fn v3_11() -> KernelProfile {
     let mut p = v3_10();
     p.name = "v3.11";

@@ -151,6 +151,7 @@ pub struct CfsRq {
     pub util_est_enqueued: u64,
 }
 
+// FIDELITY(F-006): fair class only; capacity 1024 at maximum frequency on every CPU.
 /// `struct rq` (fair class only; other classes are not modelled).
 #[derive(Clone, Debug)]
 pub struct Rq {

@@ -250,6 +250,7 @@ impl CostModel {
 
     /// Switch task `m` in on `cpu`: the cold part of its working set is refilled
     /// from the LLC or from DRAM (local or remote), then it is warm there.
+    // FIDELITY(F-018): warmth kept for the last L2 and the last LLC only.
     pub fn switch_in(&mut self, m: &mut TaskMem, cpu: CpuId) -> Refill {
         let node = self.node_of[cpu.idx()];
         let home = *m.home_node.get_or_insert(node);
@@ -300,6 +301,7 @@ impl CostModel {
 
     /// Throughput factor (per mille) of a thread whose SMT sibling is busy or not.
     #[inline]
+    // FIDELITY(F-020): one SMT factor per machine, whatever the code.
     pub fn smt_rate(&self, sibling_busy: bool) -> u64 {
         if sibling_busy && self.sw.on(Component::SMT) {
             self.c.smt_factor_pct as u64 * 10
@@ -311,6 +313,7 @@ impl CostModel {
     /// Bandwidth (MB/s, i.e. bytes per microsecond) of one memory-bound task
     /// when `llc_users` tasks stream from its LLC and `node_users` from its
     /// node; `remote` when its pages are on another node.
+    // FIDELITY(F-019): fluid shares; no loaded-latency growth.
     pub fn mem_rate(&self, llc_users: u32, node_users: u32, remote: bool) -> u64 {
         if !self.sw.on(Component::MEMBW) {
             return Self::CORE_BW_MBPS;

@@ -196,6 +196,19 @@ impl CpuTopology {
     pub fn ids_where<'a>(&'a self, f: impl Fn(&CpuInfo) -> bool + 'a) -> impl Iterator<Item = CpuId> + 'a {
         self.cpus.iter().enumerate().filter(move |(_, i)| f(i)).map(|(n, _)| CpuId(n as u16))
     }
+    /// CPUs of each core, cores in order of their first CPU (hwloc's logical
+    /// core order; what will-it-scale binds its copies to).
+    pub fn core_groups(&self) -> Vec<Vec<u16>> {
+        let mut cores: Vec<(u32, Vec<u16>)> = Vec::new();
+        for (i, c) in self.cpus.iter().enumerate() {
+            match cores.iter_mut().find(|(id, _)| *id == c.core) {
+                Some((_, v)) => v.push(i as u16),
+                None => cores.push((c.core, vec![i as u16])),
+            }
+        }
+        cores.into_iter().map(|(_, v)| v).collect()
+    }
+
     pub fn threads_per_core(&self) -> usize {
         self.smt_siblings(CpuId(0)).count()
     }
@@ -301,5 +314,6 @@ mod tests {
         assert_eq!(t.smt_siblings(CpuId(1)).collect::<Vec<_>>(), vec![CpuId(1), CpuId(3)]);
         assert_eq!(t.threads_per_core(), 2);
         assert_eq!(t.nr_cores(), 2);
+        assert_eq!(t.core_groups(), vec![vec![0, 2], vec![1, 3]]);
     }
 }

@@ -161,6 +161,7 @@ impl Kernel {
 
     /// `sched_balance_rq()` / `load_balance()` at level `lvl` of `dst`'s domains.
     /// Returns (pulled, continue_balancing).
+    // FIDELITY(F-008): no misfit, asym packing, group_imbalanced retries or SD_SERIALIZE token.
     pub(crate) fn sched_balance_rq(&mut self, dst: CpuId, lvl: usize, idle: IdleType, now: u64, out: &mut BalanceResult) -> (u32, bool) {
         let sd_id = self.sd.per_cpu[dst.idx()][lvl] as usize;
         self.lb_stats[dst.idx()][lvl][idle as usize].lb_count += 1;

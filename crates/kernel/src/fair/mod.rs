@@ -170,6 +170,7 @@ impl Kernel {
     }
 
     /// `attach_entity_load_avg()`: a migrated task brings its averages along.
+    // FIDELITY(F-007): immediate attach/detach instead of the lazy `removed` accumulator.
     pub(crate) fn attach_entity_load_avg(&mut self, cpu: CpuId, p: TaskId) {
         let sa = self.tasks[p.idx()].se.avg;
         let w = self.tasks[p.idx()].se.weight;
@@ -655,6 +656,7 @@ impl Kernel {
     /// blocked) but is still `cfs.curr`. Completes delayed dequeues of picked
     /// entities (v6.12). Returns the next task, or None to go idle; `prev` has
     /// been put and `next` set.
+    // FIDELITY(F-002): one root cfs_rq per CPU; no group entities to descend into.
     pub(crate) fn pick_next_task_fair(&mut self, cpu: CpuId, now: u64) -> Option<TaskId> {
         let prev = self.rqs[cpu.idx()].cfs.curr;
         if !self.eevdf() {

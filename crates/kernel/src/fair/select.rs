@@ -9,6 +9,21 @@ use crate::sched::TaskId;
 use crate::topology::{SchedDomain, SD_CLUSTER, SD_NUMA, SD_SHARE_LLC, SD_WAKE_AFFINE};
 use schedlab_topology::CpuId;
 
+/// Reused buffers of select_idle_cpu() (the kernel uses a per-CPU cpumask too:
+/// `select_rq_mask`).
+#[derive(Clone, Debug, Default)]
+pub struct SisScratch {
+    cpus: CpuMask,
+    skip: CpuMask,
+    order: Vec<CpuId>,
+}
+
+impl SisScratch {
+    pub fn new(nr_cpus: usize) -> Self {
+        SisScratch { cpus: CpuMask::new(nr_cpus), skip: CpuMask::new(nr_cpus), order: Vec::with_capacity(nr_cpus) }
+    }
+}
+
 /// Group classification used by the v5.5+ slow path (spec §6.4), low to high.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
@@ -48,6 +63,7 @@ impl Kernel {
         wf: WakeFlags,
         now: u64,
     ) -> CpuId {
+        // FIDELITY(F-001): no EAS, select_idle_capacity, wake_cap, kthread stacking or WF_CURRENT_CPU.
         let sd_flag = wf.sd_flag();
         let ttwu = wf.contains(WakeFlags::TTWU);
         let sync = wf.contains(WakeFlags::SYNC) && waker.is_some();
@@ -153,6 +169,7 @@ impl Kernel {
 
     /// The load `wake_affine()` compares, per profile (spec §6.3): instantaneous
     /// rq weight (pre-v3.8), runnable_load_avg (v3.8-v5.4) or load_avg (v5.5+).
+    // FIDELITY(F-013): no task groups, so effective_load(w) = w and wake_idx = 0.
     fn wake_cpu_load(&self, c: CpuId) -> i64 {
         let cfs = &self.rqs[c.idx()].cfs;
         (match self.profile.wake_load {
@@ -561,6 +578,7 @@ impl Kernel {
         found
     }
 
+    // FIDELITY(F-012): scan time = CPUs examined x the machine's per-CPU cost, not cpu_clock().
     fn update_scan_cost(&mut self, this_cpu: CpuId, scanned: u64) {
         if self.feats.has(SIS_PROP) {
             // update_avg(&this_sd->avg_scan_cost, time): time from the hardware's per-CPU scan cost.
@@ -573,13 +591,21 @@ impl Kernel {
     /// v5.12+ `select_idle_cpu()`: one loop, core mode when has_idle_core, budget
     /// from SIS_PROP (<= v5.19) or SIS_UTIL (v6.0+); v6.8+ scans the cluster first.
     fn select_idle_cpu(&mut self, p: TaskId, llc: usize, has_idle_core: bool, target: CpuId) -> Option<CpuId> {
+        // Scratch masks live in the kernel: no allocation per wakeup.
+        let mut sc = std::mem::take(&mut self.sis_scratch);
+        let r = self.select_idle_cpu_scan(p, llc, has_idle_core, target, &mut sc);
+        self.sis_scratch = sc;
+        r
+    }
+
+    fn select_idle_cpu_scan(&mut self, p: TaskId, llc: usize, has_idle_core: bool, target: CpuId, sc: &mut SisScratch) -> Option<CpuId> {
         let this_cpu = self.cur_this_cpu;
         let now = self.cur_now;
-        let mut cpus = self.sd.domains[llc].span.clone();
+        sc.cpus.copy_from(&self.sd.domains[llc].span);
         if let Some(m) = &self.tasks[p.idx()].cpus_allowed {
             for c in self.sd.domains[llc].span.iter() {
                 if !m.test(c) {
-                    cpus.clear(c);
+                    sc.cpus.clear(c);
                 }
             }
         }
@@ -610,17 +636,16 @@ impl Kernel {
         let mut idle_cpu: Option<CpuId> = None;
         let start = if self.profile.sis_scan_from_next { CpuId(((target.0 as usize + 1) % self.nr_cpus()) as u16) } else { target };
         // v6.8+: the target's cluster first, when the LLC's children are clusters.
-        let mut order: Vec<CpuId> = Vec::new();
-        if self.profile.sis_cluster_first {
-            if let Some(cls) = self.cluster_span(target, llc) {
-                order.extend(cls.iter_wrap(start).filter(|c| cpus.test(*c)));
-            }
+        sc.order.clear();
+        let cls = if self.profile.sis_cluster_first { self.cluster_span(target, llc) } else { None };
+        if let Some(cls) = &cls {
+            sc.order.extend(cls.iter_wrap(start).filter(|c| sc.cpus.test(*c)));
         }
-        let first: CpuMask = CpuMask::from_cpus(self.nr_cpus(), order.iter().copied());
-        order.extend(cpus.iter_wrap(start).filter(|c| !first.test(*c)));
-        let mut skip = CpuMask::new(self.nr_cpus());
-        for c in order {
-            if skip.test(c) {
+        sc.order.extend(sc.cpus.iter_wrap(start).filter(|c| cls.as_ref().is_none_or(|m| !m.test(*c))));
+        sc.skip.clear_all();
+        for i in 0..sc.order.len() {
+            let c = sc.order[i];
+            if sc.skip.test(c) {
                 continue;
             }
             if has_idle_core {
@@ -631,7 +656,7 @@ impl Kernel {
                     if !self.available_idle_cpu(s) {
                         idle = false;
                         if idle_cpu.is_none() {
-                            if self.sched_idle_cpu(s) && cpus.test(s) {
+                            if self.sched_idle_cpu(s) && sc.cpus.test(s) {
                                 idle_cpu = Some(s);
                                 break;
                             }
@@ -639,7 +664,7 @@ impl Kernel {
                         }
                         break;
                     }
-                    if idle_cpu.is_none() && cpus.test(s) {
+                    if idle_cpu.is_none() && sc.cpus.test(s) {
                         idle_cpu = Some(s);
                     }
                 }
@@ -647,9 +672,7 @@ impl Kernel {
                     self.update_scan_cost(this_cpu, self.last_scan - before);
                     return Some(c);
                 }
-                for s in self.sd.smt_mask[c.idx()].iter() {
-                    skip.set(s);
-                }
+                sc.skip.or_with(&self.sd.smt_mask[c.idx()]);
             } else {
                 nr -= 1;
                 if nr == 0 {
@@ -908,6 +931,7 @@ impl Kernel {
     /// kernel model sees every idle CPU at the same depth and keeps the most
     /// recently idled one.
     fn find_idlest_group_cpu(&self, g: &CpuMask, p: TaskId, this_cpu: CpuId) -> CpuId {
+        // FIDELITY(F-003): every idle CPU is at the same depth for the kernel model.
         if g.weight() == 1 {
             return g.first().unwrap();
         }

@@ -113,3 +113,14 @@ pub(crate) fn pick_metric(
         WorkloadError(format!("metric={v:?}: expected {default} or {}", alts.join(" or ")))
     })
 }
+
+/// Client/server built-ins push each pair's client program and task as they go
+/// and their server tasks with a placeholder program; this appends the server
+/// programs after all clients (compact workload files) and points task
+/// `2 * i + 1` at server `i`'s program.
+pub(crate) fn push_server_programs(w: &mut Workload, servers: Vec<Vec<crate::Op>>) {
+    for (i, server) in servers.into_iter().enumerate() {
+        let sp = push_prog(w, server);
+        w.tasks[2 * i + 1].program = sp;
+    }
+}

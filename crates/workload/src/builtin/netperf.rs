@@ -27,6 +27,7 @@ pub const BUILTIN: Builtin = Builtin {
 /// netperf's per-transaction user-space work (omni loop, timing) [inferred: ~0.5 us].
 pub const NETPERF_USER_NS: u64 = 500;
 
+// FIDELITY(F-102): loopback TCP/UDP as sync channels.
 fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let mode = choice(p, "mode", "TCP_RR", &["TCP_RR", "UDP_RR"])?;
     let n = p.u64_in("instances", 1, 1, 50_000)? as u32;
@@ -77,10 +78,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         w.tasks.push(start_task(format!("netperf-{i}"), cp, 1 + 2 * i));
         w.tasks.push(start_task(format!("netserver-{i}"), u32::MAX, 2 + 2 * i));
     }
-    for (i, server) in servers.into_iter().enumerate() {
-        let sp = push_prog(&mut w, server);
-        w.tasks[2 * i + 1].program = sp;
-    }
+    super::push_server_programs(&mut w, servers);
     Ok(w)
 }
 

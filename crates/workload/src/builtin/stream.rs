@@ -28,6 +28,7 @@ pub const BUILTIN: Builtin = Builtin {
 pub const KERNEL_BYTES: [u64; 4] = [16, 16, 24, 24];
 const COUNTER_BYTES: u32 = 0;
 
+// FIDELITY(F-104): bytes over the whole timed region (mean rate), not best-of-NTIMES.
 fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let t = p.u64_in("threads", nr_cpus.max(1) as u64, 1, 100_000)? as u32;
     let n = p.u64_in("array_size", 10_000_000, 1, 1 << 40)?;

@@ -62,6 +62,7 @@ pub const LOG_WRITE_NS: u64 = 8_000;
 const LOG_MUTEX: u32 = 0;
 const LOCK_SYS: u32 = 1;
 
+// FIDELITY(F-106): no mysqld background threads or row-lock waits.
 fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let n = p.u64_in("threads", 1, 1, 50_000)? as u32;
     let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
@@ -117,10 +118,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         w.tasks.push(start_task(format!("sysbench-{i}"), cp, 0));
         w.tasks.push(start_task(format!("mysqld-conn{i}"), u32::MAX, 1));
     }
-    for (i, server) in servers.into_iter().enumerate() {
-        let sp = push_prog(&mut w, server);
-        w.tasks[2 * i + 1].program = sp;
-    }
+    super::push_server_programs(&mut w, servers);
     Ok(w)
 }
 

@@ -46,6 +46,7 @@ pub const CYCLE: &[(&str, u64, u64, u64)] = &[
     ("Close", 45, 39, 0),
 ];
 
+// FIDELITY(F-102): loopback TCP as sync channels. FIDELITY(F-103): client.txt as an 11-op cycle.
 fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let clients = p.u64_in("clients", 10, 1, 50_000)? as u32;
     let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
@@ -98,10 +99,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         w.tasks.push(start_task(format!("tbench-{i}"), cp, 1 + 2 * i));
         w.tasks.push(start_task(format!("tbench_srv-{i}"), u32::MAX, 2 + 2 * i));
     }
-    for (i, server) in servers.into_iter().enumerate() {
-        let sp = push_prog(&mut w, server);
-        w.tasks[2 * i + 1].program = sp;
-    }
+    super::push_server_programs(&mut w, servers);
     Ok(w)
 }
 
