@@ -253,6 +253,10 @@ impl<'a> Sim<'a> {
             kernel.ttwu_pending_window_ns = schedlab_machine::cost::TTWU_WINDOW_NS;
         }
         let tick_ns = kernel.tun.tick_ns;
+        for g in &wl.groups {
+            // Workload::validate() checked parents and shares.
+            kernel.create_group(&g.name, g.parent, g.shares).expect("validated task group");
+        }
         let mut s = Sim {
             kernel,
             machine,
@@ -491,6 +495,7 @@ impl<'a> Sim<'a> {
             policy: Default::default(),
             mm: ts.mm,
             cpus_allowed: ts.cpus.as_ref().map(|v| v.iter().map(|&c| CpuId(c)).collect()),
+            group: ts.group,
         };
         let p = self.kernel.sched_fork(&params, parent, cpu, self.now);
         debug_assert_eq!(p.idx(), self.rt.len());

@@ -9,7 +9,7 @@ use crate::fair::flags::*;
 use crate::features::SchedFeatures;
 use crate::profile::TtwuQueueVariant;
 use crate::profile::{EffectiveTunables, ForkPlacement, KernelProfile, PickAlgo};
-use crate::sched::{task_weight, CfsRq, Policy, Rq, SchedEntity, Task, TaskId, TaskState};
+use crate::sched::{task_weight, CfsId, CfsRq, Ent, Policy, Rq, SchedEntity, Task, TaskGroup, TaskId, TaskState};
 use crate::stats::{LbStats, LlcShared, SdStats};
 use crate::topology::{SchedDomains, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE};
 use schedlab_topology::{CpuId, CpuTopology};
@@ -50,6 +50,8 @@ pub struct TaskParams {
     pub mm: u32,
     /// CPU affinity; None = all CPUs.
     pub cpus_allowed: Option<Vec<CpuId>>,
+    /// Task group (from `Kernel::create_group`); 0 = the root group.
+    pub group: u32,
 }
 
 /// What a wakeup did.
@@ -115,6 +117,11 @@ pub struct Kernel {
     pub sd: SchedDomains,
     pub rqs: Vec<Rq>,
     pub tasks: Vec<Task>,
+    /// Task groups; `tgs[0]` is the root group (its cfs_rqs are `rqs[c].cfs`).
+    pub tgs: Vec<TaskGroup>,
+    /// Group cfs_rqs and group entities, slot `(group - 1) * nr_cpus + cpu`.
+    pub grq: Vec<CfsRq>,
+    pub gse: Vec<SchedEntity>,
     /// schedstat per CPU per domain level (parallel to `sd.per_cpu`).
     pub sd_stats: Vec<Vec<SdStats>>,
     /// Load-balance schedstat per CPU per domain level per idle type (busy, idle, newidle).
@@ -205,6 +212,9 @@ impl Kernel {
             sd,
             rqs,
             tasks: Vec::new(),
+            tgs: vec![TaskGroup { name: "/".into(), parent: 0, shares: crate::sched::NICE_0_LOAD, depth: 0, load_avg: 0 }],
+            grq: Vec::new(),
+            gse: Vec::new(),
             sd_stats,
             lb_stats,
             llc_shared,
@@ -243,7 +253,9 @@ impl Kernel {
         let id = TaskId(self.tasks.len() as u32);
         let weight = task_weight(params.nice, params.policy);
         let cpus_allowed = params.cpus_allowed.as_ref().map(|v| CpuMask::from_cpus(self.nr_cpus, v.iter().copied()));
-        let mut se = SchedEntity { weight, slice: self.tun.base_slice_ns, ..Default::default() };
+        assert!((params.group as usize) < self.tgs.len(), "task group {} was not created", params.group);
+        let depth = if params.group == 0 { 0 } else { self.tgs[params.group as usize].depth + 1 };
+        let mut se = SchedEntity { weight, depth, slice: self.tun.base_slice_ns, ..Default::default() };
         se.avg.last_update_time = now;
         // init_entity_runnable_average(): a new task starts at its full weight.
         se.avg.load_avg = weight;
@@ -256,6 +268,7 @@ impl Kernel {
             state: TaskState::New,
             cpus_allowed,
             mm: params.mm,
+            group: params.group,
             wakee_flips: 0,
             wakee_flip_decay_ts: 0,
             last_wakee: None,
@@ -271,12 +284,14 @@ impl Kernel {
         // task_fork_fair(): placement relative to the parent's cfs_rq.
         match self.profile.fork_placement {
             ForkPlacement::CfsTaskFork => {
-                self.update_curr(cpu, now);
-                if let Some(pp) = parent.filter(|&pp| self.rqs[cpu.idx()].cfs.curr == Some(pp)) {
+                // The child is placed on its own group's cfs_rq of this CPU.
+                let q = self.cfs_of(Ent::task(id));
+                self.update_curr(q, now);
+                if let Some(pp) = parent.filter(|&pp| self.cfs(q).curr == Some(Ent::task(pp))) {
                     self.tasks[id.idx()].se.vruntime = self.tasks[pp.idx()].se.vruntime;
                 }
-                self.place_entity_fork_cfs(cpu, id);
-                let min = self.rqs[cpu.idx()].cfs.min_vruntime;
+                self.place_entity_fork_cfs(q, id);
+                let min = self.cfs(q).min_vruntime;
                 let se = &mut self.tasks[id.idx()].se;
                 se.vruntime = se.vruntime.wrapping_sub(min);
                 se.vruntime_relative = true;
@@ -286,13 +301,13 @@ impl Kernel {
         id
     }
 
-    fn place_entity_fork_cfs(&mut self, cpu: CpuId, p: TaskId) {
+    fn place_entity_fork_cfs(&mut self, q: CfsId, p: TaskId) {
         // place_entity(cfs_rq, se, initial = 1): START_DEBIT.
-        let min = self.rqs[cpu.idx()].cfs.min_vruntime;
+        let min = self.cfs(q).min_vruntime;
         let mut v = min;
         if self.feats.has(crate::features::SchedFeat::START_DEBIT) {
             let w = self.tasks[p.idx()].se.weight;
-            v = v.wrapping_add(crate::fair::calc_delta_fair(self.sched_slice(cpu, p), w));
+            v = v.wrapping_add(crate::fair::calc_delta_fair(self.sched_slice(Ent::task(p)), w));
         }
         let se = &mut self.tasks[p.idx()].se;
         if crate::fair::vdiff(v, se.vruntime) > 0 {
@@ -302,7 +317,7 @@ impl Kernel {
 
     /// `post_init_entity_util_avg()` (spec §6.1 "New task").
     fn post_init_entity_util_avg(&mut self, cpu: CpuId, p: TaskId) {
-        let cfs = &self.rqs[cpu.idx()].cfs;
+        let cfs = self.cfs(self.tg_cfs(self.tasks[p.idx()].group, cpu));
         let cap = (1024i64 - cfs.avg.util_avg as i64) / 2;
         let w = self.tasks[p.idx()].se.weight;
         let util = if cap > 0 {
@@ -387,7 +402,8 @@ impl Kernel {
 
     /// `activate_task()` → `enqueue_task_fair()`; starts the run-delay clock.
     fn activate_task(&mut self, cpu: CpuId, p: TaskId, flags: u32, now: u64) {
-        self.enqueue_entity(cpu, p, flags, now);
+        debug_assert_eq!(self.tasks[p.idx()].cpu, cpu);
+        self.enqueue_task_fair(p, flags, now);
         self.note_nr_running(cpu);
         let rq = &mut self.rqs[cpu.idx()];
         // update_avg_idle: the CPU was idle since idle_stamp (spec §3.5).
@@ -420,7 +436,7 @@ impl Kernel {
         if t.se.on_rq {
             // ttwu_runnable(): a sched_delayed task is still queued: requeue, no CPU selection.
             debug_assert!(t.se.sched_delayed);
-            self.requeue_delayed_entity(prev, p, now);
+            self.requeue_delayed_entity(p, now);
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Runnable;
             t.last_queued = Some(now);
@@ -437,7 +453,7 @@ impl Kernel {
         }
         if !self.eevdf() {
             // task_waking_fair(): vruntime relative to the old cfs_rq.
-            let min = self.rqs[prev.idx()].cfs.min_vruntime;
+            let min = self.cfs(self.cfs_of(Ent::task(p))).min_vruntime;
             let se = &mut self.tasks[p.idx()].se;
             se.vruntime = se.vruntime.wrapping_sub(min);
             se.vruntime_relative = true;
@@ -553,12 +569,12 @@ impl Kernel {
             match reason {
                 SwitchReason::Block | SwitchReason::Exit => {
                     // deactivate_task(): DEQUEUE_SLEEP (may be delayed in v6.12).
-                    let dequeued = self.dequeue_entity(cpu, pv, DEQUEUE_SLEEP, now);
+                    let dequeued = self.dequeue_task_fair(cpu, pv, DEQUEUE_SLEEP, now);
                     let t = &mut self.tasks[pv.idx()];
                     t.state = if reason == SwitchReason::Exit { TaskState::Dead } else { TaskState::Sleeping };
                     if !dequeued && reason == SwitchReason::Exit {
                         // An exiting task never stays delayed.
-                        self.dequeue_entity(cpu, pv, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
+                        self.dequeue_task_fair(cpu, pv, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
                     }
                 }
                 SwitchReason::Preempt => {}
@@ -567,8 +583,8 @@ impl Kernel {
         let mut kick = None;
         if let (Some(pv), Some(dst), SwitchReason::Preempt) = (prev, self.rqs[cpu.idx()].active_balance.take(), reason) {
             // The stopper preempted pv: push it to dst (active_load_balance_cpu_stop()).
-            if self.tasks[pv.idx()].se.on_rq && self.tasks[pv.idx()].allowed(dst) && self.rqs[cpu.idx()].cfs.curr == Some(pv) {
-                self.put_prev_entity(cpu, pv, now);
+            if self.tasks[pv.idx()].se.on_rq && self.tasks[pv.idx()].allowed(dst) && self.task_is_cfs_curr(pv) {
+                self.put_prev_task_fair(pv, now);
                 self.rqs[cpu.idx()].curr = None;
                 self.migrate_queued_task(pv, cpu, dst, now);
                 if let Some(l) = self.sd.per_cpu[dst.idx()].iter().position(|&id| self.sd.domains[id as usize].span.test(cpu)) {
@@ -630,7 +646,7 @@ impl Kernel {
         self.cur_this_cpu = cpu;
         self.task_tick_fair(cpu, now);
         if self.rqs[cpu.idx()].curr.is_none() {
-            self.update_load_avg(cpu, None, now);
+            self.update_root_load_avg(cpu, now);
         }
         let mut res = TickResult::default();
         // sched_balance_trigger(): periodic balancing in the softirq after the tick.

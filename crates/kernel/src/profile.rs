@@ -172,17 +172,33 @@ pub enum LbVariant {
 /// A proposed patch applied on top of a profile (`--patch NAME`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Patch {
+    /// Seed 002 applied to a kernel before it (v2.6.38).
+    NextBuddyHint,
+    /// Seed 002 reverted from a kernel after it.
+    NoNextBuddyHint,
     /// Chen Yu, "sched/fair: Choose the CPU where short task is running during
     /// wake up", RFC v1 2022-09-16 on v6.0-rc4, never merged (spec §10.1).
     ShortrunRfc,
 }
 
 impl Patch {
-    pub const ALL: &'static [(&'static str, Patch, &'static str)] = &[(
-        "shortrun-rfc",
-        Patch::ShortrunRfc,
-        "Chen Yu 2022 RFC v1: wake short tasks on the CPU where a short task runs (wake_affine_idle, select_idle_cpu); base v6.0",
-    )];
+    pub const ALL: &'static [(&'static str, Patch, &'static str)] = &[
+        (
+            "shortrun-rfc",
+            Patch::ShortrunRfc,
+            "Chen Yu 2022 RFC v1: wake short tasks on the CPU where a short task runs (wake_affine_idle, select_idle_cpu); base v6.0",
+        ),
+        (
+            "next-buddy-hint",
+            Patch::NextBuddyHint,
+            "Venkatesh Pallipadi 2011 (seed 002, merged v2.6.39): next-buddy hint on the sleep and preempt paths; base v2.6.38",
+        ),
+        (
+            "no-next-buddy-hint",
+            Patch::NoNextBuddyHint,
+            "revert of seed 002 (next-buddy hint on the sleep and preempt paths) from a kernel that has it (v3.10 and later)",
+        ),
+    ];
     pub fn name(self) -> &'static str {
         Patch::ALL.iter().find(|(_, p, _)| *p == self).map(|(n, _, _)| *n).unwrap_or("?")
     }
@@ -215,6 +231,11 @@ pub struct KernelProfile {
     /// select_idle_cpu() scans the target's cluster first (v6.8+).
     pub sis_cluster_first: bool,
     pub lb: LbVariant,
+    /// Seed 002 (Venkatesh Pallipadi, "sched: next buddy hint on sleep and
+    /// preempt path", v2.6.39): a sleeping task leaves its group entity as next
+    /// buddy; a preempting wakee becomes next buddy. Switchable with
+    /// `--patch next-buddy-hint` / `--patch no-next-buddy-hint`.
+    pub next_buddy_hint: bool,
     /// Proposed patches applied on top (`--patch`).
     pub patches: Vec<Patch>,
 }
@@ -272,6 +293,7 @@ fn v3_10() -> KernelProfile {
         sis_scan_from_next: false,
         sis_cluster_first: false,
         lb: LbVariant::LoadIdx,
+        next_buddy_hint: true,
         patches: Vec::new(),
     }
 }
@@ -286,6 +308,7 @@ fn v2_6_38() -> KernelProfile {
     p.wake_load = WakeLoad::Instant;
     p.sis = SisVariant::V2_6_38;
     p.ttwu_queue = TtwuQueueVariant::None;
+    p.next_buddy_hint = false;
     p
 }
 
@@ -328,6 +351,7 @@ fn v5_11() -> KernelProfile {
         sis_scan_from_next: false,
         sis_cluster_first: false,
         lb: LbVariant::GroupTypes,
+        next_buddy_hint: true,
         patches: Vec::new(),
     }
 }
@@ -392,6 +416,7 @@ fn v6_6() -> KernelProfile {
         sis_scan_from_next: true,
         sis_cluster_first: false,
         lb: LbVariant::GroupTypes,
+        next_buddy_hint: true,
         patches: Vec::new(),
     }
 }
@@ -445,6 +470,20 @@ impl KernelProfile {
             };
             if patch == Patch::ShortrunRfc && !(self.pick == PickAlgo::Cfs && self.version >= (6, 0)) {
                 return Err(format!("patch shortrun-rfc applies to v6.0 (CFS with SIS_UTIL); {} is not that base", self.name));
+            }
+            match patch {
+                Patch::NextBuddyHint if self.next_buddy_hint => {
+                    return Err(format!(
+                        "patch next-buddy-hint: {} already has it (merged in v2.6.39); use v2.6.38 as the base",
+                        self.name
+                    ));
+                }
+                Patch::NoNextBuddyHint if !self.next_buddy_hint => {
+                    return Err(format!("patch no-next-buddy-hint: {} does not have the next-buddy hint to revert", self.name));
+                }
+                Patch::NextBuddyHint => self.next_buddy_hint = true,
+                Patch::NoNextBuddyHint => self.next_buddy_hint = false,
+                Patch::ShortrunRfc => {}
             }
             if !self.patches.contains(&patch) {
                 self.patches.push(patch);

@@ -17,6 +17,90 @@ impl TaskId {
     }
 }
 
+/// A scheduling entity (`struct sched_entity *`): a task's, or a task group's
+/// on one CPU (the group's slot in `Kernel::gse`, which is also the slot of
+/// the cfs_rq it owns, `se->my_q`, in `Kernel::grq`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ent(u32);
+
+const GROUP_BIT: u32 = 1 << 31;
+
+impl Ent {
+    #[inline]
+    pub fn task(p: TaskId) -> Ent {
+        Ent(p.0)
+    }
+    #[inline]
+    pub fn group(slot: usize) -> Ent {
+        Ent(slot as u32 | GROUP_BIT)
+    }
+    /// `entity_is_task()`: the task, if this is a task entity.
+    #[inline]
+    pub fn task_id(self) -> Option<TaskId> {
+        (self.0 & GROUP_BIT == 0).then_some(TaskId(self.0))
+    }
+    #[inline]
+    pub fn is_task(self) -> bool {
+        self.0 & GROUP_BIT == 0
+    }
+    /// The group slot, if this is a group entity.
+    #[inline]
+    pub fn slot(self) -> Option<usize> {
+        (self.0 & GROUP_BIT != 0).then_some((self.0 & !GROUP_BIT) as usize)
+    }
+}
+
+impl From<TaskId> for Ent {
+    fn from(p: TaskId) -> Ent {
+        Ent::task(p)
+    }
+}
+
+/// A cfs_rq: the root one of a CPU (`rq->cfs`) or a task group's on one CPU
+/// (`tg->cfs_rq[cpu]`, slot in `Kernel::grq`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CfsId(u32);
+
+impl CfsId {
+    #[inline]
+    pub fn root(cpu: CpuId) -> CfsId {
+        CfsId(cpu.0 as u32)
+    }
+    #[inline]
+    pub fn group(slot: usize) -> CfsId {
+        CfsId(slot as u32 | GROUP_BIT)
+    }
+    /// The CPU, if this is a root cfs_rq.
+    #[inline]
+    pub fn root_cpu(self) -> Option<CpuId> {
+        (self.0 & GROUP_BIT == 0).then_some(CpuId(self.0 as u16))
+    }
+    #[inline]
+    pub fn slot(self) -> Option<usize> {
+        (self.0 & GROUP_BIT != 0).then_some((self.0 & !GROUP_BIT) as usize)
+    }
+}
+
+impl From<CpuId> for CfsId {
+    fn from(c: CpuId) -> CfsId {
+        CfsId::root(c)
+    }
+}
+
+/// `struct task_group` (cpu controller): the root group is id 0.
+#[derive(Clone, Debug)]
+pub struct TaskGroup {
+    pub name: String,
+    /// Parent group id (the root group is its own parent).
+    pub parent: u32,
+    /// `tg->shares` (cpu.weight 100 = cpu.shares 1024 = NICE_0_LOAD).
+    pub shares: u64,
+    /// Depth of the group's entities (`se->depth`): children of the root are 0.
+    pub depth: u32,
+    /// `tg->load_avg`: sum of the per-CPU `tg_load_avg_contrib`.
+    pub load_avg: i64,
+}
+
 /// `sched_prio_to_weight[]`, nice -20..19 (spec §1.2).
 pub const SCHED_PRIO_TO_WEIGHT: [u64; 40] = [
     88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277, 1024,
@@ -61,10 +145,12 @@ pub enum TaskState {
     Dead,
 }
 
-/// `struct sched_entity` (task entities only; see FIDELITY F-002 for groups).
+/// `struct sched_entity` (tasks and task groups).
 #[derive(Clone, Debug, Default)]
 pub struct SchedEntity {
     pub weight: u64,
+    /// `se->depth`: 0 for entities queued on a root cfs_rq.
+    pub depth: u32,
     /// Wrapping u64 as in the kernel; compare with `(a - b) as i64`.
     pub vruntime: u64,
     pub deadline: u64,
@@ -97,6 +183,8 @@ pub struct Task {
     pub cpus_allowed: Option<CpuMask>,
     /// Process (mm) the task belongs to: threads of one process share it.
     pub mm: u32,
+    /// Task group (cpu cgroup) id; 0 = the root group.
+    pub group: u32,
     pub wakee_flips: u32,
     pub wakee_flip_decay_ts: u64,
     pub last_wakee: Option<TaskId>,
@@ -123,29 +211,34 @@ impl Task {
     }
 }
 
-/// `struct cfs_rq` (the root one of a CPU).
+/// `struct cfs_rq`: the root one of a CPU, or a task group's on a CPU.
 #[derive(Clone, Debug, Default)]
 pub struct CfsRq {
     /// Queued entities except `curr` (the rbtree). Kept in insertion order so
     /// that ties break as the rbtree breaks them (later insert goes right).
-    pub queue: Vec<TaskId>,
-    pub curr: Option<TaskId>,
+    pub queue: Vec<Ent>,
+    pub curr: Option<Ent>,
     /// Sum of the weights of queued entities including curr.
     pub load_weight: u64,
-    /// `nr_running` (v6.12: includes delayed entities).
+    /// `nr_running` / `nr_queued`: entities on this cfs_rq (v6.12: includes delayed ones).
     pub nr_running: u32,
-    /// Entities queued as `sched_delayed` (v6.12+).
+    /// `h_nr_running` / `h_nr_queued`: tasks queued in this hierarchy (the
+    /// root's is `rq->nr_running` of the fair class).
+    pub h_nr_running: u32,
+    /// Tasks below queued as `sched_delayed` (v6.12+).
     pub h_nr_delayed: u32,
-    /// Queued SCHED_IDLE tasks (`h_nr_idle`).
+    /// Queued SCHED_IDLE tasks below (`h_nr_idle`).
     pub h_nr_idle: u32,
+    /// `tg_load_avg_contrib`: this cfs_rq's share last added to `tg->load_avg`.
+    pub tg_load_avg_contrib: i64,
     pub min_vruntime: u64,
     /// EEVDF: sum of (v_i - min_vruntime) * w_i over the tree (not curr).
     pub avg_vruntime: i64,
     /// EEVDF: sum of w_i over the tree (not curr).
     pub avg_load: i64,
-    pub next: Option<TaskId>,
-    pub last: Option<TaskId>,
-    pub skip: Option<TaskId>,
+    pub next: Option<Ent>,
+    pub last: Option<Ent>,
+    pub skip: Option<Ent>,
     pub avg: SchedAvg,
     /// Sum of util_est of enqueued tasks (`avg.util_est` of the root cfs_rq).
     pub util_est_enqueued: u64,
@@ -192,9 +285,9 @@ pub struct Rq {
 }
 
 impl Rq {
-    /// `rq->nr_running` (fair tasks only).
+    /// `rq->nr_running` (fair tasks only): the root cfs_rq's `h_nr_running`.
     #[inline]
     pub fn nr_running(&self) -> u32 {
-        self.cfs.nr_running
+        self.cfs.h_nr_running
     }
 }

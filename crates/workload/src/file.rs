@@ -33,6 +33,21 @@ struct Doc {
     program: Vec<Spanned<ProgramDoc>>,
     #[serde(default)]
     task: Vec<Spanned<TaskDoc>>,
+    #[serde(default)]
+    group: Vec<Spanned<GroupDoc>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupDoc {
+    name: String,
+    /// 0 = the root group, k = the k-th [[group]] (1-based, an earlier one).
+    #[serde(default)]
+    parent: u32,
+    /// cgroup v2 cpu.weight (1..10000).
+    weight: Option<u64>,
+    /// cgroup v1 cpu.shares (2..262144).
+    shares: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -90,6 +105,7 @@ struct TaskDoc {
     cpus: Option<Vec<u16>>,
     #[serde(default = "yes")]
     start: bool,
+    group: Option<Num>,
 }
 
 fn one() -> u32 {
@@ -170,6 +186,20 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
             sems.push(SemSpec { initial: s.get_ref().initial, sync: s.get_ref().sync });
         }
     }
+    let mut groups = Vec::new();
+    for (k, g) in doc.group.iter().enumerate() {
+        let d = g.get_ref();
+        if d.parent as usize > k {
+            return Err(cx.err(g.span(), "parent", "must be 0 (the root group) or an earlier [[group]] (1-based)"));
+        }
+        let shares = match (d.weight, d.shares) {
+            (Some(_), Some(_)) => return Err(cx.err(g.span(), "weight", "give either weight (cgroup v2) or shares (cgroup v1), not both")),
+            (Some(w), None) => crate::shares_from_cpu_weight(w).map_err(|e| cx.err(g.span(), "weight", e))?,
+            (None, Some(s)) => crate::shares_from_cpu_shares(s).map_err(|e| cx.err(g.span(), "shares", e))?,
+            (None, None) => 1024,
+        };
+        groups.push(crate::GroupSpec { name: d.name.clone(), parent: d.parent, shares });
+    }
     // Tasks before programs so that fork targets can be checked.
     let mut tasks = Vec::new();
     let mut task_spans = Vec::new();
@@ -186,7 +216,11 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
             let name = template(&d.name, &vars).map_err(|e| cx.err(t.span(), "name", e))?;
             let program = num(&d.program, &vars, u32::MAX as i128).map_err(|e| cx.err(t.span(), "program", e))? as u32;
             let mm = num(&d.mm, &vars, u32::MAX as i128).map_err(|e| cx.err(t.span(), "mm", e))? as u32;
-            tasks.push(TaskSpec { name, program, mm, nice: d.nice, cpus: d.cpus.clone(), start: d.start });
+            let group = match &d.group {
+                Some(g) => num(g, &vars, doc.group.len() as i128).map_err(|e| cx.err(t.span(), "group", e))? as u32,
+                None => 0,
+            };
+            tasks.push(TaskSpec { name, program, mm, nice: d.nice, cpus: d.cpus.clone(), start: d.start, group });
             task_spans.push(t.span());
         }
     }
@@ -268,6 +302,7 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
         sems,
         metric,
         time_bounded: doc.time_bounded,
+        groups,
         jitter_pct: doc.jitter_pct,
     };
     if w.jitter_pct > 100 {
@@ -784,6 +819,9 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         o.push_str(&format!("initial = {}\nsync = {}\n", s.initial, s.sync));
         k += n;
     }
+    for g in &w.groups {
+        o.push_str(&format!("\n[[group]]\nname = {}\nparent = {}\nshares = {}\n", quote(&g.name), g.parent, g.shares));
+    }
     // Programs: runs of same-shape programs whose values progress with i.
     let comp: Vec<CompProg> = w.programs.iter().map(|p| compress_ops(p)).collect();
     k = 0;
@@ -822,7 +860,7 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         let vals: Vec<Vec<i128>> = w.tasks[k..m]
             .iter()
             .map(|t| {
-                let mut v = vec![t.program as i128, t.mm as i128];
+                let mut v = vec![t.program as i128, t.mm as i128, t.group as i128];
                 v.extend(name_parts(&t.name).1);
                 v
             })
@@ -838,7 +876,7 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         for (p, text) in texts.iter().enumerate() {
             name.push_str(text);
             if p < nums.len() {
-                let l = Lin { base: nums[p], istep: steps[2 + p], jstep: 0 };
+                let l = Lin { base: nums[p], istep: steps[3 + p], jstep: 0 };
                 if l.istep == 0 {
                     name.push_str(&l.base.to_string());
                 } else {
@@ -847,8 +885,11 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
             }
         }
         o.push_str(&format!("name = {}\n", quote(&name)));
-        for (f, fname) in ["program", "mm"].iter().enumerate() {
+        for (f, fname) in ["program", "mm", "group"].iter().enumerate() {
             let v = vals[0][f];
+            if f == 2 && v == 0 && steps[f] == 0 {
+                continue;
+            }
             if steps[f] == 0 {
                 o.push_str(&format!("{fname} = {v}\n"));
             } else {

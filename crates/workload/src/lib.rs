@@ -190,6 +190,8 @@ pub struct TaskSpec {
     pub cpus: Option<Vec<u16>>,
     /// Created at time 0 rather than forked.
     pub start: bool,
+    /// Task group (cpu cgroup): 0 = the root group, `i + 1` = `Workload::groups[i]`.
+    pub group: u32,
 }
 
 /// How the reported metric is computed.
@@ -229,6 +231,35 @@ pub struct Workload {
     pub time_bounded: bool,
     /// Uniform jitter applied to every cost, in percent (+/-), drawn from the seeded RNG.
     pub jitter_pct: u32,
+    /// Task groups (cpu cgroups), parents before children.
+    pub groups: Vec<GroupSpec>,
+}
+
+/// cgroup v2 `cpu.weight` (1..10000, default 100) to shares
+/// (`sched_weight_from_cgroup()`: weight * 1024 / 100, rounded to nearest).
+pub fn shares_from_cpu_weight(weight: u64) -> Result<u64, String> {
+    if !(1..=10000).contains(&weight) {
+        return Err(format!("cpu.weight {weight} out of range: cgroup v2 accepts 1..10000 (default 100)"));
+    }
+    Ok((weight * 1024 + 50) / 100)
+}
+
+/// cgroup v1 `cpu.shares` (2..262144, default 1024), clamped as the kernel does.
+pub fn shares_from_cpu_shares(shares: u64) -> Result<u64, String> {
+    if shares == 0 {
+        return Err("cpu.shares 0 is not a weight: the kernel clamps to 2..262144 (default 1024)".into());
+    }
+    Ok(shares.clamp(2, 1 << 18))
+}
+
+/// A task group (cpu cgroup) of a workload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSpec {
+    pub name: String,
+    /// Parent: 0 = the root group, `i + 1` = `Workload::groups[i]` (which must come earlier).
+    pub parent: u32,
+    /// `cpu.shares` scale (1024 = default; cgroup v2 cpu.weight 100).
+    pub shares: u64,
 }
 
 /// A workload that cannot be built; names the parameter and the fix.
@@ -248,6 +279,17 @@ impl Workload {
         let err = |s: String| Err(WorkloadError(format!("workload {}: {s}", self.name)));
         if !self.tasks.iter().any(|t| t.start) {
             return err("no task starts at time 0".into());
+        }
+        for (k, g) in self.groups.iter().enumerate() {
+            if g.parent as usize > k {
+                return err(format!("group {} ({:?}): parent {} must be 0 (root) or an earlier group", k + 1, g.name, g.parent));
+            }
+            if !(2..=1 << 18).contains(&g.shares) {
+                return err(format!("group {} ({:?}): shares {} out of range 2..262144", k + 1, g.name, g.shares));
+            }
+        }
+        if let Some(t) = self.tasks.iter().find(|t| t.group as usize > self.groups.len()) {
+            return err(format!("task {:?}: group {} does not exist ({} groups defined)", t.name, t.group, self.groups.len()));
         }
         let mut barrier_parties = std::collections::BTreeMap::new();
         for (pi, prog) in self.programs.iter().enumerate() {
@@ -482,8 +524,100 @@ pub fn build(name: &str, params: &Params, nr_cpus: usize, cores: &[Vec<u16>]) ->
             builtin::BUILTINS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
         ))
     })?;
-    params.check_known(b.name, b.params)?;
-    let w = (b.build)(params, nr_cpus, cores)?;
+    let mut docs = b.params.to_vec();
+    docs.extend_from_slice(GENERIC_PARAMS);
+    params.check_known(b.name, &docs)?;
+    let mut w = (b.build)(params, nr_cpus, cores)?;
+    apply_generic(&mut w, params, nr_cpus)?;
     w.validate()?;
     Ok(w)
+}
+
+/// Parameters every built-in takes: cpu cgroups and pinning.
+pub const GENERIC_PARAMS: &[params::ParamDoc] = &[
+    params::ParamDoc {
+        key: "cgroups",
+        default: "0",
+        help: "put the tasks into N cpu cgroups under the root (contiguous blocks of the task list); 0 = all in the root group",
+    },
+    params::ParamDoc {
+        key: "cgroup_shares",
+        default: "1024",
+        help: "cpu.shares per cgroup, colon-separated (e.g. 1024:2048); one value for all",
+    },
+    params::ParamDoc { key: "pin", default: "", help: "pin every task to these CPUs (e.g. 0, 0-3 or 0:2); empty = no pinning" },
+];
+
+/// Apply the generic parameters to a built workload.
+fn apply_generic(w: &mut Workload, p: &Params, nr_cpus: usize) -> Result<(), WorkloadError> {
+    let n = w.tasks.len() as u64;
+    let k = p.u64_in("cgroups", 0, 0, n.max(1))?;
+    if k > 0 {
+        let shares_s = p.get("cgroup_shares").unwrap_or("1024");
+        let mut shares = Vec::new();
+        for s in shares_s.split(':') {
+            let v: u64 = s.trim().parse().map_err(|_| {
+                WorkloadError(format!("cgroup_shares={shares_s:?}: {s:?} is not a whole number; e.g. cgroup_shares=1024:2048"))
+            })?;
+            shares.push(shares_from_cpu_shares(v).map_err(WorkloadError)?);
+        }
+        if shares.len() != 1 && shares.len() as u64 != k {
+            return Err(WorkloadError(format!(
+                "cgroup_shares={shares_s:?} gives {} values for cgroups={k}; give one value or {k}",
+                shares.len()
+            )));
+        }
+        for g in 0..k {
+            let s = shares[if shares.len() == 1 { 0 } else { g as usize }];
+            w.groups.push(GroupSpec { name: format!("{}-cg{}", w.name, g), parent: 0, shares: s });
+        }
+        for (i, t) in w.tasks.iter_mut().enumerate() {
+            t.group = 1 + (i as u64 * k / n) as u32;
+        }
+        w.params.push(("cgroups".into(), k.to_string()));
+        w.params.push(("cgroup_shares".into(), shares_s.to_string()));
+    } else if p.get("cgroup_shares").is_some() {
+        return Err(WorkloadError("cgroup_shares needs cgroups=N (N >= 1)".into()));
+    }
+    if let Some(pin) = p.get("pin").filter(|s| !s.is_empty()) {
+        let mut cpus = Vec::new();
+        for part in pin.split(':') {
+            let bad = || WorkloadError(format!("pin={pin:?}: {part:?} is not a CPU or range; e.g. pin=0 or pin=0-3:8-11"));
+            let (a, b) = match part.split_once('-') {
+                Some((a, b)) => (a.trim().parse::<u16>().map_err(|_| bad())?, b.trim().parse::<u16>().map_err(|_| bad())?),
+                None => {
+                    let a = part.trim().parse::<u16>().map_err(|_| bad())?;
+                    (a, a)
+                }
+            };
+            if a > b || b as usize >= nr_cpus {
+                return Err(WorkloadError(format!("pin={pin:?}: CPUs {a}-{b} are not within 0-{} of this machine", nr_cpus - 1)));
+            }
+            cpus.extend(a..=b);
+        }
+        cpus.sort_unstable();
+        cpus.dedup();
+        for t in &mut w.tasks {
+            t.cpus = Some(cpus.clone());
+        }
+        w.params.push(("pin".into(), pin.to_string()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod group_tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_weight_conversions() {
+        assert_eq!(shares_from_cpu_weight(100).unwrap(), 1024);
+        assert_eq!(shares_from_cpu_weight(200).unwrap(), 2048);
+        assert_eq!(shares_from_cpu_weight(1).unwrap(), 10);
+        assert!(shares_from_cpu_weight(0).is_err());
+        assert!(shares_from_cpu_weight(10001).is_err());
+        assert_eq!(shares_from_cpu_shares(1).unwrap(), 2);
+        assert_eq!(shares_from_cpu_shares(1 << 20).unwrap(), 1 << 18);
+        assert!(shares_from_cpu_shares(0).is_err());
+    }
 }

@@ -233,6 +233,7 @@ pub fn from_json_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
         metric: MetricSpec::Rate { name: "loops".into(), unit: "loops/s".into(), counter: 0, start: None, end: None },
         time_bounded,
         jitter_pct: 0,
+        groups: Vec::new(),
     };
     for (name, t) in tasks_j {
         let path = format!("tasks.{name}");
@@ -291,6 +292,7 @@ pub fn from_json_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 nice,
                 cpus: cpus.clone(),
                 start: true,
+                group: 0,
             });
         }
     }

@@ -469,12 +469,13 @@ impl Kernel {
     }
 
     /// `task_hot()` (spec §8.4).
-    fn task_hot(&self, p: TaskId, src: CpuId, dst: CpuId, now: u64) -> bool {
+    fn task_hot(&self, p: TaskId, _src: CpuId, dst: CpuId, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
         if t.policy == crate::sched::Policy::Idle {
             return false;
         }
-        if self.feats.has(CACHE_HOT_BUDDY) && self.rqs[dst.idx()].nr_running() > 0 && self.rqs[src.idx()].cfs.next == Some(p) {
+        let pe = crate::sched::Ent::task(p);
+        if self.feats.has(CACHE_HOT_BUDDY) && self.rqs[dst.idx()].nr_running() > 0 && self.cfs(self.cfs_of(pe)).next == Some(pe) {
             return true;
         }
         if t.se.exec_start == 0 {
@@ -504,10 +505,8 @@ impl Kernel {
     /// `detach_tasks()` + `attach_tasks()`: move tasks from the tail of `src`'s
     /// cfs_tasks (least recently run first) until the imbalance is met.
     fn detach_attach_tasks(&mut self, src: CpuId, env: &mut LbEnv, now: u64) -> u32 {
-        let mut cands: Vec<TaskId> = self.rqs[src.idx()].cfs.queue.clone();
-        if let Some(c) = self.rqs[src.idx()].curr {
-            cands.push(c);
-        }
+        let mut cands: Vec<TaskId> = Vec::new();
+        self.cfs_tasks(src, &mut cands);
         cands.sort_by_key(|t| (self.tasks[t.idx()].mru, t.0));
         let loop_max = cands.len().min(32);
         let mut moved = 0;
@@ -518,7 +517,7 @@ impl Kernel {
             if !self.can_migrate_task(p, src, env, now) {
                 continue;
             }
-            let load = self.tasks[p.idx()].se.avg.load_avg.max(1) as i64;
+            let load = self.task_h_load(p).max(1) as i64;
             match env.migration_type {
                 MigrationType::Load => {
                     let failed = self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed;
@@ -549,12 +548,12 @@ impl Kernel {
     /// `detach_task()` + `attach_task()` for a queued, not running task.
     pub(crate) fn migrate_queued_task(&mut self, p: TaskId, src: CpuId, dst: CpuId, now: u64) {
         debug_assert_ne!(self.rqs[src.idx()].curr, Some(p));
-        self.dequeue_entity(src, p, 0, now);
+        self.dequeue_task_fair(src, p, 0, now);
         let se = &mut self.tasks[p.idx()].se;
         se.avg.update(now, 0, se.weight, 0, false);
         self.set_task_cpu_pub(p, dst);
         let queued_at = self.tasks[p.idx()].last_queued;
-        self.enqueue_entity(dst, p, crate::fair::flags::ENQUEUE_MIGRATED, now);
+        self.enqueue_task_fair(p, crate::fair::flags::ENQUEUE_MIGRATED, now);
         let t = &mut self.tasks[p.idx()];
         t.state = TaskState::Runnable;
         t.last_queued = queued_at.or(Some(now));
@@ -719,7 +718,7 @@ mod tests {
             k.rqs[0].need_resched = true;
             k.schedule(CpuId(0), SwitchReason::Preempt, now);
         }
-        let queued: Vec<TaskId> = k.rqs[0].cfs.queue.clone();
+        let queued: Vec<TaskId> = k.rqs[0].cfs.queue.iter().map(|e| e.task_id().unwrap()).collect();
         assert_eq!(queued.len(), 2);
         let now = now + 100_000; // 0.1 ms later: the last-run queued task is hot
         let hot = *queued.iter().max_by_key(|t| k.tasks[t.idx()].se.exec_start).unwrap();

@@ -1,16 +1,24 @@
 //! The fair class (kernel/sched/fair.c): entity accounting, placement in virtual
-//! time, picking (EEVDF v6.6+ and classic CFS <= v6.5), tick and wakeup preemption.
-//! Wakeup CPU selection lives in `select.rs`.
+//! time, picking (EEVDF v6.6+ and classic CFS <= v6.5), tick and wakeup
+//! preemption, over a hierarchy of task groups (CONFIG_FAIR_GROUP_SCHED: one
+//! cfs_rq per group per CPU, represented in its parent by a group entity whose
+//! weight comes from `calc_group_shares()`). Wakeup CPU selection lives in
+//! `select.rs`, load balancing in `balance.rs`.
 //!
-//! Only the root cfs_rq of each CPU exists: FIDELITY F-002 (no task groups yet).
+//! Entity-level functions (`enqueue_entity()`, `pick_eevdf()`, ...) take the
+//! cfs_rq (`CfsId`) and the entity (`Ent`); task-level ones
+//! (`enqueue_task_fair()`, `pick_next_task_fair()`, ...) walk the hierarchy
+//! (`for_each_sched_entity()`). With no groups every task sits on its CPU's
+//! root cfs_rq and the walks are one level deep.
 
 pub mod balance;
+pub mod group;
 pub mod select;
 
 use crate::core::Kernel;
 use crate::features::SchedFeat::*;
 use crate::profile::PickAlgo;
-use crate::sched::{Policy, TaskId, NICE_0_LOAD};
+use crate::sched::{CfsId, CfsRq, Ent, Policy, SchedEntity, TaskId, NICE_0_LOAD};
 use schedlab_topology::CpuId;
 
 /// `ENQUEUE_*` / `DEQUEUE_*` flags.
@@ -45,36 +53,130 @@ impl Kernel {
         self.profile.pick == PickAlgo::Eevdf
     }
 
+    // ---------------------------------------------------------------- hierarchy
+
+    /// The cfs_rq `q`.
+    #[inline]
+    pub fn cfs(&self, q: CfsId) -> &CfsRq {
+        match q.root_cpu() {
+            Some(c) => &self.rqs[c.idx()].cfs,
+            None => &self.grq[q.slot().unwrap()],
+        }
+    }
+
+    #[inline]
+    pub(crate) fn cfs_mut(&mut self, q: CfsId) -> &mut CfsRq {
+        match q.root_cpu() {
+            Some(c) => &mut self.rqs[c.idx()].cfs,
+            None => &mut self.grq[q.slot().unwrap()],
+        }
+    }
+
+    /// The entity `e`.
+    #[inline]
+    pub fn se(&self, e: Ent) -> &SchedEntity {
+        match e.task_id() {
+            Some(p) => &self.tasks[p.idx()].se,
+            None => &self.gse[e.slot().unwrap()],
+        }
+    }
+
+    #[inline]
+    pub(crate) fn se_mut(&mut self, e: Ent) -> &mut SchedEntity {
+        match e.task_id() {
+            Some(p) => &mut self.tasks[p.idx()].se,
+            None => &mut self.gse[e.slot().unwrap()],
+        }
+    }
+
+    /// `tg->cfs_rq[cpu]` (the root group's is `rq->cfs`).
+    #[inline]
+    pub fn tg_cfs(&self, g: u32, cpu: CpuId) -> CfsId {
+        if g == 0 {
+            CfsId::root(cpu)
+        } else {
+            CfsId::group((g as usize - 1) * self.nr_cpus() + cpu.idx())
+        }
+    }
+
+    /// The CPU a cfs_rq belongs to (`rq_of()`).
+    #[inline]
+    pub fn cfs_cpu(&self, q: CfsId) -> CpuId {
+        match q.root_cpu() {
+            Some(c) => c,
+            None => CpuId((q.slot().unwrap() % self.nr_cpus()) as u16),
+        }
+    }
+
+    /// Group id and CPU of a group slot.
+    #[inline]
+    fn slot_group(&self, slot: usize) -> (u32, CpuId) {
+        ((slot / self.nr_cpus()) as u32 + 1, CpuId((slot % self.nr_cpus()) as u16))
+    }
+
+    /// `cfs_rq_of(se)`: the cfs_rq the entity is (or would be) queued on.
+    #[inline]
+    pub fn cfs_of(&self, e: Ent) -> CfsId {
+        match e.task_id() {
+            Some(p) => {
+                let t = &self.tasks[p.idx()];
+                self.tg_cfs(t.group, t.cpu)
+            }
+            None => {
+                let (g, cpu) = self.slot_group(e.slot().unwrap());
+                self.tg_cfs(self.tgs[g as usize].parent, cpu)
+            }
+        }
+    }
+
+    /// `group_cfs_rq(se)`: the cfs_rq a group entity owns (`se->my_q`).
+    #[inline]
+    pub fn group_cfs_rq(&self, e: Ent) -> Option<CfsId> {
+        e.slot().map(CfsId::group)
+    }
+
+    /// `parent_entity(se)`.
+    #[inline]
+    pub fn parent_entity(&self, e: Ent) -> Option<Ent> {
+        self.cfs_of(e).slot().map(Ent::group)
+    }
+
+    /// `se_is_idle()`: a SCHED_IDLE task (groups are never idle: no cpu.idle).
+    #[inline]
+    fn se_is_idle(&self, e: Ent) -> bool {
+        e.task_id().is_some_and(|p| self.tasks[p.idx()].policy == Policy::Idle)
+    }
+
     // ---------------------------------------------------------------- EEVDF math
 
     #[inline]
-    fn entity_key(&self, cpu: CpuId, p: TaskId) -> i64 {
-        vdiff(self.tasks[p.idx()].se.vruntime, self.rqs[cpu.idx()].cfs.min_vruntime)
+    fn entity_key(&self, q: CfsId, e: Ent) -> i64 {
+        vdiff(self.se(e).vruntime, self.cfs(q).min_vruntime)
     }
 
-    fn avg_vruntime_add(&mut self, cpu: CpuId, p: TaskId) {
-        let key = self.entity_key(cpu, p);
-        let w = self.tasks[p.idx()].se.weight as i64;
-        let cfs = &mut self.rqs[cpu.idx()].cfs;
+    fn avg_vruntime_add(&mut self, q: CfsId, e: Ent) {
+        let key = self.entity_key(q, e);
+        let w = self.se(e).weight as i64;
+        let cfs = self.cfs_mut(q);
         cfs.avg_vruntime += key * w;
         cfs.avg_load += w;
     }
 
-    fn avg_vruntime_sub(&mut self, cpu: CpuId, p: TaskId) {
-        let key = self.entity_key(cpu, p);
-        let w = self.tasks[p.idx()].se.weight as i64;
-        let cfs = &mut self.rqs[cpu.idx()].cfs;
+    fn avg_vruntime_sub(&mut self, q: CfsId, e: Ent) {
+        let key = self.entity_key(q, e);
+        let w = self.se(e).weight as i64;
+        let cfs = self.cfs_mut(q);
         cfs.avg_vruntime -= key * w;
         cfs.avg_load -= w;
     }
 
     /// Sum of keys*w and of w over the tree plus curr if queued.
     #[inline]
-    fn avg_parts(&self, cpu: CpuId) -> (i64, i64) {
-        let cfs = &self.rqs[cpu.idx()].cfs;
+    fn avg_parts(&self, q: CfsId) -> (i64, i64) {
+        let cfs = self.cfs(q);
         let (mut avg, mut load) = (cfs.avg_vruntime, cfs.avg_load);
         if let Some(c) = cfs.curr {
-            let se = &self.tasks[c.idx()].se;
+            let se = self.se(c);
             if se.on_rq {
                 let w = se.weight as i64;
                 avg += vdiff(se.vruntime, cfs.min_vruntime) * w;
@@ -85,9 +187,10 @@ impl Kernel {
     }
 
     /// `avg_vruntime()`: V, the weighted average vruntime of the queue incl. curr (spec §7.2).
-    pub fn avg_vruntime(&self, cpu: CpuId) -> u64 {
-        let (mut avg, load) = self.avg_parts(cpu);
-        let min = self.rqs[cpu.idx()].cfs.min_vruntime;
+    pub fn avg_vruntime(&self, q: impl Into<CfsId>) -> u64 {
+        let q = q.into();
+        let (mut avg, load) = self.avg_parts(q);
+        let min = self.cfs(q).min_vruntime;
         if load == 0 {
             return min;
         }
@@ -99,30 +202,30 @@ impl Kernel {
 
     /// `vruntime_eligible()`: v <= V without division.
     #[inline]
-    fn vruntime_eligible(&self, cpu: CpuId, vruntime: u64) -> bool {
-        let (avg, load) = self.avg_parts(cpu);
-        let key = vdiff(vruntime, self.rqs[cpu.idx()].cfs.min_vruntime);
+    fn vruntime_eligible(&self, q: CfsId, vruntime: u64) -> bool {
+        let (avg, load) = self.avg_parts(q);
+        let key = vdiff(vruntime, self.cfs(q).min_vruntime);
         (avg as i128) >= (key as i128) * (load as i128)
     }
 
     /// `entity_eligible()`
-    pub fn entity_eligible(&self, cpu: CpuId, p: TaskId) -> bool {
-        self.vruntime_eligible(cpu, self.tasks[p.idx()].se.vruntime)
+    pub fn entity_eligible(&self, q: impl Into<CfsId>, e: impl Into<Ent>) -> bool {
+        self.vruntime_eligible(q.into(), self.se(e.into()).vruntime)
     }
 
     /// `update_min_vruntime()`: monotonic, from curr and the leftmost entity.
-    fn update_min_vruntime(&mut self, cpu: CpuId) {
-        let cfs = &self.rqs[cpu.idx()].cfs;
+    fn update_min_vruntime(&mut self, q: CfsId) {
+        let cfs = self.cfs(q);
         let mut v = cfs.min_vruntime;
-        let curr = cfs.curr.filter(|c| self.tasks[c.idx()].se.on_rq);
+        let curr = cfs.curr.filter(|&c| self.se(c).on_rq);
         if let Some(c) = curr {
-            v = self.tasks[c.idx()].se.vruntime;
+            v = self.se(c).vruntime;
         }
         let mut left: Option<u64> = None;
-        for &q in &cfs.queue {
-            let qv = self.tasks[q.idx()].se.vruntime;
-            if left.is_none_or(|l| vdiff(qv, l) < 0) {
-                left = Some(qv);
+        for &e in &cfs.queue {
+            let ev = self.se(e).vruntime;
+            if left.is_none_or(|l| vdiff(ev, l) < 0) {
+                left = Some(ev);
             }
         }
         if let Some(l) = left {
@@ -130,7 +233,7 @@ impl Kernel {
         }
         let delta = vdiff(v, cfs.min_vruntime);
         if delta > 0 {
-            let cfs = &mut self.rqs[cpu.idx()].cfs;
+            let cfs = self.cfs_mut(q);
             // avg_vruntime_update(): keys are relative to min_vruntime.
             cfs.avg_vruntime -= cfs.avg_load * delta;
             cfs.min_vruntime = v;
@@ -139,34 +242,44 @@ impl Kernel {
 
     // ---------------------------------------------------------------- tree
 
-    fn enqueue_tree(&mut self, cpu: CpuId, p: TaskId) {
-        self.avg_vruntime_add(cpu, p);
-        self.rqs[cpu.idx()].cfs.queue.push(p);
+    fn enqueue_tree(&mut self, q: CfsId, e: Ent) {
+        self.avg_vruntime_add(q, e);
+        self.cfs_mut(q).queue.push(e);
     }
 
-    fn dequeue_tree(&mut self, cpu: CpuId, p: TaskId) {
-        let q = &mut self.rqs[cpu.idx()].cfs.queue;
-        if let Some(pos) = q.iter().position(|&x| x == p) {
-            q.remove(pos);
-            self.avg_vruntime_sub(cpu, p);
+    fn dequeue_tree(&mut self, q: CfsId, e: Ent) {
+        let queue = &mut self.cfs_mut(q).queue;
+        if let Some(pos) = queue.iter().position(|&x| x == e) {
+            queue.remove(pos);
+            self.avg_vruntime_sub(q, e);
         }
     }
 
     // ---------------------------------------------------------------- PELT
 
-    /// `update_load_avg()` for the task entity and the root cfs_rq: advance both
-    /// to `now` with the state they had over the elapsed interval.
-    pub(crate) fn update_load_avg(&mut self, cpu: CpuId, p: Option<TaskId>, now: u64) {
-        let rq = &mut self.rqs[cpu.idx()];
-        let curr = rq.cfs.curr;
-        if let Some(p) = p {
-            let se = &mut self.tasks[p.idx()].se;
+    /// `update_load_avg()` for an entity and its cfs_rq: advance both to `now`
+    /// with the state they had over the elapsed interval. A group cfs_rq then
+    /// refreshes its share of `tg->load_avg` (`update_tg_load_avg()`).
+    // FIDELITY(F-021): group entities accumulate their own averages from their
+    // weight and on_rq state instead of propagating the child cfs_rq's sums.
+    pub(crate) fn update_load_avg(&mut self, q: CfsId, e: Option<Ent>, now: u64) {
+        let curr = self.cfs(q).curr;
+        if let Some(e) = e {
+            let se = self.se_mut(e);
             let runnable = se.on_rq && !se.sched_delayed;
-            se.avg.update(now, se.on_rq as u64, se.weight, runnable as u64, curr == Some(p));
+            se.avg.update(now, se.on_rq as u64, se.weight, runnable as u64, curr == Some(e));
         }
-        let cfs = &mut rq.cfs;
-        let runnable = (cfs.nr_running - cfs.h_nr_delayed) as u64;
+        let cfs = self.cfs_mut(q);
+        let runnable = (cfs.h_nr_running - cfs.h_nr_delayed) as u64;
         cfs.avg.update(now, cfs.load_weight, 1, runnable, curr.is_some());
+        if q.slot().is_some() {
+            self.update_tg_load_avg(q);
+        }
+    }
+
+    /// `update_load_avg()` of the root cfs_rq of an idle CPU (tick).
+    pub(crate) fn update_root_load_avg(&mut self, cpu: CpuId, now: u64) {
+        self.update_load_avg(CfsId::root(cpu), None, now);
     }
 
     /// `attach_entity_load_avg()`: a migrated task brings its averages along.
@@ -174,7 +287,8 @@ impl Kernel {
     pub(crate) fn attach_entity_load_avg(&mut self, cpu: CpuId, p: TaskId) {
         let sa = self.tasks[p.idx()].se.avg;
         let w = self.tasks[p.idx()].se.weight;
-        let cfs = &mut self.rqs[cpu.idx()].cfs;
+        let q = self.tg_cfs(self.tasks[p.idx()].group, cpu);
+        let cfs = self.cfs_mut(q);
         cfs.avg.load_avg += sa.load_avg;
         cfs.avg.load_sum += sa.load_sum * w;
         cfs.avg.util_avg += sa.util_avg;
@@ -187,7 +301,8 @@ impl Kernel {
     pub(crate) fn detach_entity_load_avg(&mut self, cpu: CpuId, p: TaskId) {
         let sa = self.tasks[p.idx()].se.avg;
         let w = self.tasks[p.idx()].se.weight;
-        let cfs = &mut self.rqs[cpu.idx()].cfs;
+        let q = self.tg_cfs(self.tasks[p.idx()].group, cpu);
+        let cfs = self.cfs_mut(q);
         cfs.avg.load_avg = cfs.avg.load_avg.saturating_sub(sa.load_avg);
         cfs.avg.load_sum = cfs.avg.load_sum.saturating_sub(sa.load_sum * w);
         cfs.avg.util_avg = cfs.avg.util_avg.saturating_sub(sa.util_avg);
@@ -198,12 +313,12 @@ impl Kernel {
 
     // ---------------------------------------------------------------- accounting
 
-    /// `update_curr()` (spec §7.2 / §7.3).
-    pub(crate) fn update_curr(&mut self, cpu: CpuId, now: u64) {
-        let Some(c) = self.rqs[cpu.idx()].cfs.curr else {
+    /// `update_curr()` of one cfs_rq (spec §7.2 / §7.3).
+    pub(crate) fn update_curr(&mut self, q: CfsId, now: u64) {
+        let Some(c) = self.cfs(q).curr else {
             return;
         };
-        let se = &mut self.tasks[c.idx()].se;
+        let se = self.se_mut(c);
         let delta = now.saturating_sub(se.exec_start);
         if delta == 0 {
             return;
@@ -212,60 +327,69 @@ impl Kernel {
         se.sum_exec_runtime += delta;
         se.vruntime = se.vruntime.wrapping_add(calc_delta_fair(delta, se.weight));
         if !self.eevdf() {
-            self.update_min_vruntime(cpu);
+            self.update_min_vruntime(q);
             return;
         }
         // update_deadline(): the request is consumed when vruntime passes the deadline.
-        let se = &mut self.tasks[c.idx()].se;
+        let base_slice = self.tun.base_slice_ns;
+        let se = self.se_mut(c);
         let mut resched = false;
         if vdiff(se.vruntime, se.deadline) >= 0 {
-            se.slice = self.tun.base_slice_ns;
+            se.slice = base_slice;
             se.deadline = se.vruntime.wrapping_add(calc_delta_fair(se.slice, se.weight));
             resched = true;
         }
-        self.update_min_vruntime(cpu);
-        if self.rqs[cpu.idx()].cfs.nr_running <= 1 {
+        self.update_min_vruntime(q);
+        if self.cfs(q).nr_running <= 1 {
             return;
         }
         // v6.12 PREEMPT_SHORT: did_preempt_short(): curr lost protection and is ineligible.
         let short = self.feats.has(PREEMPT_SHORT) && {
-            let se = &self.tasks[c.idx()].se;
-            se.vlag != se.deadline as i64 && !self.entity_eligible(cpu, c)
+            let se = self.se(c);
+            se.vlag != se.deadline as i64 && !self.entity_eligible(q, c)
         };
         if resched || short {
-            self.resched_curr(cpu);
-            self.clear_buddies(cpu, c);
+            self.resched_curr(self.cfs_cpu(q));
+            self.clear_buddies(q, c);
         }
     }
 
-    fn account_entity_enqueue(&mut self, cpu: CpuId, p: TaskId) {
-        let w = self.tasks[p.idx()].se.weight;
-        let idle = self.tasks[p.idx()].policy == Policy::Idle;
-        let cfs = &mut self.rqs[cpu.idx()].cfs;
+    fn account_entity_enqueue(&mut self, q: CfsId, e: Ent) {
+        let w = self.se(e).weight;
+        let cfs = self.cfs_mut(q);
         cfs.load_weight += w;
         cfs.nr_running += 1;
-        cfs.h_nr_idle += idle as u32;
     }
 
-    fn account_entity_dequeue(&mut self, cpu: CpuId, p: TaskId) {
-        let w = self.tasks[p.idx()].se.weight;
-        let idle = self.tasks[p.idx()].policy == Policy::Idle;
-        let cfs = &mut self.rqs[cpu.idx()].cfs;
+    fn account_entity_dequeue(&mut self, q: CfsId, e: Ent) {
+        let w = self.se(e).weight;
+        let cfs = self.cfs_mut(q);
         cfs.load_weight -= w;
         cfs.nr_running -= 1;
-        cfs.h_nr_idle -= idle as u32;
     }
 
     // ---------------------------------------------------------------- placement
 
-    /// CFS `sched_slice()`: the wall-time share of the period for `p` (spec §7.3).
-    pub(crate) fn sched_slice(&self, cpu: CpuId, p: TaskId) -> u64 {
-        let cfs = &self.rqs[cpu.idx()].cfs;
-        let se = &self.tasks[p.idx()].se;
-        let nr = cfs.nr_running as u64 + (!se.on_rq) as u64;
-        let period = if nr > self.tun.nr_latency { nr * self.tun.min_granularity_ns } else { self.tun.latency_ns };
-        let load = cfs.load_weight + if se.on_rq { 0 } else { se.weight };
-        let mut slice = (period as u128 * se.weight as u128 / load.max(1) as u128) as u64;
+    /// CFS `sched_slice()`: the wall-time share of the period for `e`, the
+    /// product of its weight fractions up the hierarchy (spec §7.3).
+    pub(crate) fn sched_slice(&self, e: Ent) -> u64 {
+        let q = self.cfs_of(e);
+        let on_rq = self.se(e).on_rq;
+        let mut nr = self.cfs(q).nr_running as u64;
+        if self.profile.version >= (5, 13) && self.feats.has(ALT_PERIOD) {
+            // v5.13-v6.5 ALT_PERIOD: the period follows the CPU's task count.
+            nr = self.rqs[self.cfs_cpu(q).idx()].cfs.h_nr_running as u64;
+        }
+        let nr = nr + (!on_rq) as u64;
+        let mut slice = if nr > self.tun.nr_latency { nr * self.tun.min_granularity_ns } else { self.tun.latency_ns };
+        let mut cur = Some(e);
+        while let Some(x) = cur {
+            let se = self.se(x);
+            let cfs = self.cfs(self.cfs_of(x));
+            let load = cfs.load_weight + if se.on_rq { 0 } else { se.weight };
+            slice = (slice as u128 * se.weight as u128 / load.max(1) as u128) as u64;
+            cur = self.parent_entity(x);
+        }
         if self.profile.version >= (5, 13) && self.feats.has(BASE_SLICE) {
             slice = slice.max(self.tun.min_granularity_ns);
         }
@@ -273,14 +397,14 @@ impl Kernel {
     }
 
     /// `place_entity()`: EEVDF (spec §7.2) or CFS (spec §7.3).
-    fn place_entity(&mut self, cpu: CpuId, p: TaskId, flags: u32) {
+    fn place_entity(&mut self, q: CfsId, e: Ent, flags: u32) {
         if !self.eevdf() {
             // CFS place_entity(cfs_rq, se, initial)
             let initial = flags & ENQUEUE_INITIAL != 0;
-            let mut v = self.rqs[cpu.idx()].cfs.min_vruntime;
+            let mut v = self.cfs(q).min_vruntime;
             if initial && self.feats.has(START_DEBIT) {
-                let w = self.tasks[p.idx()].se.weight;
-                v = v.wrapping_add(calc_delta_fair(self.sched_slice(cpu, p), w));
+                let w = self.se(e).weight;
+                v = v.wrapping_add(calc_delta_fair(self.sched_slice(e), w));
             }
             if !initial {
                 let mut thresh = self.tun.latency_ns;
@@ -289,33 +413,33 @@ impl Kernel {
                 }
                 v = v.wrapping_sub(thresh);
             }
-            let se = &mut self.tasks[p.idx()].se;
+            let se = self.se_mut(e);
             if vdiff(v, se.vruntime) > 0 {
                 se.vruntime = v;
             }
             return;
         }
-        let vruntime = self.avg_vruntime(cpu);
+        let vruntime = self.avg_vruntime(q);
         let base_slice = self.tun.base_slice_ns;
-        let cfs_nr = self.rqs[cpu.idx()].cfs.nr_running;
-        let curr = self.rqs[cpu.idx()].cfs.curr;
-        let (avg_load, curr_w) = {
-            let cfs = &self.rqs[cpu.idx()].cfs;
-            let cw = curr.map_or(0, |c| {
-                let se = &self.tasks[c.idx()].se;
-                if se.on_rq && c != p {
-                    se.weight as i64
-                } else {
-                    0
-                }
-            });
-            (cfs.avg_load, cw)
-        };
-        let se = &mut self.tasks[p.idx()].se;
+        let cfs_nr = self.cfs(q).nr_running;
+        let curr = self.cfs(q).curr;
+        let curr_w = curr.map_or(0, |c| {
+            let se = self.se(c);
+            if se.on_rq && c != e {
+                se.weight as i64
+            } else {
+                0
+            }
+        });
+        let avg_load = self.cfs(q).avg_load;
+        let place_lag = self.feats.has(PLACE_LAG);
+        let rel_deadline = self.feats.has(PLACE_REL_DEADLINE);
+        let deadline_initial = self.feats.has(PLACE_DEADLINE_INITIAL);
+        let se = self.se_mut(e);
         se.slice = base_slice;
         let mut vslice = calc_delta_fair(se.slice, se.weight) as i64;
         let mut lag: i64 = 0;
-        if self.feats.has(PLACE_LAG) && cfs_nr > 0 && se.vlag != 0 {
+        if place_lag && cfs_nr > 0 && se.vlag != 0 {
             // Inflate the lag so the effective lag after insertion equals the stored one.
             let mut load = avg_load + curr_w;
             lag = se.vlag;
@@ -326,167 +450,179 @@ impl Kernel {
             lag = (l / load as i128) as i64;
         }
         se.vruntime = vruntime.wrapping_sub(lag as u64);
-        if self.feats.has(PLACE_REL_DEADLINE) && se.rel_deadline {
+        if rel_deadline && se.rel_deadline {
             se.deadline = se.deadline.wrapping_add(se.vruntime);
             se.rel_deadline = false;
             return;
         }
-        if self.feats.has(PLACE_DEADLINE_INITIAL) && flags & ENQUEUE_INITIAL != 0 {
+        if deadline_initial && flags & ENQUEUE_INITIAL != 0 {
             vslice /= 2;
         }
         se.deadline = se.vruntime.wrapping_add(vslice as u64);
     }
 
     /// `update_entity_lag()`: vlag = clamp(V - v, -L, L), L = max(2*slice, TICK) in virtual time.
-    fn update_entity_lag(&mut self, cpu: CpuId, p: TaskId) {
-        let v = self.avg_vruntime(cpu);
+    fn update_entity_lag(&mut self, q: CfsId, e: Ent) {
+        let v = self.avg_vruntime(q);
         let tick = self.tun.tick_ns;
-        let se = &mut self.tasks[p.idx()].se;
+        let se = self.se_mut(e);
         let lag = vdiff(v, se.vruntime);
         let limit = calc_delta_fair((2 * se.slice).max(tick), se.weight) as i64;
         se.vlag = lag.clamp(-limit, limit);
     }
 
-    /// `enqueue_entity()` (and `enqueue_task_fair()` for the single level).
-    pub(crate) fn enqueue_entity(&mut self, cpu: CpuId, p: TaskId, flags: u32, now: u64) {
-        let is_curr = self.rqs[cpu.idx()].cfs.curr == Some(p);
+    /// `enqueue_entity()`: one entity on one cfs_rq.
+    pub(crate) fn enqueue_entity(&mut self, q: CfsId, e: Ent, flags: u32, now: u64) {
+        let is_curr = self.cfs(q).curr == Some(e);
         if !self.eevdf() {
-            if self.tasks[p.idx()].se.vruntime_relative {
-                let min = self.rqs[cpu.idx()].cfs.min_vruntime;
-                let se = &mut self.tasks[p.idx()].se;
+            if self.se(e).vruntime_relative {
+                let min = self.cfs(q).min_vruntime;
+                let se = self.se_mut(e);
                 se.vruntime = se.vruntime.wrapping_add(min);
                 se.vruntime_relative = false;
             }
-            self.update_curr(cpu, now);
-            self.update_load_avg(cpu, Some(p), now);
-            self.account_entity_enqueue(cpu, p);
+            self.update_curr(q, now);
+            self.update_load_avg(q, Some(e), now);
+            self.update_cfs_group(e, now);
+            self.account_entity_enqueue(q, e);
             if flags & ENQUEUE_WAKEUP != 0 {
-                self.place_entity(cpu, p, 0);
+                self.place_entity(q, e, 0);
             }
         } else {
             if is_curr {
-                self.place_entity(cpu, p, flags);
+                self.place_entity(q, e, flags);
             }
-            self.update_curr(cpu, now);
-            self.update_load_avg(cpu, Some(p), now);
+            self.update_curr(q, now);
+            self.update_load_avg(q, Some(e), now);
+            self.update_cfs_group(e, now);
             if !is_curr {
-                self.place_entity(cpu, p, flags);
+                self.place_entity(q, e, flags);
             }
-            self.account_entity_enqueue(cpu, p);
+            self.account_entity_enqueue(q, e);
         }
         if !is_curr {
-            self.enqueue_tree(cpu, p);
+            self.enqueue_tree(q, e);
         }
-        self.tasks[p.idx()].se.on_rq = true;
-        self.mru_seq += 1;
-        self.tasks[p.idx()].mru = self.mru_seq;
-        let ue = self.tasks[p.idx()].se.avg.util_est_value();
-        if self.feats.has(UTIL_EST) {
-            self.rqs[cpu.idx()].cfs.util_est_enqueued += ue;
+        self.se_mut(e).on_rq = true;
+        if let Some(p) = e.task_id() {
+            self.mru_seq += 1;
+            self.tasks[p.idx()].mru = self.mru_seq;
         }
         if !self.eevdf() {
-            self.update_min_vruntime(cpu);
+            self.update_min_vruntime(q);
         }
     }
 
     /// `dequeue_entity()`. Returns false when the dequeue was delayed (v6.12
-    /// DELAY_DEQUEUE: an ineligible sleeper stays queued as `sched_delayed`).
-    pub(crate) fn dequeue_entity(&mut self, cpu: CpuId, p: TaskId, flags: u32, now: u64) -> bool {
+    /// DELAY_DEQUEUE: an ineligible sleeping task stays queued as `sched_delayed`).
+    // FIDELITY(F-022): only task entities are ever delayed; a group entity
+    // stays queued while a delayed task keeps load on its cfs_rq.
+    pub(crate) fn dequeue_entity(&mut self, q: CfsId, e: Ent, flags: u32, now: u64) -> bool {
         let sleep = flags & DEQUEUE_SLEEP != 0;
         let delayed_final = flags & DEQUEUE_DELAYED != 0;
-        if self.eevdf() && sleep && !delayed_final && self.feats.has(DELAY_DEQUEUE) {
-            self.update_curr(cpu, now);
-            if !self.entity_eligible(cpu, p) {
-                let cfs = &mut self.rqs[cpu.idx()].cfs;
-                if cfs.next == Some(p) {
-                    cfs.next = None;
+        if self.eevdf() && sleep && !delayed_final && e.is_task() && self.feats.has(DELAY_DEQUEUE) {
+            self.update_curr(q, now);
+            if !self.entity_eligible(q, e) {
+                if self.cfs(q).next == Some(e) {
+                    self.cfs_mut(q).next = None;
                 }
-                self.update_load_avg(cpu, Some(p), now);
-                self.tasks[p.idx()].se.sched_delayed = true;
-                self.rqs[cpu.idx()].cfs.h_nr_delayed += 1;
+                self.update_load_avg(q, Some(e), now);
+                self.se_mut(e).sched_delayed = true;
+                self.walk_h_nr_delayed(e, true);
                 return false;
             }
         }
-        let is_curr = self.rqs[cpu.idx()].cfs.curr == Some(p);
-        self.update_curr(cpu, now);
-        self.update_load_avg(cpu, Some(p), now);
+        let is_curr = self.cfs(q).curr == Some(e);
+        self.update_curr(q, now);
+        self.update_load_avg(q, Some(e), now);
         if self.eevdf() {
-            self.update_entity_lag(cpu, p);
-            if delayed_final && self.feats.has(DELAY_ZERO) {
-                let se = &mut self.tasks[p.idx()].se;
+            self.update_entity_lag(q, e);
+            let delay_zero = self.feats.has(DELAY_ZERO);
+            let rel = self.feats.has(PLACE_REL_DEADLINE);
+            let se = self.se_mut(e);
+            if delayed_final && delay_zero {
                 se.vlag = se.vlag.min(0);
             }
-            if self.feats.has(PLACE_REL_DEADLINE) && !sleep {
-                let se = &mut self.tasks[p.idx()].se;
+            if rel && !sleep {
                 se.deadline = se.deadline.wrapping_sub(se.vruntime);
                 se.rel_deadline = true;
             }
         }
-        self.clear_buddies(cpu, p);
+        self.clear_buddies(q, e);
         if !is_curr {
-            self.dequeue_tree(cpu, p);
+            self.dequeue_tree(q, e);
         }
-        self.account_entity_dequeue(cpu, p);
-        let se = &mut self.tasks[p.idx()].se;
-        se.on_rq = false;
-        if se.sched_delayed {
-            se.sched_delayed = false;
-            self.rqs[cpu.idx()].cfs.h_nr_delayed -= 1;
-        }
-        if self.feats.has(UTIL_EST) {
-            let ue = self.tasks[p.idx()].se.avg.util_est_value();
-            let cfs = &mut self.rqs[cpu.idx()].cfs;
-            cfs.util_est_enqueued = cfs.util_est_enqueued.saturating_sub(ue);
-            if sleep {
-                let fastup = self.profile.version >= (6, 9) || self.feats.has(UTIL_EST_FASTUP);
-                self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
-            }
+        self.account_entity_dequeue(q, e);
+        self.se_mut(e).on_rq = false;
+        if self.se(e).sched_delayed {
+            self.se_mut(e).sched_delayed = false;
+            self.walk_h_nr_delayed(e, false);
         }
         if !self.eevdf() && !sleep {
-            let min = self.rqs[cpu.idx()].cfs.min_vruntime;
-            let se = &mut self.tasks[p.idx()].se;
+            let min = self.cfs(q).min_vruntime;
+            let se = self.se_mut(e);
             se.vruntime = se.vruntime.wrapping_sub(min);
             se.vruntime_relative = true;
         }
-        self.update_min_vruntime(cpu);
+        self.update_cfs_group(e, now);
+        self.update_min_vruntime(q);
         true
     }
 
-    /// `requeue_delayed_entity()` (v6.12): a delayed sleeper is woken in place.
-    pub(crate) fn requeue_delayed_entity(&mut self, cpu: CpuId, p: TaskId, now: u64) {
-        self.update_curr(cpu, now);
-        if self.feats.has(DELAY_ZERO) {
-            self.update_entity_lag(cpu, p);
-            if self.tasks[p.idx()].se.vlag > 0 {
-                let is_curr = self.rqs[cpu.idx()].cfs.curr == Some(p);
-                if !is_curr {
-                    self.dequeue_tree(cpu, p);
-                }
-                self.rqs[cpu.idx()].cfs.nr_running -= 1;
-                self.tasks[p.idx()].se.vlag = 0;
-                self.place_entity(cpu, p, 0);
-                if !is_curr {
-                    self.enqueue_tree(cpu, p);
-                }
-                self.rqs[cpu.idx()].cfs.nr_running += 1;
+    /// `h_nr_delayed` of every cfs_rq from the task's up to the root (v6.12).
+    fn walk_h_nr_delayed(&mut self, e: Ent, inc: bool) {
+        let mut cur = Some(e);
+        while let Some(x) = cur {
+            let q = self.cfs_of(x);
+            let cfs = self.cfs_mut(q);
+            if inc {
+                cfs.h_nr_delayed += 1;
+            } else {
+                cfs.h_nr_delayed -= 1;
             }
+            cur = self.parent_entity(x);
         }
-        self.update_load_avg(cpu, Some(p), now);
-        self.tasks[p.idx()].se.sched_delayed = false;
-        self.rqs[cpu.idx()].cfs.h_nr_delayed -= 1;
     }
 
-    /// `set_next_entity()`: `p` becomes curr and leaves the tree.
-    pub(crate) fn set_next_entity(&mut self, cpu: CpuId, p: TaskId, now: u64) {
-        if self.tasks[p.idx()].se.on_rq {
-            self.dequeue_tree(cpu, p);
-            self.update_load_avg(cpu, Some(p), now);
+    /// `requeue_delayed_entity()` (v6.12): a delayed sleeper is woken in place.
+    pub(crate) fn requeue_delayed_entity(&mut self, p: TaskId, now: u64) {
+        let e = Ent::task(p);
+        let q = self.cfs_of(e);
+        self.update_curr(q, now);
+        if self.feats.has(DELAY_ZERO) {
+            self.update_entity_lag(q, e);
+            if self.se(e).vlag > 0 {
+                let is_curr = self.cfs(q).curr == Some(e);
+                if !is_curr {
+                    self.dequeue_tree(q, e);
+                }
+                self.cfs_mut(q).nr_running -= 1;
+                self.se_mut(e).vlag = 0;
+                self.place_entity(q, e, 0);
+                if !is_curr {
+                    self.enqueue_tree(q, e);
+                }
+                self.cfs_mut(q).nr_running += 1;
+            }
         }
-        self.rqs[cpu.idx()].cfs.curr = Some(p);
-        self.mru_seq += 1;
-        self.tasks[p.idx()].mru = self.mru_seq;
+        self.update_load_avg(q, Some(e), now);
+        self.se_mut(e).sched_delayed = false;
+        self.walk_h_nr_delayed(e, false);
+    }
+
+    /// `set_next_entity()`: `e` becomes curr of `q` and leaves the tree.
+    pub(crate) fn set_next_entity(&mut self, q: CfsId, e: Ent, now: u64) {
+        if self.se(e).on_rq {
+            self.dequeue_tree(q, e);
+            self.update_load_avg(q, Some(e), now);
+        }
+        self.cfs_mut(q).curr = Some(e);
+        if let Some(p) = e.task_id() {
+            self.mru_seq += 1;
+            self.tasks[p.idx()].mru = self.mru_seq;
+        }
         let eevdf = self.eevdf();
-        let se = &mut self.tasks[p.idx()].se;
+        let se = self.se_mut(e);
         if eevdf {
             // The kernel stashes the deadline in vlag at pick: slice protection (RUN_TO_PARITY).
             se.vlag = se.deadline as i64;
@@ -496,90 +632,143 @@ impl Kernel {
     }
 
     /// `put_prev_entity()`: curr goes back into the tree if still queued.
-    pub(crate) fn put_prev_entity(&mut self, cpu: CpuId, p: TaskId, now: u64) {
-        if self.tasks[p.idx()].se.on_rq {
-            self.update_curr(cpu, now);
-            self.enqueue_tree(cpu, p);
-            self.update_load_avg(cpu, Some(p), now);
+    pub(crate) fn put_prev_entity(&mut self, q: CfsId, e: Ent, now: u64) {
+        if self.se(e).on_rq {
+            self.update_curr(q, now);
+            self.enqueue_tree(q, e);
+            self.update_load_avg(q, Some(e), now);
         }
-        self.rqs[cpu.idx()].cfs.curr = None;
+        self.cfs_mut(q).curr = None;
     }
 
     // ---------------------------------------------------------------- buddies
 
-    fn clear_buddies(&mut self, cpu: CpuId, p: TaskId) {
-        let cfs = &mut self.rqs[cpu.idx()].cfs;
-        if cfs.next == Some(p) {
-            cfs.next = None;
+    /// `clear_buddies()`: for each buddy pointer of `q` equal to `e`, clear it
+    /// there and up the hierarchy while the parent's buddy is the parent entity
+    /// (`__clear_buddies_next/last/skip()`).
+    fn clear_buddies(&mut self, q: CfsId, e: Ent) {
+        let cfs = self.cfs(q);
+        let (n, l, s) = (cfs.next == Some(e), cfs.last == Some(e), cfs.skip == Some(e));
+        if n {
+            self.clear_buddy_walk(e, |c| &mut c.next);
         }
-        if cfs.last == Some(p) {
-            cfs.last = None;
+        if l {
+            self.clear_buddy_walk(e, |c| &mut c.last);
         }
-        if cfs.skip == Some(p) {
-            cfs.skip = None;
+        if s {
+            self.clear_buddy_walk(e, |c| &mut c.skip);
         }
     }
 
-    fn set_next_buddy(&mut self, cpu: CpuId, p: TaskId) {
-        if self.tasks[p.idx()].policy == Policy::Idle || self.tasks[p.idx()].se.sched_delayed {
+    fn clear_buddy_walk(&mut self, e: Ent, field: fn(&mut CfsRq) -> &mut Option<Ent>) {
+        let mut cur = Some(e);
+        while let Some(x) = cur {
+            let q = self.cfs_of(x);
+            let slot = field(self.cfs_mut(q));
+            if *slot != Some(x) {
+                break;
+            }
+            *slot = None;
+            cur = self.parent_entity(x);
+        }
+    }
+
+    /// `set_next_buddy()`: mark `e` and its ancestors as next buddies of their
+    /// cfs_rqs. SCHED_IDLE tasks (and, v6.12, delayed ones) are never buddies.
+    fn set_next_buddy(&mut self, e: Ent) {
+        if self.se_is_idle(e) || self.se(e).sched_delayed {
             return;
         }
-        self.rqs[cpu.idx()].cfs.next = Some(p);
+        let mut cur = Some(e);
+        while let Some(x) = cur {
+            if !self.se(x).on_rq {
+                return;
+            }
+            let q = self.cfs_of(x);
+            self.cfs_mut(q).next = Some(x);
+            cur = self.parent_entity(x);
+        }
+    }
+
+    /// `set_last_buddy()` (CFS).
+    fn set_last_buddy(&mut self, e: Ent) {
+        if self.se_is_idle(e) {
+            return;
+        }
+        let mut cur = Some(e);
+        while let Some(x) = cur {
+            let q = self.cfs_of(x);
+            self.cfs_mut(q).last = Some(x);
+            cur = self.parent_entity(x);
+        }
+    }
+
+    /// The next-buddy hint on the sleep and preempt paths (seed 002,
+    /// Venkatesh Pallipadi 2011, v2.6.39+): on in every profile after it.
+    #[inline]
+    fn next_buddy_hint(&self) -> bool {
+        self.profile.next_buddy_hint
     }
 
     // ---------------------------------------------------------------- picking
 
     /// `pick_eevdf()` (v6.6 / v6.12, spec §7.2).
-    pub fn pick_eevdf(&self, cpu: CpuId) -> Option<TaskId> {
-        let cfs = &self.rqs[cpu.idx()].cfs;
-        let mut curr = cfs.curr.filter(|c| self.tasks[c.idx()].se.on_rq);
+    pub fn pick_eevdf(&self, q: impl Into<CfsId>) -> Option<Ent> {
+        let q = q.into();
+        let cfs = self.cfs(q);
+        let mut curr = cfs.curr.filter(|&c| self.se(c).on_rq);
         if cfs.nr_running == 1 {
             return curr.or_else(|| cfs.queue.first().copied());
         }
-        // v6.12 (before PICK_BUDDY): the next buddy under NEXT_BUDDY; ~v6.14+: PICK_BUDDY.
-        let buddy_on = self.feats.has(NEXT_BUDDY) || (self.profile.version >= (6, 14) && self.feats.has(PICK_BUDDY));
-        if self.profile.version >= (6, 12) && buddy_on {
-            if let Some(n) = cfs.next {
-                if self.entity_eligible(cpu, n) {
-                    return Some(n);
-                }
-            }
-        }
         if let Some(c) = curr {
-            if !self.entity_eligible(cpu, c) {
+            if !self.entity_eligible(q, c) {
                 curr = None;
             }
         }
         if let Some(c) = curr {
-            let se = &self.tasks[c.idx()].se;
+            let se = self.se(c);
             if self.feats.has(RUN_TO_PARITY) && se.vlag == se.deadline as i64 {
                 return Some(c);
             }
         }
         // Eligible entity with the earliest deadline (first inserted wins ties).
-        let (avg, load) = self.avg_parts(cpu);
-        let mut best: Option<(TaskId, u64)> = None;
-        for &q in &cfs.queue {
-            let se = &self.tasks[q.idx()].se;
+        let (avg, load) = self.avg_parts(q);
+        let mut best: Option<(Ent, u64)> = None;
+        for &e in &cfs.queue {
+            let se = self.se(e);
             let key = vdiff(se.vruntime, cfs.min_vruntime);
             if (avg as i128) < (key as i128) * (load as i128) {
                 continue;
             }
             if best.is_none_or(|(_, d)| vdiff(se.deadline, d) < 0) {
-                best = Some((q, se.deadline));
+                best = Some((e, se.deadline));
             }
         }
         match (best, curr) {
             (None, c) => c,
-            (Some((_, bd)), Some(c)) if vdiff(self.tasks[c.idx()].se.deadline, bd) < 0 => Some(c),
+            (Some((_, bd)), Some(c)) if vdiff(self.se(c).deadline, bd) < 0 => Some(c),
             (Some((b, _)), _) => Some(b),
         }
     }
 
+    /// EEVDF `pick_next_entity()`: the next buddy if honoured and eligible
+    /// (v6.6-v6.13 under NEXT_BUDDY; v6.14+ under PICK_BUDDY), else `pick_eevdf()`.
+    fn pick_next_entity_eevdf(&self, q: CfsId) -> Option<Ent> {
+        let buddy_on = if self.profile.version >= (6, 14) { self.feats.has(PICK_BUDDY) } else { self.feats.has(NEXT_BUDDY) };
+        if buddy_on {
+            if let Some(n) = self.cfs(q).next {
+                if self.entity_eligible(q, n) {
+                    return Some(n);
+                }
+            }
+        }
+        self.pick_eevdf(q)
+    }
+
     /// `wakeup_preempt_entity(curr, se)` (CFS): 1 if `se` should preempt `curr`.
-    fn wakeup_preempt_entity(&self, curr: TaskId, se: TaskId) -> i32 {
-        let c = &self.tasks[curr.idx()].se;
-        let s = &self.tasks[se.idx()].se;
+    fn wakeup_preempt_entity(&self, curr: Ent, se: Ent) -> i32 {
+        let c = self.se(curr);
+        let s = self.se(se);
         let vd = vdiff(c.vruntime, s.vruntime);
         if vd <= 0 {
             return -1;
@@ -593,24 +782,25 @@ impl Kernel {
         }
     }
 
-    /// CFS `pick_next_entity()` (v3.1-v6.5, spec §7.3): leftmost, unless a
-    /// skip / last / next buddy may run without unfairness.
-    fn pick_next_entity_cfs(&mut self, cpu: CpuId) -> Option<TaskId> {
-        let cfs = &self.rqs[cpu.idx()].cfs;
-        // curr was put back by put_prev before the pick (CFS order); leftmost = min vruntime.
-        let mut order: Option<(TaskId, u64)> = None;
-        let mut second: Option<(TaskId, u64)> = None;
-        for &q in &cfs.queue {
-            let v = self.tasks[q.idx()].se.vruntime;
+    /// CFS `pick_next_entity(cfs_rq, curr)` (v3.1-v6.5, spec §7.3): leftmost,
+    /// unless a skip / last / next buddy may run without unfairness. `curr`
+    /// (still running, v3.15+ pick path) competes as if it were in the tree,
+    /// to the right of entities with the same vruntime.
+    fn pick_next_entity_cfs(&mut self, q: CfsId, curr: Option<Ent>) -> Option<Ent> {
+        let cfs = self.cfs(q);
+        let mut order: Option<(Ent, u64)> = None;
+        let mut second: Option<(Ent, u64)> = None;
+        for e in cfs.queue.iter().copied().chain(curr) {
+            let v = self.se(e).vruntime;
             match order {
                 Some((_, lv)) if vdiff(v, lv) >= 0 => {
                     if second.is_none_or(|(_, sv)| vdiff(v, sv) < 0) {
-                        second = Some((q, v));
+                        second = Some((e, v));
                     }
                 }
                 _ => {
                     second = order;
-                    order = Some((q, v));
+                    order = Some((e, v));
                 }
             }
         }
@@ -648,94 +838,317 @@ impl Kernel {
                 }
             }
         }
-        self.clear_buddies(cpu, se);
+        self.clear_buddies(q, se);
         Some(se)
     }
 
-    /// `pick_next_task_fair()` for a CPU whose `prev` has been dequeued (if it
-    /// blocked) but is still `cfs.curr`. Completes delayed dequeues of picked
-    /// entities (v6.12). Returns the next task, or None to go idle; `prev` has
-    /// been put and `next` set.
-    // FIDELITY(F-002): one root cfs_rq per CPU; no group entities to descend into.
-    pub(crate) fn pick_next_task_fair(&mut self, cpu: CpuId, now: u64) -> Option<TaskId> {
-        let prev = self.rqs[cpu.idx()].cfs.curr;
-        if !self.eevdf() {
-            // CFS (3.x __schedule): put_prev_task before pick_next_task.
-            if let Some(pv) = prev {
-                self.put_prev_entity(cpu, pv, now);
-            }
-            let next = self.pick_next_entity_cfs(cpu)?;
-            self.set_next_entity(cpu, next, now);
-            return Some(next);
+    /// `put_prev_task_fair()`: `put_prev_entity()` at every level of `p`.
+    pub(crate) fn put_prev_task_fair(&mut self, p: TaskId, now: u64) {
+        let mut cur = Some(Ent::task(p));
+        while let Some(x) = cur {
+            let q = self.cfs_of(x);
+            self.put_prev_entity(q, x, now);
+            cur = self.parent_entity(x);
         }
+    }
+
+    /// `set_next_task_fair()`: `set_next_entity()` at every level of `p`.
+    fn set_next_task_fair(&mut self, p: TaskId, now: u64) {
+        let mut cur = Some(Ent::task(p));
+        let mut chain = Vec::new();
+        while let Some(x) = cur {
+            chain.push(x);
+            cur = self.parent_entity(x);
+        }
+        // The kernel walks bottom-up; each level is independent.
+        for x in chain {
+            let q = self.cfs_of(x);
+            self.set_next_entity(q, x, now);
+        }
+    }
+
+    /// The v3.15+ switch between two fair tasks: put `prev`'s entities and set
+    /// `next`'s up to (not including) the cfs_rq they share, then swap there
+    /// (pick_next_task_fair's is_same_group() loop).
+    fn switch_entities(&mut self, prev: TaskId, next: TaskId, now: u64) {
+        let (mut pse, mut se) = (Ent::task(prev), Ent::task(next));
         loop {
-            if self.rqs[cpu.idx()].cfs.nr_running == 0 {
-                if let Some(pv) = self.rqs[cpu.idx()].cfs.curr {
-                    self.put_prev_entity(cpu, pv, now);
+            let (pq, q) = (self.cfs_of(pse), self.cfs_of(se));
+            if pq == q {
+                self.put_prev_entity(pq, pse, now);
+                self.set_next_entity(q, se, now);
+                return;
+            }
+            let (sd, pd) = (self.se(se).depth, self.se(pse).depth);
+            if sd <= pd {
+                self.put_prev_entity(pq, pse, now);
+                pse = self.parent_entity(pse).expect("entities below the root have a parent");
+            }
+            if sd >= pd {
+                self.set_next_entity(q, se, now);
+                se = self.parent_entity(se).expect("entities below the root have a parent");
+            }
+        }
+    }
+
+    /// `pick_next_task_fair()` for a CPU whose `prev` has been dequeued (if it
+    /// blocked) but is still curr of its cfs_rqs. Walks down from the root cfs_rq
+    /// picking at each level; completes delayed dequeues of picked tasks
+    /// (v6.12). Returns the next task, or None to go idle; `prev` has been put
+    /// and `next` set.
+    pub(crate) fn pick_next_task_fair(&mut self, cpu: CpuId, now: u64) -> Option<TaskId> {
+        let prev = self.rqs[cpu.idx()].curr;
+        let root = CfsId::root(cpu);
+        if !self.eevdf() && self.profile.version < (3, 15) {
+            // v2.6.x-v3.14 __schedule(): put_prev_task() before pick_next_task(),
+            // then set_next_entity() at each level on the way down.
+            if let Some(pv) = prev {
+                self.put_prev_task_fair(pv, now);
+            }
+            let mut q = root;
+            loop {
+                let se = self.pick_next_entity_cfs(q, None)?;
+                self.set_next_entity(q, se, now);
+                match self.group_cfs_rq(se) {
+                    Some(gq) => q = gq,
+                    None => return se.task_id(),
+                }
+            }
+        }
+        'again: loop {
+            if self.cfs(root).nr_running == 0 {
+                if let Some(pv) = prev {
+                    self.put_prev_task_fair(pv, now);
                 }
                 return None;
             }
-            if let Some(c) = self.rqs[cpu.idx()].cfs.curr {
-                if self.tasks[c.idx()].se.on_rq {
-                    self.update_curr(cpu, now);
+            let mut q = root;
+            let p = loop {
+                let mut curr = self.cfs(q).curr;
+                if let Some(c) = curr {
+                    if self.se(c).on_rq {
+                        self.update_curr(q, now);
+                    } else {
+                        curr = None;
+                    }
+                }
+                let se = if self.eevdf() {
+                    let se = self.pick_next_entity_eevdf(q).expect("a non-empty cfs_rq has an eligible entity");
+                    if let Some(t) = se.task_id().filter(|t| self.tasks[t.idx()].se.sched_delayed) {
+                        // pick_next_entity(): finish the delayed dequeue and pick again.
+                        self.dequeue_task_fair(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
+                        self.finish_delayed_dequeue(t);
+                        continue 'again;
+                    }
+                    se
+                } else {
+                    self.pick_next_entity_cfs(q, curr).expect("a non-empty cfs_rq has a leftmost entity")
+                };
+                match self.group_cfs_rq(se) {
+                    Some(gq) => q = gq,
+                    None => break se.task_id().unwrap(),
+                }
+            };
+            match prev {
+                Some(pv) if pv != p => self.switch_entities(pv, p, now),
+                Some(_) => {}
+                None => self.set_next_task_fair(p, now),
+            }
+            return Some(p);
+        }
+    }
+
+    /// Whether `p` is the current entity of its cfs_rq (`cfs_rq->curr == &p->se`).
+    pub(crate) fn task_is_cfs_curr(&self, p: TaskId) -> bool {
+        self.cfs(self.cfs_of(Ent::task(p))).curr == Some(Ent::task(p))
+    }
+
+    // ---------------------------------------------------------------- enqueue / dequeue of tasks
+
+    /// `enqueue_task_fair()`: enqueue the task's entity and every ancestor that
+    /// is not queued yet; update the others (spec §7.1).
+    pub(crate) fn enqueue_task_fair(&mut self, p: TaskId, flags: u32, now: u64) {
+        let idle = self.tasks[p.idx()].policy == Policy::Idle;
+        let mut cur = Some(Ent::task(p));
+        let mut flags = flags;
+        // First loop: enqueue entities that are not on a cfs_rq.
+        while let Some(x) = cur {
+            if self.se(x).on_rq {
+                break;
+            }
+            let q = self.cfs_of(x);
+            self.enqueue_entity(q, x, flags, now);
+            let cfs = self.cfs_mut(q);
+            cfs.h_nr_running += 1;
+            cfs.h_nr_idle += idle as u32;
+            flags = ENQUEUE_WAKEUP;
+            cur = self.parent_entity(x);
+        }
+        // Second loop: the ancestors already queued.
+        while let Some(x) = cur {
+            let q = self.cfs_of(x);
+            self.update_load_avg(q, Some(x), now);
+            self.update_cfs_group(x, now);
+            let cfs = self.cfs_mut(q);
+            cfs.h_nr_running += 1;
+            cfs.h_nr_idle += idle as u32;
+            cur = self.parent_entity(x);
+        }
+        if self.feats.has(UTIL_EST) {
+            let ue = self.tasks[p.idx()].se.avg.util_est_value();
+            let cpu = self.tasks[p.idx()].cpu;
+            self.rqs[cpu.idx()].cfs.util_est_enqueued += ue;
+        }
+    }
+
+    /// `dequeue_task_fair()`: dequeue the task's entity and every ancestor whose
+    /// cfs_rq becomes empty. Returns false if the task's dequeue was delayed
+    /// (v6.12): it stays queued and counted, as do its ancestors.
+    ///
+    /// A sleeping task whose group still has load leaves the group entity as
+    /// next buddy of its parent (seed 002, v2.6.39+): the next pick stays in the
+    /// group for the rest of its slice.
+    pub(crate) fn dequeue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: u32, now: u64) -> bool {
+        debug_assert_eq!(self.tasks[p.idx()].cpu, cpu);
+        let task_sleep = flags & DEQUEUE_SLEEP != 0;
+        let idle = self.tasks[p.idx()].policy == Policy::Idle;
+        let te = Ent::task(p);
+        if !self.dequeue_entity(self.cfs_of(te), te, flags, now) {
+            return false;
+        }
+        if self.feats.has(UTIL_EST) {
+            let ue = self.tasks[p.idx()].se.avg.util_est_value();
+            let cfs = &mut self.rqs[cpu.idx()].cfs;
+            cfs.util_est_enqueued = cfs.util_est_enqueued.saturating_sub(ue);
+            if task_sleep {
+                let fastup = self.profile.version >= (6, 9) || self.feats.has(UTIL_EST_FASTUP);
+                self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
+            }
+        }
+        let mut cur = Some(te);
+        let mut first = true;
+        let mut flags = flags;
+        // First loop: dequeue while the cfs_rq we left becomes empty.
+        while let Some(x) = cur {
+            let q = self.cfs_of(x);
+            if !first {
+                self.dequeue_entity(q, x, flags, now);
+            }
+            first = false;
+            let cfs = self.cfs_mut(q);
+            cfs.h_nr_running -= 1;
+            cfs.h_nr_idle -= idle as u32;
+            if cfs.load_weight != 0 {
+                // Don't dequeue the parent: it has other entities besides us.
+                let parent = self.parent_entity(x);
+                if task_sleep && self.next_buddy_hint() {
+                    if let Some(pe) = parent {
+                        self.set_next_buddy(pe);
+                    }
+                }
+                cur = parent;
+                break;
+            }
+            flags |= DEQUEUE_SLEEP;
+            cur = self.parent_entity(x);
+        }
+        // Second loop: the ancestors that stay queued.
+        while let Some(x) = cur {
+            let q = self.cfs_of(x);
+            self.update_load_avg(q, Some(x), now);
+            self.update_cfs_group(x, now);
+            let cfs = self.cfs_mut(q);
+            cfs.h_nr_running -= 1;
+            cfs.h_nr_idle -= idle as u32;
+            cur = self.parent_entity(x);
+        }
+        true
+    }
+
+    /// The tasks queued on `cpu` at any level, running one included
+    /// (`rq->cfs_tasks`), in no particular order.
+    pub(crate) fn cfs_tasks(&self, cpu: CpuId, out: &mut Vec<TaskId>) {
+        out.clear();
+        let mut stack = vec![CfsId::root(cpu)];
+        while let Some(q) = stack.pop() {
+            let cfs = self.cfs(q);
+            for e in cfs.queue.iter().copied().chain(cfs.curr.filter(|&c| self.se(c).on_rq)) {
+                match e.task_id() {
+                    Some(t) => out.push(t),
+                    None => stack.push(self.group_cfs_rq(e).unwrap()),
                 }
             }
-            let se = self.pick_eevdf(cpu).expect("a non-empty cfs_rq has an eligible entity");
-            if self.tasks[se.idx()].se.sched_delayed {
-                // pick_next_entity(): finish the delayed dequeue and pick again.
-                self.dequeue_entity(cpu, se, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
-                self.finish_delayed_dequeue(se);
-                continue;
-            }
-            let curr = self.rqs[cpu.idx()].cfs.curr;
-            if curr != Some(se) {
-                if let Some(pv) = curr {
-                    self.put_prev_entity(cpu, pv, now);
-                }
-                self.set_next_entity(cpu, se, now);
-            }
-            return Some(se);
         }
     }
 
     // ---------------------------------------------------------------- preemption
 
-    /// `entity_tick()` / `task_tick_fair()`: EEVDF has no separate tick check
-    /// (update_curr renews the request and reschedules); CFS runs `check_preempt_tick()`.
+    /// `task_tick_fair()`: `entity_tick()` at every level of the running task.
+    /// EEVDF has no separate tick check (update_curr renews the request and
+    /// reschedules); CFS runs `check_preempt_tick()` on each cfs_rq with more
+    /// than one entity.
     pub(crate) fn task_tick_fair(&mut self, cpu: CpuId, now: u64) {
-        let Some(curr) = self.rqs[cpu.idx()].cfs.curr else {
+        let Some(p) = self.rqs[cpu.idx()].curr else {
             return;
         };
-        self.update_curr(cpu, now);
-        self.update_load_avg(cpu, Some(curr), now);
-        if self.eevdf() || self.rqs[cpu.idx()].cfs.nr_running <= 1 {
+        let mut cur = Some(Ent::task(p));
+        while let Some(x) = cur {
+            let q = self.cfs_of(x);
+            self.entity_tick(q, x, now);
+            cur = self.parent_entity(x);
+        }
+    }
+
+    /// `entity_tick()`
+    fn entity_tick(&mut self, q: CfsId, curr: Ent, now: u64) {
+        self.update_curr(q, now);
+        self.update_load_avg(q, Some(curr), now);
+        self.update_cfs_group(curr, now);
+        if self.eevdf() || self.cfs(q).nr_running <= 1 {
             return;
         }
         // check_preempt_tick()
-        let ideal = self.sched_slice(cpu, curr);
-        let se = &self.tasks[curr.idx()].se;
+        let cpu = self.cfs_cpu(q);
+        let ideal = self.sched_slice(curr);
+        let se = self.se(curr);
         let delta_exec = se.sum_exec_runtime - se.prev_sum_exec_runtime;
         if delta_exec > ideal {
             self.resched_curr(cpu);
-            self.clear_buddies(cpu, curr);
+            self.clear_buddies(q, curr);
             return;
         }
         if delta_exec < self.tun.min_granularity_ns {
             return;
         }
-        let cfs = &self.rqs[cpu.idx()].cfs;
-        let Some(first) =
-            cfs.queue.iter().copied().min_by(|a, b| vdiff(self.tasks[a.idx()].se.vruntime, self.tasks[b.idx()].se.vruntime).cmp(&0))
-        else {
+        let cfs = self.cfs(q);
+        let Some(first) = cfs.queue.iter().copied().min_by(|a, b| vdiff(self.se(*a).vruntime, self.se(*b).vruntime).cmp(&0)) else {
             return;
         };
-        let d = vdiff(self.tasks[curr.idx()].se.vruntime, self.tasks[first.idx()].se.vruntime);
+        let d = vdiff(self.se(curr).vruntime, self.se(first).vruntime);
         if d < 0 {
             return;
         }
         if d as u64 > ideal {
             self.resched_curr(cpu);
         }
+    }
+
+    /// `find_matching_se()`: climb from both entities to the first cfs_rq they share.
+    fn find_matching_se(&self, mut se: Ent, mut pse: Ent) -> (Ent, Ent) {
+        let (mut sd, mut pd) = (self.se(se).depth, self.se(pse).depth);
+        while sd > pd {
+            se = self.parent_entity(se).unwrap();
+            sd -= 1;
+        }
+        while pd > sd {
+            pse = self.parent_entity(pse).unwrap();
+            pd -= 1;
+        }
+        while self.cfs_of(se) != self.cfs_of(pse) {
+            se = self.parent_entity(se).unwrap();
+            pse = self.parent_entity(pse).unwrap();
+        }
+        (se, pse)
     }
 
     /// `check_preempt_wakeup()` (CFS, v3.x-v6.5) / `check_preempt_wakeup_fair()`
@@ -749,53 +1162,61 @@ impl Kernel {
         if curr == p {
             return;
         }
-        let nr = self.rqs[cpu.idx()].cfs.nr_running as u64;
+        let pe = Ent::task(p);
+        let nr = self.cfs(self.cfs_of(Ent::task(curr))).nr_running as u64;
         let scale = nr >= self.tun.nr_latency;
         let mut next_buddy_marked = false;
         if self.eevdf() {
             if self.feats.has(NEXT_BUDDY) && !wake_fork && !self.tasks[p.idx()].se.sched_delayed {
-                self.set_next_buddy(cpu, p);
+                self.set_next_buddy(pe);
             }
         } else if self.feats.has(NEXT_BUDDY) && scale && !wake_fork {
-            self.set_next_buddy(cpu, p);
+            self.set_next_buddy(pe);
             next_buddy_marked = true;
         }
         if self.rqs[cpu.idx()].need_resched {
             return;
         }
-        let (cp, pp) = (self.tasks[curr.idx()].policy, self.tasks[p.idx()].policy);
-        if cp == Policy::Idle && pp != Policy::Idle {
+        let pp = self.tasks[p.idx()].policy;
+        let (se, pse) = self.find_matching_se(Ent::task(curr), pe);
+        let (cse_idle, pse_idle) = (self.se_is_idle(se), self.se_is_idle(pse));
+        if cse_idle && !pse_idle {
             self.resched_curr(cpu);
+            return;
+        }
+        if cse_idle != pse_idle {
             return;
         }
         if pp != Policy::Normal || !self.feats.has(WAKEUP_PREEMPTION) {
             return;
         }
-        self.update_curr(cpu, now);
+        let q = self.cfs_of(se);
+        self.update_curr(q, now);
         if self.eevdf() {
             // v6.12 PREEMPT_SHORT: a shorter-slice eligible wakee cancels protection.
             if self.feats.has(PREEMPT_SHORT) {
-                let (ps, cs) = (&self.tasks[p.idx()].se, &self.tasks[curr.idx()].se);
+                let (ps, cs) = (self.se(pse), self.se(se));
                 let short = ps.slice < cs.slice
-                    && self.entity_eligible(cpu, p)
-                    && (vdiff(ps.deadline, cs.deadline) < 0 || !self.entity_eligible(cpu, curr));
+                    && self.entity_eligible(q, pse)
+                    && (vdiff(ps.deadline, cs.deadline) < 0 || !self.entity_eligible(q, se));
                 if short && cs.vlag == cs.deadline as i64 {
-                    self.tasks[curr.idx()].se.vlag = cs.deadline as i64 + 1;
+                    let d = cs.deadline as i64 + 1;
+                    self.se_mut(se).vlag = d;
                 }
             }
-            if self.pick_eevdf(cpu) == Some(p) {
+            if self.pick_eevdf(q) == Some(pse) {
                 self.resched_curr(cpu);
             }
             return;
         }
-        if self.wakeup_preempt_entity(curr, p) == 1 {
-            if !next_buddy_marked {
-                // Venkatesh Pallipadi 2011 (v2.6.39+): the preempting wakee becomes next buddy.
-                self.set_next_buddy(cpu, p);
+        if self.wakeup_preempt_entity(se, pse) == 1 {
+            if !next_buddy_marked && self.next_buddy_hint() {
+                // Seed 002 (v2.6.39+): the preempting entity becomes next buddy.
+                self.set_next_buddy(pse);
             }
             self.resched_curr(cpu);
-            if self.tasks[curr.idx()].se.on_rq && self.feats.has(LAST_BUDDY) && scale {
-                self.rqs[cpu.idx()].cfs.last = Some(curr);
+            if self.se(se).on_rq && self.feats.has(LAST_BUDDY) && scale && se.is_task() {
+                self.set_last_buddy(se);
             }
         }
     }
@@ -834,8 +1255,9 @@ mod tests {
             se.deadline = d;
             se.on_rq = true;
             k.tasks[p.idx()].state = TaskState::Runnable;
-            k.account_entity_enqueue(CpuId(0), p);
-            k.enqueue_tree(CpuId(0), p);
+            k.account_entity_enqueue(CpuId(0).into(), p.into());
+            k.rqs[0].cfs.h_nr_running += 1;
+            k.enqueue_tree(CpuId(0).into(), p.into());
             ids.push(p);
         }
         ids
@@ -851,7 +1273,7 @@ mod tests {
         assert!(k.entity_eligible(CpuId(0), ids[0]));
         assert!(k.entity_eligible(CpuId(0), ids[1]), "v == V is eligible");
         assert!(!k.entity_eligible(CpuId(0), ids[2]));
-        assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[1]));
+        assert_eq!(k.pick_eevdf(CpuId(0)).and_then(|e| e.task_id()), Some(ids[1]));
     }
 
     // spec §7.2: V is weight-averaged: a heavy entity drags V toward itself.
@@ -863,7 +1285,7 @@ mod tests {
         let v = k.avg_vruntime(CpuId(0));
         assert!(v > MS && v < 3 * MS, "V = {v}");
         assert!(!k.entity_eligible(CpuId(0), ids[1]));
-        assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[0]));
+        assert_eq!(k.pick_eevdf(CpuId(0)).and_then(|e| e.task_id()), Some(ids[0]));
     }
 
     // spec §7.2 RUN_TO_PARITY: a running, eligible curr keeps the CPU until its
@@ -872,19 +1294,19 @@ mod tests {
     fn eevdf_run_to_parity_protects_curr() {
         let mut k = one_cpu("v6.6");
         let ids = hand_queue(&mut k, &[(1024, 0, 3 * MS), (1024, 0, MS)]);
-        k.set_next_entity(CpuId(0), ids[0], 0);
+        k.set_next_entity(CpuId(0).into(), ids[0].into(), 0);
         k.rqs[0].curr = Some(ids[0]);
-        assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[0]), "protected curr");
+        assert_eq!(k.pick_eevdf(CpuId(0)).and_then(|e| e.task_id()), Some(ids[0]), "protected curr");
         k.feats.set(crate::features::SchedFeat::RUN_TO_PARITY, false);
-        assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[1]), "without RUN_TO_PARITY the earlier deadline wins");
+        assert_eq!(k.pick_eevdf(CpuId(0)).and_then(|e| e.task_id()), Some(ids[1]), "without RUN_TO_PARITY the earlier deadline wins");
     }
 
     /// Make `p` (queued, not running) go to sleep at `now`, as schedule() does for a blocking curr.
     fn run_then_sleep(k: &mut Kernel, p: TaskId, now: u64) {
         if let Some(c) = k.rqs[0].cfs.curr {
-            k.put_prev_entity(CpuId(0), c, now);
+            k.put_prev_entity(CpuId(0).into(), c.into(), now);
         }
-        k.set_next_entity(CpuId(0), p, now);
+        k.set_next_entity(CpuId(0).into(), p.into(), now);
         k.rqs[0].curr = Some(p);
         k.schedule(CpuId(0), SwitchReason::Block, now);
     }
@@ -944,14 +1366,14 @@ mod tests {
     fn cfs_picks_leftmost_and_honours_close_buddy() {
         let mut k = one_cpu("v3.10");
         let ids = hand_queue(&mut k, &[(1024, 5 * MS, 0), (1024, 2 * MS, 0), (1024, 2 * MS + MS / 2, 0)]);
-        assert_eq!(k.pick_next_entity_cfs(CpuId(0)), Some(ids[1]));
+        assert_eq!(k.pick_next_entity_cfs(CpuId(0).into(), None).and_then(|e| e.task_id()), Some(ids[1]));
         // wakeup_gran on 1 CPU = 1ms (factor 1): buddy 0.5ms right of leftmost wins...
-        k.rqs[0].cfs.next = Some(ids[2]);
-        assert_eq!(k.pick_next_entity_cfs(CpuId(0)), Some(ids[2]));
+        k.rqs[0].cfs.next = Some(ids[2].into());
+        assert_eq!(k.pick_next_entity_cfs(CpuId(0).into(), None).and_then(|e| e.task_id()), Some(ids[2]));
         assert_eq!(k.rqs[0].cfs.next, None, "picked buddy is cleared");
         // ...one 3ms right does not.
-        k.rqs[0].cfs.next = Some(ids[0]);
-        assert_eq!(k.pick_next_entity_cfs(CpuId(0)), Some(ids[1]));
+        k.rqs[0].cfs.next = Some(ids[0].into());
+        assert_eq!(k.pick_next_entity_cfs(CpuId(0).into(), None).and_then(|e| e.task_id()), Some(ids[1]));
     }
 
     // spec §7.3 check_preempt_tick: curr is preempted once it ran longer than
@@ -960,10 +1382,10 @@ mod tests {
     fn cfs_tick_preemption_after_ideal_slice() {
         let mut k = one_cpu("v3.10");
         let ids = hand_queue(&mut k, &[(1024, 0, 0), (1024, 0, 0)]);
-        k.set_next_entity(CpuId(0), ids[0], 0);
+        k.set_next_entity(CpuId(0).into(), ids[0].into(), 0);
         k.rqs[0].curr = Some(ids[0]);
         // 1 CPU: latency 6ms, 2 tasks -> ideal slice 3ms.
-        assert_eq!(k.sched_slice(CpuId(0), ids[0]), 3 * MS);
+        assert_eq!(k.sched_slice(ids[0].into()), 3 * MS);
         k.task_tick_fair(CpuId(0), MS / 2);
         assert!(!k.rqs[0].need_resched, "below min_granularity: no preemption");
         k.task_tick_fair(CpuId(0), 2 * MS);
@@ -978,13 +1400,13 @@ mod tests {
     fn cfs_wakeup_preemption_granularity() {
         let mut k = one_cpu("v3.10");
         let ids = hand_queue(&mut k, &[(1024, 10 * MS, 0), (1024, 9 * MS + MS / 2, 0), (1024, 8 * MS, 0)]);
-        k.set_next_entity(CpuId(0), ids[0], 0);
+        k.set_next_entity(CpuId(0).into(), ids[0].into(), 0);
         k.rqs[0].curr = Some(ids[0]);
         k.check_preempt_wakeup(CpuId(0), ids[1], false, 0);
         assert!(!k.rqs[0].need_resched, "0.5ms behind < 1ms gran");
         k.check_preempt_wakeup(CpuId(0), ids[2], false, 0);
         assert!(k.rqs[0].need_resched, "2ms behind > 1ms gran");
-        assert_eq!(k.rqs[0].cfs.next, Some(ids[2]), "the preempting wakee becomes next buddy");
+        assert_eq!(k.rqs[0].cfs.next, Some(ids[2].into()), "the preempting wakee becomes next buddy");
     }
 
     // spec §7.2: EEVDF has no tick preemption check; the request renews at the
@@ -993,7 +1415,7 @@ mod tests {
     fn eevdf_tick_reschedules_at_deadline() {
         let mut k = one_cpu("v6.6");
         let ids = hand_queue(&mut k, &[(1024, 0, 750_000), (1024, 0, 750_000)]);
-        k.set_next_entity(CpuId(0), ids[0], 0);
+        k.set_next_entity(CpuId(0).into(), ids[0].into(), 0);
         k.rqs[0].curr = Some(ids[0]);
         k.task_tick_fair(CpuId(0), 500_000);
         assert!(!k.rqs[0].need_resched);

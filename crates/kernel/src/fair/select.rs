@@ -175,9 +175,9 @@ impl Kernel {
         (match self.profile.wake_load {
             WakeLoad::Instant => cfs.load_weight,
             WakeLoad::RunnableAvg => {
-                let mut sum = cfs.curr.filter(|t| self.tasks[t.idx()].se.on_rq).map_or(0, |t| self.tasks[t.idx()].se.avg.load_avg);
-                for q in &cfs.queue {
-                    sum += self.tasks[q.idx()].se.avg.load_avg;
+                let mut sum = cfs.curr.filter(|&e| self.se(e).on_rq).map_or(0, |e| self.se(e).avg.load_avg);
+                for &e in &cfs.queue {
+                    sum += self.se(e).avg.load_avg;
                 }
                 sum
             }
@@ -282,14 +282,14 @@ impl Kernel {
         let mut this_eff = self.wake_cpu_load(this_cpu);
         if sync {
             if let Some(w) = waker {
-                let current_load = self.tasks[w.idx()].se.avg.load_avg as i64;
+                let current_load = self.task_h_load(w) as i64;
                 if current_load > this_eff {
                     return Some(this_cpu);
                 }
                 this_eff -= current_load;
             }
         }
-        let task_load = self.tasks[p.idx()].se.avg.load_avg as i64;
+        let task_load = self.task_h_load(p) as i64;
         this_eff += task_load;
         if self.feats.has(WA_BIAS) {
             this_eff *= 100;

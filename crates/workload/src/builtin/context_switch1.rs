@@ -39,6 +39,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
         sems: vec![],
         metric: MetricSpec::Rate { name: "ops_per_sec".into(), unit: "ops/s".into(), counter: COUNTER_OPS, start: None, end: None },
         time_bounded: true,
+        groups: Vec::new(),
         jitter_pct: 10,
     };
     let _ = nr_cpus;
@@ -64,7 +65,15 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
             Op::EndLoop,
         ]);
         let mm = if threads { 0 } else { 2 * i };
-        w.tasks.push(TaskSpec { name: format!("context_switch1-{i}"), program: parent_prog, mm, nice: 0, cpus: cpus.clone(), start: true });
+        w.tasks.push(TaskSpec {
+            name: format!("context_switch1-{i}"),
+            program: parent_prog,
+            mm,
+            nice: 0,
+            cpus: cpus.clone(),
+            start: true,
+            group: 0,
+        });
         w.tasks.push(TaskSpec {
             name: format!("context_switch1-{i}c"),
             program: parent_prog + 1,
@@ -72,6 +81,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
             nice: 0,
             cpus,
             start: false,
+            group: 0,
         });
     }
     Ok(w)

@@ -63,6 +63,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         sems: vec![SemSpec { initial: 0, sync: true }, SemSpec { initial: 0, sync: true }],
         metric: MetricSpec::Elapsed { name: "time".into(), start: MARK_START, end: MARK_END },
         time_bounded: false,
+        groups: Vec::new(),
         jitter_pct: 10,
     };
     const READY: u32 = 0;
@@ -72,7 +73,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     // Main task: program 0.
     w.programs.push(Vec::new());
     let main_mm = 0;
-    w.tasks.push(TaskSpec { name: "hackbench".into(), program: 0, mm: main_mm, nice: 0, cpus: None, start: true });
+    w.tasks.push(TaskSpec { name: "hackbench".into(), program: 0, mm: main_mm, nice: 0, cpus: None, start: true, group: 0 });
     let mut main_ops = Vec::new();
     let mut next_mm = 1;
     for g in 0..groups {
@@ -98,6 +99,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 nice: 0,
                 cpus: None,
                 start: false,
+                group: 0,
             });
             main_ops.push(Op::Fork { spec, cost: fork_cost });
         }
@@ -115,7 +117,15 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             let spec = w.tasks.len() as u32;
             let mm = if threads { main_mm } else { next_mm };
             next_mm += 1;
-            w.tasks.push(TaskSpec { name: format!("hackbench-s{g}.{j}"), program: sender_prog, mm, nice: 0, cpus: None, start: false });
+            w.tasks.push(TaskSpec {
+                name: format!("hackbench-s{g}.{j}"),
+                program: sender_prog,
+                mm,
+                nice: 0,
+                cpus: None,
+                start: false,
+                group: 0,
+            });
             main_ops.push(Op::Fork { spec, cost: fork_cost });
         }
     }

@@ -72,6 +72,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         sems: Vec::new(),
         metric,
         time_bounded: true,
+        groups: Vec::new(),
         jitter_pct: 10,
     };
     if p.get("metric").is_none() {

@@ -50,6 +50,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         sems: Vec::new(),
         metric: MetricSpec::Rate { name: "transactions".into(), unit: "trans/s".into(), counter: COUNTER_OPS, start: None, end: None },
         time_bounded: true,
+        groups: Vec::new(),
         jitter_pct: 10,
     };
     let mut servers = Vec::new();

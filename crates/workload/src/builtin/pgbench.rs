@@ -78,6 +78,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         sems: vec![SemSpec { initial: 1, sync: false }],
         metric,
         time_bounded: true,
+        groups: Vec::new(),
         jitter_pct: 10,
     };
     if p.get("metric").is_none() {
@@ -121,6 +122,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             nice: 0,
             cpus: None,
             start: true,
+            group: 0,
         });
     }
     // Client threads: send the first statement on each own connection, then
@@ -146,6 +148,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             nice: 0,
             cpus: None,
             start: true,
+            group: 0,
         });
     }
     Ok(w)

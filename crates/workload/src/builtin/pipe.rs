@@ -48,8 +48,16 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         params: vec![("loops".into(), loops.to_string()), ("threads".into(), (threads as u8).to_string())],
         programs: vec![main, child],
         tasks: vec![
-            TaskSpec { name: "sched-pipe".into(), program: 0, mm: 0, nice: 0, cpus: None, start: true },
-            TaskSpec { name: "sched-pipe-child".into(), program: 1, mm: if threads { 0 } else { 1 }, nice: 0, cpus: None, start: false },
+            TaskSpec { name: "sched-pipe".into(), program: 0, mm: 0, nice: 0, cpus: None, start: true, group: 0 },
+            TaskSpec {
+                name: "sched-pipe-child".into(),
+                program: 1,
+                mm: if threads { 0 } else { 1 },
+                nice: 0,
+                cpus: None,
+                start: false,
+                group: 0,
+            },
         ],
         channels: vec![chan.clone(), chan],
         sems: vec![],
@@ -61,6 +69,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             end: Some(MARK_END),
         },
         time_bounded: false,
+        groups: Vec::new(),
         jitter_pct: 10,
     })
 }

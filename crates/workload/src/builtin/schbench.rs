@@ -103,6 +103,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         sems: Vec::new(),
         metric,
         time_bounded: true,
+        groups: Vec::new(),
         jitter_pct: 10,
     };
     let work_ns = operations * matmul_ns(footprint_kb);

@@ -47,12 +47,14 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 nice: 0,
                 cpus: None,
                 start: true,
+                group: 0,
             })
             .collect(),
         channels: vec![],
         sems: vec![],
         metric: MetricSpec::Rate { name: "periods_per_sec".into(), unit: "periods/s".into(), counter: COUNTER_OPS, start: None, end: None },
         time_bounded: true,
+        groups: Vec::new(),
         jitter_pct: 0,
     })
 }

@@ -49,6 +49,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             end: Some(MARK_END),
         },
         time_bounded: false,
+        groups: Vec::new(),
         jitter_pct: 2,
     };
     for j in 0..t {

@@ -77,6 +77,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         sems: vec![SemSpec { initial: 1, sync: false }, SemSpec { initial: 1, sync: false }],
         metric,
         time_bounded: true,
+        groups: Vec::new(),
         jitter_pct: 10,
     };
     if p.get("metric").is_none() {

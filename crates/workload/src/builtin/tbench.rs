@@ -66,6 +66,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             end: None,
         },
         time_bounded: true,
+        groups: Vec::new(),
         jitter_pct: 10,
     };
     let mut servers = Vec::new();
