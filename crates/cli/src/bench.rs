@@ -78,6 +78,7 @@ pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
             duration: s.duration.map(Into::into),
             json: false,
             schedstat: None,
+            switch_log: None,
             machine_model: None,
         };
         let prep = prepare(&args)?;

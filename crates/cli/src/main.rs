@@ -136,6 +136,9 @@ pub struct RunArgs {
     /// Write /proc/schedstat (version 17) as it reads at the end of the run to FILE.
     #[arg(long, value_name = "FILE")]
     pub schedstat: Option<std::path::PathBuf>,
+    /// Write every context switch (time, CPU, prev and next task with their task groups) to FILE.
+    #[arg(long = "switch-log", value_name = "FILE")]
+    pub switch_log: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -201,6 +204,12 @@ fn dispatch(cli: Cli) -> Result<()> {
             let res = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
             if let (Some(path), Some(text)) = (&args.schedstat, &res.schedstat) {
                 std::fs::write(path, text).with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
+            }
+            if let Some(path) = &args.switch_log {
+                // Task names by creation order: the engine creates start tasks
+                // first, then forks; res.task_names records that order.
+                let text = output::switch_log(&prep, &res, &res.task_names, &res.group_names());
+                std::fs::write(path, text).with_context(|| format!("cannot write --switch-log file {}", path.display()))?;
             }
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&output::run_json(&prep, &args, &res))?);
@@ -322,6 +331,7 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared> {
             seed: args.seed,
             duration_ns,
             schedstat: args.schedstat.is_some(),
+            switch_log: args.switch_log.is_some(),
             model: schedlab_machine::cost::ModelSwitches::parse(args.machine_model.as_deref().unwrap_or("")).map_err(anyhow::Error::msg)?,
         },
         duration_defaulted,

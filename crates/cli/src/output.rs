@@ -145,6 +145,25 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
     let _ = writeln!(o, "  {:<22} {}", "wakeups", r.wakeups);
     let _ = writeln!(o, "  {:<22} {}", "migrations", r.migrations);
     let _ = writeln!(o, "  {:<22} {}", "mm switches", r.mm_switches);
+    if r.groups.len() > 1 {
+        let _ = writeln!(o, "  {:<22} {}", "cross-group switches", r.group_switches);
+        let total: u64 = r.groups.iter().map(|g| g.runtime_ns).sum();
+        let _ = writeln!(o, "  task groups (CPU time):");
+        for g in &r.groups {
+            if g.tasks == 0 {
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "    {:<20} shares {:>6}  {:>4} tasks  {:>10.3} ms ({:5.1}%)",
+                g.name,
+                g.shares,
+                g.tasks,
+                g.runtime_ns as f64 / 1e6,
+                pct(g.runtime_ns, total)
+            );
+        }
+    }
     let _ = writeln!(
         o,
         "  {:<22} p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
@@ -268,6 +287,13 @@ pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
             "idle_exit_ns": r.idle_exit_ns,
             "mm_switches": r.mm_switches,
         },
+        "group_switches": r.group_switches,
+        "groups": r.groups.iter().map(|g| json!({
+            "name": g.name,
+            "shares": g.shares,
+            "tasks": g.tasks,
+            "runtime_ns": g.runtime_ns,
+        })).collect::<Vec<_>>(),
         "latencies": r.latencies.iter().map(|l| json!({
             "hist": l.hist,
             "count": l.count,
@@ -282,4 +308,27 @@ pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
         "schedstat": schedstat_json(r),
         "events": r.events,
     })
+}
+
+/// `--switch-log`: the per-CPU sched_switch sequence as tab-separated text,
+/// one switch per line: time (ns), CPU, previous and next task as
+/// `comm-pid` (`<idle>-0` for the idle task; pid = task index + 1) with
+/// their task groups.
+pub fn switch_log(p: &Prepared, r: &RunResult, tasks: &[(String, u32)], groups: &[String]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# schedlab switch log: {} on {}, kernel {}", p.workload.name, p.machine.name, p.kernel.name);
+    let _ = writeln!(o, "# time_ns\tcpu\tprev\tprev_group\tnext\tnext_group");
+    let who = |t: Option<u32>| match t {
+        Some(t) => {
+            let (name, g) = &tasks[t as usize];
+            (format!("{}-{}", name, t + 1), groups[*g as usize].as_str())
+        }
+        None => ("<idle>-0".to_string(), "-"),
+    };
+    for s in &r.switch_log {
+        let (pn, pg) = who(s.prev);
+        let (nn, ng) = who(s.next);
+        let _ = writeln!(o, "{}\t{}\t{}\t{}\t{}\t{}", s.t, s.cpu, pn, pg, nn, ng);
+    }
+    o
 }

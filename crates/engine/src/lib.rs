@@ -29,6 +29,8 @@ pub struct SimConfig {
     pub schedstat: bool,
     /// Stop at this simulated time (required for time-bounded workloads).
     pub duration_ns: Option<u64>,
+    /// Record every context switch (`RunResult::switch_log`).
+    pub switch_log: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -62,6 +64,8 @@ struct Cpu {
     since: u64,
     /// mm of the last task that ran (lazy TLB across idle).
     last_mm: Option<u32>,
+    /// Task group of the last task that ran (idle does not count).
+    last_group: Option<u32>,
     /// EWMA of idle interval lengths (menu-governor-like prediction).
     idle_pred_ns: u64,
     resched_pending: bool,
@@ -77,6 +81,8 @@ struct Cpu {
 /// Per-task interpreter state.
 #[derive(Clone, Debug)]
 struct TaskRt {
+    /// Index of the task's spec in the workload.
+    spec: u32,
     program: u32,
     pc: u32,
     /// 0: cost of the current op not yet charged / effect not done; 1: in progress.
@@ -141,6 +147,15 @@ pub struct RunResult {
     /// Tasks woken but never run by the end (0 unless the run was cut by --duration).
     pub woken_never_ran: u64,
     pub mm_switches: u64,
+    /// Switches between tasks of different task groups on a CPU (idle in
+    /// between does not count as a group).
+    pub group_switches: u64,
+    /// Per task group (root first): CPU time and task count.
+    pub groups: Vec<GroupStat>,
+    /// The per-CPU sched_switch sequence, when `SimConfig::switch_log` is set.
+    pub switch_log: Vec<SwitchRec>,
+    /// Name (from the workload's task spec) and task group of every task, by task index.
+    pub task_names: Vec<(String, u32)>,
     pub idle_exit_ns: u64,
     /// Machine-model counters.
     pub l2_misses: u64,
@@ -157,6 +172,34 @@ pub struct RunResult {
     pub schedstat: Option<String>,
     /// Latency histograms recorded by `Op::WakeLatency` (those with samples), ns.
     pub latencies: Vec<LatencySummary>,
+}
+
+impl RunResult {
+    /// Task group names by group id (the root group is "/").
+    pub fn group_names(&self) -> Vec<String> {
+        self.groups.iter().map(|g| g.name.clone()).collect()
+    }
+}
+
+/// CPU time of one task group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupStat {
+    pub name: String,
+    pub shares: u64,
+    /// Tasks created in the group.
+    pub tasks: u64,
+    /// Sum of the tasks' `sum_exec_runtime` (ns).
+    pub runtime_ns: u64,
+}
+
+/// One context switch: at `t`, `cpu` switched from `prev` to `next` (task
+/// index; None = the idle task).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwitchRec {
+    pub t: u64,
+    pub cpu: u16,
+    pub prev: Option<u32>,
+    pub next: Option<u32>,
 }
 
 /// Percentiles of one latency histogram (ns).
@@ -197,6 +240,8 @@ pub struct Sim<'a> {
     exited: u64,
     created: u64,
     mm_switches: u64,
+    group_switches: u64,
+    switch_log: Option<Vec<SwitchRec>>,
     idle_exit_ns: u64,
     tick_ns: u64,
     jitter_pct: u32,
@@ -290,6 +335,8 @@ impl<'a> Sim<'a> {
             exited: 0,
             created: 0,
             mm_switches: 0,
+            group_switches: 0,
+            switch_log: cfg.switch_log.then(Vec::new),
             idle_exit_ns: 0,
             tick_ns,
             jitter_pct: wl.jitter_pct,
@@ -501,6 +548,7 @@ impl<'a> Sim<'a> {
         debug_assert_eq!(p.idx(), self.rt.len());
         self.mem.push(TaskMem { footprint: DEFAULT_FOOTPRINT, ..Default::default() });
         self.rt.push(TaskRt {
+            spec,
             program: ts.program,
             pc: 0,
             stage: 0,
@@ -770,6 +818,11 @@ impl<'a> Sim<'a> {
 
     fn switch_to(&mut self, c: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
         let now = self.now;
+        if prev != next {
+            if let Some(log) = &mut self.switch_log {
+                log.push(SwitchRec { t: now, cpu: c.0, prev: prev.map(|p| p.0), next: next.map(|p| p.0) });
+            }
+        }
         let was_idle = self.cpus[c.idx()].running.is_none();
         if self.cpus[c.idx()].mem {
             // The outgoing task stops streaming here (it resumes wherever it runs next).
@@ -815,6 +868,11 @@ impl<'a> Sim<'a> {
                         }
                         cpu.last_mm = Some(mm);
                     }
+                    let group = self.kernel.tasks[nx.idx()].group;
+                    if cpu.last_group.is_some_and(|g| g != group) {
+                        self.group_switches += 1;
+                    }
+                    cpu.last_group = Some(group);
                     // __schedule() holds this rq's lock for the pick.
                     let hold = self.machine.costs.rq_lock_hold_ns;
                     let wait = self.cost.rq_lock(c, c, now, hold);
@@ -1199,6 +1257,15 @@ impl<'a> Sim<'a> {
     }
 
     fn finish(&mut self, end: u64) -> RunResult {
+        let mut groups: Vec<GroupStat> =
+            self.kernel.groups().iter().map(|g| GroupStat { name: g.name.clone(), shares: g.shares, tasks: 0, runtime_ns: 0 }).collect();
+        for t in &self.kernel.tasks {
+            let g = &mut groups[t.group as usize];
+            g.tasks += 1;
+            // sum_exec_runtime, plus what the running task ran since its last update_curr().
+            let running = self.cpus[t.cpu.idx()].running == Some(t.id);
+            g.runtime_ns += t.se.sum_exec_runtime + if running { end.saturating_sub(t.se.exec_start) } else { 0 };
+        }
         // Close the busy/idle intervals.
         for cpu in &mut self.cpus {
             let d = end.saturating_sub(cpu.since);
@@ -1291,6 +1358,15 @@ impl<'a> Sim<'a> {
             tasks_exited: self.exited,
             woken_never_ran: never_ran,
             mm_switches: self.mm_switches,
+            group_switches: self.group_switches,
+            groups,
+            switch_log: self.switch_log.take().unwrap_or_default(),
+            task_names: self
+                .rt
+                .iter()
+                .zip(&self.kernel.tasks)
+                .map(|(rt, t)| (self.wl.tasks[rt.spec as usize].name.clone(), t.group))
+                .collect(),
             idle_exit_ns: self.idle_exit_ns,
             l2_misses: self.l2_misses,
             llc_misses: self.llc_misses,
