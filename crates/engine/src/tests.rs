@@ -28,7 +28,12 @@ fn wl(m: &Machine, name: &str, set: &str) -> Workload {
 }
 
 fn go(m: &Machine, kernel: &str, w: &Workload, seed: u64, duration: Option<u64>) -> RunResult {
-    run(m, profile(kernel).unwrap(), w, &SimConfig { seed, duration_ns: duration, schedstat: false, model: Default::default() })
+    run(
+        m,
+        profile(kernel).unwrap(),
+        w,
+        &SimConfig { seed, duration_ns: duration, schedstat: false, switch_log: false, model: Default::default() },
+    )
 }
 
 /// The invariants every run must satisfy.
@@ -107,9 +112,15 @@ fn hogs_share_a_cpu_by_weight() {
         &m,
         schedlab_kernel::Kernel::new(&m.topology, profile("v6.6").unwrap()),
         &w,
-        &SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default() },
+        &SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, switch_log: false, model: Default::default() },
     );
-    let (r, kernel) = sim.run_keep_kernel(&SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default() });
+    let (r, kernel) = sim.run_keep_kernel(&SimConfig {
+        seed: 1,
+        duration_ns: Some(500 * MS),
+        schedstat: false,
+        switch_log: false,
+        model: Default::default(),
+    });
     let a = kernel.tasks[0].se.sum_exec_runtime as f64;
     let b = kernel.tasks[1].se.sum_exec_runtime as f64;
     let ratio = a / b;
@@ -134,7 +145,7 @@ fn pipe_round_trip_on_one_cpu_follows_costs() {
 }
 
 fn run_with(m: &Machine, kernel: schedlab_kernel::Kernel, w: &Workload, duration: u64) -> (RunResult, schedlab_kernel::Kernel) {
-    let cfg = SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false, model: Default::default() };
+    let cfg = SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false, switch_log: false, model: Default::default() };
     crate::Sim::new(m, kernel, w, &cfg).run_keep_kernel(&cfg)
 }
 
@@ -226,8 +237,13 @@ fn same_llc_pipe_cheaper_than_cross_socket_only_with_caches() {
         let mut w = wl(&m, "pipe", "loops=20000");
         w.tasks[0].cpus = Some(vec![0]);
         w.tasks[1].cpus = Some(vec![b_cpu]);
-        let cfg =
-            SimConfig { seed: 1, duration_ns: None, schedstat: false, model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap() };
+        let cfg = SimConfig {
+            seed: 1,
+            duration_ns: None,
+            schedstat: false,
+            switch_log: false,
+            model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(),
+        };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
     let (llc, cross) = (ops(1, ""), ops(6, ""));
@@ -249,6 +265,7 @@ fn smt_colocation_slower_than_separate_cores() {
             seed: 1,
             duration_ns: Some(200 * MS),
             schedstat: false,
+            switch_log: false,
             model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(),
         };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
@@ -284,8 +301,13 @@ fn stream_bandwidth_shared_within_an_llc() {
         for (t, &c) in w.tasks.iter_mut().zip(cpus) {
             t.cpus = Some(vec![c]);
         }
-        let cfg =
-            SimConfig { seed: 1, duration_ns: None, schedstat: false, model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap() };
+        let cfg = SimConfig {
+            seed: 1,
+            duration_ns: None,
+            schedstat: false,
+            switch_log: false,
+            model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(),
+        };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
     let one_llc = mbps(&[0, 1, 2, 3, 4, 5, 6, 7], "");
@@ -293,4 +315,94 @@ fn stream_bandwidth_shared_within_an_llc() {
     assert!(spread > one_llc * 1.5, "8 streams in one CCX {one_llc:.0} MB/s vs one per CCX {spread:.0}");
     let flat = mbps(&[0, 1, 2, 3, 4, 5, 6, 7], "NO_MEMBW");
     assert!((flat - spread).abs() / spread < 0.05, "without the bandwidth model placement does not matter: {flat:.0} vs {spread:.0}");
+}
+
+// ------------------------------------------------------------------ task groups (spec §6.1, §7.1)
+
+fn share(r: &RunResult, group: usize) -> f64 {
+    let total: u64 = r.groups.iter().map(|g| g.runtime_ns).sum();
+    r.groups[group].runtime_ns as f64 / total as f64
+}
+
+/// CPU hogs in two groups of weight 1024 and 2048 on one CPU share it 1:2
+/// within 2%, under CFS and EEVDF.
+#[test]
+fn group_weights_share_one_cpu() {
+    let m = machine("x86-12");
+    let w = wl(&m, "soaker", "tasks=2,cgroups=2,cgroup_shares=1024:2048,pin=0");
+    for k in ["v3.10", "v5.13", "v6.6", "v6.12"] {
+        let r = go(&m, k, &w, 1, Some(2000 * MS));
+        let ratio = share(&r, 2) / share(&r, 1);
+        assert!((ratio - 2.0).abs() / 2.0 < 0.02, "{k}: 2048:1024 groups got {ratio:.3}:1");
+    }
+}
+
+/// A group's share does not grow with its task count: 1 task against 10 in
+/// groups of equal weight still splits the CPU in half.
+#[test]
+fn group_share_independent_of_task_count() {
+    let m = machine("x86-12");
+    let w = wl(&m, "soaker", "tasks=11,cgroups=2,pin=0");
+    // Blocks: 6 tasks in group 1, 5 in group 2; make it 1 vs 10.
+    let mut w = w;
+    for (i, t) in w.tasks.iter_mut().enumerate() {
+        t.group = if i == 0 { 1 } else { 2 };
+    }
+    for k in ["v3.10", "v6.12"] {
+        let r = go(&m, k, &w, 1, Some(2000 * MS));
+        assert!((share(&r, 1) - 0.5).abs() < 0.01, "{k}: the 1-task group got {:.3}", share(&r, 1));
+    }
+}
+
+/// Nested groups compose: B (1024) against A (1024) = {A1 (1024), A2 (3072)}
+/// gives B 1/2, A1 1/8, A2 3/8 of one CPU.
+#[test]
+fn nested_groups_compose() {
+    let m = machine("x86-12");
+    let mut w = wl(&m, "soaker", "tasks=3,pin=0");
+    w.groups = vec![
+        schedlab_workload::GroupSpec { name: "A".into(), parent: 0, shares: 1024 },
+        schedlab_workload::GroupSpec { name: "B".into(), parent: 0, shares: 1024 },
+        schedlab_workload::GroupSpec { name: "A1".into(), parent: 1, shares: 1024 },
+        schedlab_workload::GroupSpec { name: "A2".into(), parent: 1, shares: 3072 },
+    ];
+    w.tasks[0].group = 3;
+    w.tasks[1].group = 4;
+    w.tasks[2].group = 2;
+    w.validate().unwrap();
+    for k in ["v3.10", "v6.12"] {
+        let r = go(&m, k, &w, 1, Some(4000 * MS));
+        let (a1, a2, b) = (share(&r, 3), share(&r, 4), share(&r, 2));
+        assert!((b - 0.5).abs() < 0.01, "{k}: B {b:.3}");
+        assert!((a1 - 0.125).abs() < 0.01, "{k}: A1 {a1:.3}");
+        assert!((a2 - 0.375).abs() < 0.01, "{k}: A2 {a2:.3}");
+    }
+}
+
+/// Seed 002's experiment: two groups of two cpu-soaker threads (2 ms run,
+/// 1 ms sleep) on one CPU. Without the next-buddy hint (v2.6.38) nearly every
+/// switch changes group; with it (v2.6.39+, here v3.10) the CPU stays in a
+/// group for a slice.
+#[test]
+fn next_buddy_hint_keeps_cpu_in_group() {
+    let m = machine("x86-12");
+    let w = wl(&m, "soaker", "tasks=4,run_us=2000,sleep_us=1000,cgroups=2,pin=0");
+    let cross = |k: &str, patch: &str| {
+        let mut p = profile(k).unwrap();
+        p.apply_patches(patch).unwrap();
+        let r = run(
+            &m,
+            p,
+            &w,
+            &SimConfig { seed: 1, duration_ns: Some(1000 * MS), schedstat: false, switch_log: false, model: Default::default() },
+        );
+        r.group_switches as f64 / (r.voluntary_switches + r.involuntary_switches) as f64
+    };
+    let before = cross("v2.6.38", "");
+    let after = cross("v2.6.38", "next-buddy-hint");
+    let v310 = cross("v3.10", "");
+    let reverted = cross("v3.10", "no-next-buddy-hint");
+    assert!(before > 0.9, "without the hint {before:.2} of switches cross groups");
+    assert!(after < 0.4, "with the hint only {after:.2} should");
+    assert!(v310 < 0.4 && reverted > 0.9, "v3.10 {v310:.2}, reverted {reverted:.2}");
 }

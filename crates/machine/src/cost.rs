@@ -22,6 +22,18 @@ pub const MLP: u64 = 8;
 pub const TTWU_WINDOW_NS: u64 = 200;
 /// Cache line size.
 pub const LINE: u64 = 64;
+/// TLB refill after an mm switch that flushed the TLB (no PCID): one page walk
+/// per page the incoming task touches again, ~8.5 ns each (machine-calibration
+/// §3, L5: 512 pages re-walked cost 6.1 us without PCID vs 1.8 us with it) [D].
+pub const TLB_WALK_PS_PER_PAGE: u64 = 8_500;
+/// Pages a refill can cover: the second-level TLB reach of the L5 measurement (512 pages).
+pub const TLB_PAGES: u64 = 512;
+
+/// Cost of re-walking the pages of a `footprint`-byte working set after a
+/// TLB flush (ns).
+pub fn tlb_refill_ns(footprint: u64) -> u64 {
+    footprint.div_ceil(4096).min(TLB_PAGES) * TLB_WALK_PS_PER_PAGE / 1000
+}
 /// Cache lines of metadata touched per message besides the payload (pipe
 /// buffer / skb head, wait-queue head, the reader's task struct fields).
 pub const MSG_META_LINES: u64 = 3;
