@@ -145,9 +145,18 @@ impl Matrix {
     /// The matrix for `workload`: unscoped entries and those scoped to it
     /// (all entries when `workload` is None).
     fn of(all: &[Entry], workload: Option<&str>) -> Result<Matrix> {
-        let entries: Vec<(String, Vec<String>)> = all
+        let mine: Vec<&Entry> =
+            all.iter().filter(|(scope, _, _)| workload.is_none() || scope.is_none() || scope.as_deref() == workload).collect();
+        // A key once per scope; a WORKLOAD:key entry overrides the plain key for that workload.
+        for (i, (scope, k, _)) in mine.iter().enumerate() {
+            if mine[..i].iter().any(|(s, k2, _)| s == scope && k2 == k) {
+                let at = scope.as_ref().map(|s| format!("{s}:")).unwrap_or_default();
+                bail!("--set gives {at}{k} twice; give it once (several values: {at}{k}=v1,v2,...)");
+            }
+        }
+        let entries: Vec<(String, Vec<String>)> = mine
             .iter()
-            .filter(|(scope, _, _)| workload.is_none() || scope.is_none() || scope.as_deref() == workload)
+            .filter(|(scope, k, _)| scope.is_some() || !mine.iter().any(|(s, k2, _)| s.is_some() && k2 == k))
             .map(|(_, k, v)| (k.clone(), v.clone()))
             .collect();
         let swept: Vec<&(String, Vec<String>)> = entries.iter().filter(|(_, v)| v.len() > 1).collect();
@@ -956,5 +965,31 @@ mod tests {
         assert_eq!(inherit(&None, &a), a);
         assert_eq!(inherit(&Some("none".into()), &a), None);
         assert_eq!(inherit(&Some("NO_SMT".into()), &a), Some("NO_SMT".into()));
+    }
+
+    #[test]
+    fn scoped_set_entries() {
+        let e = parse_entries(&["hackbench:groups=1,2,loops=20,pipe:loops=500".to_string()]).unwrap();
+        let h = Matrix::of(&e, Some("hackbench")).unwrap();
+        assert_eq!(h.swept, Some(("groups".into(), vec!["1".into(), "2".into()])));
+        assert_eq!(h.fixed, vec![("loops".into(), "20".into())]);
+        let p = Matrix::of(&e, Some("pipe")).unwrap();
+        assert!(p.swept.is_none());
+        assert_eq!(p.fixed, vec![("loops".into(), "500".into())], "the scoped loops overrides the plain one");
+        assert!(Matrix::of(&parse_entries(&["x=1,y=2,x=3".to_string()]).unwrap(), None).unwrap_err().to_string().contains("twice"));
+        assert!(parse_entries(&[":x=1".to_string()]).is_err());
+        // Each workload may sweep its own key; one workload may not sweep two.
+        let e = parse_entries(&["a:x=1,2".to_string(), "b:y=1,2".to_string()]).unwrap();
+        assert!(Matrix::of(&e, Some("a")).is_ok() && Matrix::of(&e, Some("b")).is_ok());
+        assert!(Matrix::of(&e, None).unwrap_err().to_string().contains("at most one key"));
+    }
+
+    #[test]
+    fn progress_text() {
+        assert_eq!(progress_line(0, 48, 0.0), "schedlab: runs 0/48, elapsed 0.0s, ETA ?");
+        assert_eq!(progress_line(12, 48, 3.0), "schedlab: runs 12/48, elapsed 3.0s, ETA 9.0s");
+        assert_eq!(progress_line(10, 20, 75.0), "schedlab: runs 10/20, elapsed 1m15s, ETA 1m15s");
+        assert_eq!(names(&["a,b".into(), "c".into()], "machine").unwrap(), vec!["a", "b", "c"]);
+        assert!(names(&["a,,b".into()], "machine").is_err());
     }
 }

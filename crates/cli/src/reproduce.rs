@@ -263,4 +263,19 @@ mod tests {
         assert_eq!(e.comparisons[1].1.set.len(), 2);
         assert_eq!(e.comparisons[1].0, 5);
     }
+
+    #[test]
+    fn machine_and_workload_take_lists_and_the_documented_example_plans() {
+        let text = "name = \"x\"\ndescription = \"d\"\n[[comparison]]\nmachine = [\"x86-12\", \"laptop-4c8t\"]\nworkload = \"pipe\"\n";
+        let e = parse(text, "x.toml").unwrap();
+        assert_eq!(e.comparisons[0].1.machine, vec!["x86-12".to_string(), "laptop-4c8t".to_string()]);
+        assert_eq!(e.comparisons[0].1.workload, vec!["pipe".to_string()]);
+        // The multi-machine, multi-workload example of docs/experiment-format.md is valid.
+        let doc = include_str!("../../../docs/experiment-format.md");
+        let block = doc.split("```toml").nth(2).and_then(|b| b.split("```").next()).expect("second toml block");
+        let e = parse(&format!("name = \"doc\"\ndescription = \"d\"\n{block}"), "doc").unwrap();
+        let plan = compare::plan(&e.comparisons[0].1).unwrap_or_else(|e| panic!("{e:#}"));
+        // 2 machines x (hackbench 4 points + schbench 3 points) x 2 sides x 5 runs.
+        assert_eq!(plan.nr_runs(), 2 * (4 + 3) * 2 * 5);
+    }
 }
