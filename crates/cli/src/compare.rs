@@ -593,9 +593,10 @@ fn run_all(preps: &[&Prepared], r: usize, jobs: usize, progress: &mut Progress) 
     let finished = AtomicUsize::new(0);
     let one = |i: usize| -> (Rec, Option<MetricInfo>) {
         let p = preps[i / r];
-        let cfg = SimConfig { seed: (i % r) as u64 + 1, ..p.cfg.clone() };
+        let k = i % r;
+        let cfg = SimConfig { seed: k as u64 + 1, ..p.cfg.clone() };
         let res = schedlab_engine::run(&p.machine, p.kernel.clone(), &p.workload, &cfg);
-        let id = (i % r == 0).then(|| MetricInfo {
+        let id = (k == 0).then(|| MetricInfo {
             name: res.metric_name.clone(),
             unit: res.metric_unit.clone(),
             higher_is_better: res.higher_is_better,

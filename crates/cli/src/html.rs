@@ -371,8 +371,8 @@ fn counters(o: &mut String, t: &Table, r: usize) {
             let _ = writeln!(o, "</tr>");
         }
         let _ = write!(o, "<tr><td class=\"l\">{}</td><td class=\"l\">change</td>", esc(&row.label));
-        for c in 0..COUNTERS.len() {
-            let _ = write!(o, "<td>{}</td>", delta(means[0][c], means[1][c]));
+        for (a, b) in means[0].iter().zip(&means[1]) {
+            let _ = write!(o, "<td>{}</td>", delta(*a, *b));
         }
         let _ = writeln!(o, "</tr>");
     }
