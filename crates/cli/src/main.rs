@@ -4,9 +4,12 @@
 
 mod bench;
 mod compare;
+mod html;
 mod output;
 mod reproduce;
 mod stats;
+#[cfg(test)]
+mod wellformed;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};

@@ -3,6 +3,7 @@
 //! they are read against.
 
 use crate::compare::{self, CompareArgs};
+use crate::html;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -29,6 +30,9 @@ pub struct ReproduceArgs {
     /// Write one CSV line per run to FILE (first column: comparison number).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Write the study as one self-contained HTML report (plots and tables, opens offline) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// A string or a list of strings (`set = "clients=1,2"` or `set = ["clients=1,2", "mode=ro"]`).
@@ -53,8 +57,8 @@ struct Doc {
 #[derive(Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct Comparison {
-    machine: Option<String>,
-    workload: Option<String>,
+    machine: Option<Strings>,
+    workload: Option<Strings>,
     set: Option<Strings>,
     kernel: Option<String>,
     vs: Option<String>,
@@ -75,6 +79,16 @@ pub struct Experiment {
     pub source: Option<String>,
     /// (line of the `[[comparison]]` table, arguments, published notes).
     comparisons: Vec<(usize, CompareArgs, Option<String>)>,
+}
+
+/// A string or list as `compare`'s repeatable option; `default` when absent (none if empty).
+fn list(v: Option<Strings>, default: &str) -> Vec<String> {
+    match v {
+        None if default.is_empty() => vec![],
+        None => vec![default.to_string()],
+        Some(Strings::One(s)) => vec![s],
+        Some(Strings::Many(v)) => v,
+    }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -100,13 +114,9 @@ pub fn parse(text: &str, file: &str) -> Result<Experiment> {
             let line = line_of(text, c.span().start);
             let c = c.get_ref().clone();
             let args = CompareArgs {
-                machine: c.machine.unwrap_or_else(|| "x86-12".into()),
-                workload: c.workload.unwrap_or_else(|| "hackbench".into()),
-                set: match c.set {
-                    None => vec![],
-                    Some(Strings::One(s)) => vec![s],
-                    Some(Strings::Many(v)) => v,
-                },
+                machine: list(c.machine, "x86-12"),
+                workload: list(c.workload, "hackbench"),
+                set: list(c.set, ""),
                 kernel: c.kernel.unwrap_or_else(|| "v6.12".into()),
                 patch: c.patch,
                 features: c.features,
@@ -120,6 +130,7 @@ pub fn parse(text: &str, file: &str) -> Result<Experiment> {
                 jobs: None,
                 json: None,
                 csv: None,
+                html: None,
             };
             (line, args, c.published)
         })
@@ -174,6 +185,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
         plans.push(compare::plan(&c).with_context(|| format!("{file}:{line}: comparison"))?);
     }
     let n = plans.len();
+    let mut progress = compare::Progress::new(plans.iter().map(|p| p.nr_runs()).sum());
     println!("schedlab reproduce: {} ({file})", exp.name);
     println!("{}", exp.description.trim());
     if let Some(s) = &exp.source {
@@ -181,8 +193,10 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
     }
     let mut jsons = Vec::with_capacity(n);
     let mut csv = String::new();
+    let mut reports = Vec::with_capacity(n);
     for (i, (plan, (_, _, published))) in plans.iter().zip(&exp.comparisons).enumerate() {
-        let report = compare::execute(plan)?;
+        let report = compare::execute_with(plan, &mut progress)?;
+        progress.finish();
         let mut out = String::new();
         let _ = writeln!(out, "\n== comparison {}/{n} ==", i + 1);
         out.push_str(&report.text);
@@ -200,6 +214,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
             let _ = writeln!(csv, "{},{l}", i + 1);
         }
         jsons.push(json!({ "published": published, "report": report.json }));
+        reports.push(report);
     }
     if let Some(p) = &args.json {
         let v: Value = json!({ "name": exp.name, "description": exp.description, "source": exp.source, "comparisons": jsons });
@@ -207,6 +222,24 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
     }
     if let Some(p) = &args.csv {
         std::fs::write(p, csv).with_context(|| format!("cannot write --csv file {}", p.display()))?;
+    }
+    if let Some(p) = &args.html {
+        let mut intro = vec![("study".to_string(), exp.description.trim().to_string())];
+        if let Some(s) = &exp.source {
+            intro.push(("source".into(), s.trim().to_string()));
+        }
+        let sections = reports
+            .iter()
+            .zip(&exp.comparisons)
+            .enumerate()
+            .map(|(i, (report, (_, _, published)))| html::Section {
+                heading: Some(format!("comparison {}/{n}", i + 1)),
+                report,
+                published: published.as_ref().map(|p| p.trim().to_string()),
+            })
+            .collect();
+        let doc = html::Doc { title: format!("schedlab reproduce {}", exp.name), intro, sections };
+        std::fs::write(p, html::render(&doc)).with_context(|| format!("cannot write --html file {}", p.display()))?;
     }
     Ok(())
 }
@@ -229,5 +262,20 @@ mod tests {
         assert_eq!(e.comparisons[0].1.set, vec!["a=1,2".to_string()]);
         assert_eq!(e.comparisons[1].1.set.len(), 2);
         assert_eq!(e.comparisons[1].0, 5);
+    }
+
+    #[test]
+    fn machine_and_workload_take_lists_and_the_documented_example_plans() {
+        let text = "name = \"x\"\ndescription = \"d\"\n[[comparison]]\nmachine = [\"x86-12\", \"laptop-4c8t\"]\nworkload = \"pipe\"\n";
+        let e = parse(text, "x.toml").unwrap();
+        assert_eq!(e.comparisons[0].1.machine, vec!["x86-12".to_string(), "laptop-4c8t".to_string()]);
+        assert_eq!(e.comparisons[0].1.workload, vec!["pipe".to_string()]);
+        // The multi-machine, multi-workload example of docs/experiment-format.md is valid.
+        let doc = include_str!("../../../docs/experiment-format.md");
+        let block = doc.split("```toml").nth(2).and_then(|b| b.split("```").next()).expect("second toml block");
+        let e = parse(&format!("name = \"doc\"\ndescription = \"d\"\n{block}"), "doc").unwrap();
+        let plan = compare::plan(&e.comparisons[0].1).unwrap_or_else(|e| panic!("{e:#}"));
+        // 2 machines x (hackbench 4 points + schbench 3 points) x 2 sides x 5 runs.
+        assert_eq!(plan.nr_runs(), 2 * (4 + 3) * 2 * 5);
     }
 }

@@ -69,7 +69,8 @@ fn tables_and_files() {
     assert!(v["summary"][0]["change_pct"].as_f64().unwrap() > 5.0);
     let csv = std::fs::read_to_string(&c).unwrap();
     assert_eq!(csv.lines().count(), 5);
-    assert!(csv.starts_with("side,kernel,"));
+    assert!(csv.starts_with("machine,workload,side,kernel,"));
+    assert!(csv.lines().nth(1).unwrap().starts_with("laptop-4c8t,pipe,A,v3.10,"), "{csv}");
     let _ = std::fs::remove_dir_all(&dir);
 
     // Lower-is-better: arithmetic mean; a sweep gives one row per value, in order.
@@ -114,4 +115,98 @@ fn errors_are_clear() {
     usage_error(&with(&["--features-b", "NO_SUCH_BIT"]), "NO_SUCH_BIT");
     usage_error(&["compare", "--workload", "hackbench", "--set", "groups=1,2,loops=10,20"], "at most one key");
     usage_error(&["compare", "--workload", "hackbench", "--set", "nosuchkey=1,2"], "nosuchkey");
+}
+
+#[test]
+fn several_machines_and_workloads() {
+    // One table per (machine, workload), machine-major; each block is what a
+    // single compare of that pair prints, and `WORKLOAD:key` applies to that workload only.
+    let args = [
+        "compare",
+        "--machine",
+        "x86-12,laptop-4c8t",
+        "--workload",
+        "hackbench",
+        "--workload",
+        "pipe",
+        "--set",
+        "hackbench:groups=1,hackbench:loops=20,hackbench:fds=2,4,pipe:loops=500",
+        "--kernel",
+        "v3.10",
+        "--vs",
+        "v6.6",
+        "--runs",
+        "2",
+    ];
+    let dir = std::env::temp_dir().join(format!("schedlab-compare-multi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (j, c) = (dir.join("r.json"), dir.join("r.csv"));
+    let mut with_files = args.to_vec();
+    with_files.extend(["--json", j.to_str().unwrap(), "--csv", c.to_str().unwrap()]);
+    let out = schedlab(&with_files);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "progress must stay off when stderr is not a terminal");
+    let out = text(&out.stdout);
+    let heads: Vec<&str> = out.lines().filter(|l| l.starts_with("schedlab compare: ")).collect();
+    assert_eq!(heads.len(), 4, "{out}");
+    for (h, (w, m)) in
+        heads.iter().zip([("hackbench", "x86-12"), ("pipe", "x86-12"), ("hackbench", "laptop-4c8t"), ("pipe", "laptop-4c8t")])
+    {
+        assert!(h.starts_with(&format!("schedlab compare: {w} on {m} (")), "{h}");
+    }
+    let mut expected = Vec::new();
+    for m in ["x86-12", "laptop-4c8t"] {
+        for (w, set) in [("hackbench", "groups=1,loops=20,fds=2,4"), ("pipe", "loops=500")] {
+            expected.push(ok(&[
+                "compare",
+                "--machine",
+                m,
+                "--workload",
+                w,
+                "--set",
+                set,
+                "--kernel",
+                "v3.10",
+                "--vs",
+                "v6.6",
+                "--runs",
+                "2",
+            ]));
+        }
+    }
+    assert_eq!(out, expected.join("\n"), "a multi-table compare differs from the single compares");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(v["tables"].as_array().unwrap().len(), 4);
+    assert_eq!(v["tables"][3]["machine"], "laptop-4c8t");
+    assert_eq!(v["tables"][3]["workload"], "pipe");
+    // hackbench: 2 points x 2 sides x 2 seeds; pipe: 1 point x 2 sides x 2 seeds; on two machines.
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2 * (8 + 4));
+    assert_eq!(v["summary"].as_array().unwrap().len(), 2 * (2 + 1));
+    assert!(v["runs"][0]["machine_counters"]["llc_misses"].is_u64());
+    assert_eq!(std::fs::read_to_string(&c).unwrap().lines().count(), 1 + 2 * (8 + 4));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    usage_error(&["compare", "--workload", "hackbench,pipe", "--set", "tbench:clients=4"], "not among --workload");
+    usage_error(&["compare", "--workload", "hackbench,hackbench"], "twice");
+    usage_error(&["compare", "--machine", "x86-12,nosuchbox", "--workload", "pipe"], "nosuchbox");
+    // An unscoped key must suit every workload.
+    usage_error(&["compare", "--workload", "hackbench,pipe", "--set", "groups=1"], "groups");
+}
+
+#[test]
+fn progress_on_a_terminal_only() {
+    // `script` (util-linux, Debian's essential bsdutils) gives the command a terminal.
+    let bin = env!("CARGO_BIN_EXE_schedlab");
+    let cmd = format!("{bin} compare --workload pipe --set loops=500 --runs 2 --jobs 1");
+    let out =
+        std::process::Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().expect("cannot run script(1) (package bsdutils)");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tty = text(&out.stdout);
+    assert!(tty.contains("schedlab: runs 4/4, elapsed ") && tty.contains(", ETA "), "no progress line on a terminal:\n{tty:?}");
+    assert!(tty.contains("Hmean     default"), "{tty:?}");
+    // Not a terminal: no progress, and stdout is the same table.
+    let plain = schedlab(&["compare", "--workload", "pipe", "--set", "loops=500", "--runs", "2", "--jobs", "1"]);
+    assert_eq!(text(&plain.stderr), "");
+    let table = text(&plain.stdout);
+    assert!(tty.replace("\r\n", "\n").contains(&table), "the terminal run printed different tables");
 }
