@@ -864,7 +864,7 @@ impl<'a> Sim<'a> {
                             cost += self.machine.costs.mm_switch_ns;
                             // Before v4.14 the kernel does not use PCID: the CR3
                             // write flushes the TLB and the incoming task re-walks
-                            // its pages (switch_mm_irqs_off(); FIDELITY F-024).
+                            // its pages (switch_mm_irqs_off(); FIDELITY(F-024)).
                             if self.kernel.profile.version < (4, 14) {
                                 cost += schedlab_machine::cost::tlb_refill_ns(self.mem[nx.idx()].footprint);
                             }

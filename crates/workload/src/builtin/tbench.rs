@@ -19,7 +19,14 @@ pub const BUILTIN: Builtin = Builtin {
     name: "tbench",
     summary: "tbench: client/server process pairs over loopback TCP replaying client.txt's op mix",
     metric: "throughput (MB/s of ReadX/WriteX payload, higher is better)",
-    params: &[ParamDoc { key: "clients", default: "10", help: "client processes = server processes (tbench N)" }],
+    params: &[
+        ParamDoc { key: "clients", default: "10", help: "client processes = server processes (tbench N)" },
+        ParamDoc {
+            key: "threads",
+            default: "0",
+            help: "1: each client and its server are two threads of one process (seed 002's \"client processes with 2 threads\")",
+        },
+    ],
     build,
 };
 
@@ -49,10 +56,11 @@ pub const CYCLE: &[(&str, u64, u64, u64)] = &[
 // FIDELITY(F-102): loopback TCP as sync channels. FIDELITY(F-103): client.txt as an 11-op cycle.
 fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let clients = p.u64_in("clients", 10, 1, 50_000)? as u32;
+    let threads = p.flag("threads", false)?;
     let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
     let mut w = Workload {
         name: "tbench".into(),
-        params: vec![("clients".into(), clients.to_string())],
+        params: vec![("clients".into(), clients.to_string()), ("threads".into(), (threads as u8).to_string())],
         programs: Vec::new(),
         tasks: Vec::new(),
         channels: Vec::new(),
@@ -97,8 +105,9 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         // Client programs first, then server programs (compact workload files).
         let cp = push_prog(&mut w, client);
         servers.push(server);
-        w.tasks.push(start_task(format!("tbench-{i}"), cp, 1 + 2 * i));
-        w.tasks.push(start_task(format!("tbench_srv-{i}"), u32::MAX, 2 + 2 * i));
+        let (cmm, smm) = if threads { (1 + i, 1 + i) } else { (1 + 2 * i, 2 + 2 * i) };
+        w.tasks.push(start_task(format!("tbench-{i}"), cp, cmm));
+        w.tasks.push(start_task(format!("tbench_srv-{i}"), u32::MAX, smm));
     }
     super::push_server_programs(&mut w, servers);
     Ok(w)
