@@ -79,6 +79,8 @@ pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
             json: false,
             schedstat: None,
             machine_model: None,
+            trace: None,
+            ftrace: None,
         };
         let prep = prepare(&args)?;
         reset_peak_rss();

@@ -287,6 +287,8 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
                 json: false,
                 machine_model: side.model.clone(),
                 schedstat: None,
+                trace: None,
+                ftrace: None,
             };
             let p = prepare(&ra).with_context(|| format!("side {} ({}), point {label}", ["A", "B"][si], side.kernel))?;
             preps.push(p);

@@ -7,6 +7,7 @@ mod compare;
 mod output;
 mod reproduce;
 mod stats;
+mod trace;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -136,6 +137,12 @@ pub struct RunArgs {
     /// Write /proc/schedstat (version 17) as it reads at the end of the run to FILE.
     #[arg(long, value_name = "FILE")]
     pub schedstat: Option<std::path::PathBuf>,
+    /// Write a Perfetto trace (protobuf: per-CPU sched_switch, sched_waking, ...) to FILE; open it at ui.perfetto.dev.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
+    /// Write the same events as ftrace text (the kernel's `trace` file layout) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub ftrace: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -198,9 +205,24 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Cmd::Run(args) => {
             let prep = prepare(&args)?;
+            // Trace files are created before the run so a bad path fails at once.
+            let create = |flag: &str, p: &Option<std::path::PathBuf>| {
+                p.as_ref().map(|p| std::fs::File::create(p).with_context(|| format!("cannot create {flag} file {}", p.display()))).transpose()
+            };
+            let (pf_file, ft_file) = (create("--trace", &args.trace)?, create("--ftrace", &args.ftrace)?);
             let res = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
             if let (Some(path), Some(text)) = (&args.schedstat, &res.schedstat) {
                 std::fs::write(path, text).with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
+            }
+            if let Some(tr) = &res.trace {
+                use std::io::Write;
+                if let (Some(mut f), Some(p)) = (pf_file, &args.trace) {
+                    let meta = trace::Meta::new(&prep.machine.name, &prep.kernel, args.seed);
+                    f.write_all(&trace::perfetto::encode(tr, &meta)).with_context(|| format!("cannot write --trace file {}", p.display()))?;
+                }
+                if let (Some(mut f), Some(p)) = (ft_file, &args.ftrace) {
+                    f.write_all(trace::ftrace::render(tr).as_bytes()).with_context(|| format!("cannot write --ftrace file {}", p.display()))?;
+                }
             }
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&output::run_json(&prep, &args, &res))?);
@@ -322,6 +344,7 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared> {
             seed: args.seed,
             duration_ns,
             schedstat: args.schedstat.is_some(),
+            trace: args.trace.is_some() || args.ftrace.is_some(),
             model: schedlab_machine::cost::ModelSwitches::parse(args.machine_model.as_deref().unwrap_or("")).map_err(anyhow::Error::msg)?,
         },
         duration_defaulted,

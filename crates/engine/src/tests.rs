@@ -28,7 +28,7 @@ fn wl(m: &Machine, name: &str, set: &str) -> Workload {
 }
 
 fn go(m: &Machine, kernel: &str, w: &Workload, seed: u64, duration: Option<u64>) -> RunResult {
-    run(m, profile(kernel).unwrap(), w, &SimConfig { seed, duration_ns: duration, schedstat: false, model: Default::default() })
+    run(m, profile(kernel).unwrap(), w, &SimConfig { seed, duration_ns: duration, schedstat: false, model: Default::default(), trace: false })
 }
 
 /// The invariants every run must satisfy.
@@ -107,9 +107,9 @@ fn hogs_share_a_cpu_by_weight() {
         &m,
         schedlab_kernel::Kernel::new(&m.topology, profile("v6.6").unwrap()),
         &w,
-        &SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default() },
+        &SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default(), trace: false },
     );
-    let (r, kernel) = sim.run_keep_kernel(&SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default() });
+    let (r, kernel) = sim.run_keep_kernel(&SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default(), trace: false });
     let a = kernel.tasks[0].se.sum_exec_runtime as f64;
     let b = kernel.tasks[1].se.sum_exec_runtime as f64;
     let ratio = a / b;
@@ -134,7 +134,7 @@ fn pipe_round_trip_on_one_cpu_follows_costs() {
 }
 
 fn run_with(m: &Machine, kernel: schedlab_kernel::Kernel, w: &Workload, duration: u64) -> (RunResult, schedlab_kernel::Kernel) {
-    let cfg = SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false, model: Default::default() };
+    let cfg = SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false, model: Default::default(), trace: false };
     crate::Sim::new(m, kernel, w, &cfg).run_keep_kernel(&cfg)
 }
 
@@ -227,7 +227,7 @@ fn same_llc_pipe_cheaper_than_cross_socket_only_with_caches() {
         w.tasks[0].cpus = Some(vec![0]);
         w.tasks[1].cpus = Some(vec![b_cpu]);
         let cfg =
-            SimConfig { seed: 1, duration_ns: None, schedstat: false, model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap() };
+            SimConfig { seed: 1, duration_ns: None, schedstat: false, model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(), trace: false };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
     let (llc, cross) = (ops(1, ""), ops(6, ""));
@@ -250,6 +250,7 @@ fn smt_colocation_slower_than_separate_cores() {
             duration_ns: Some(200 * MS),
             schedstat: false,
             model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(),
+            trace: false,
         };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
@@ -285,7 +286,7 @@ fn stream_bandwidth_shared_within_an_llc() {
             t.cpus = Some(vec![c]);
         }
         let cfg =
-            SimConfig { seed: 1, duration_ns: None, schedstat: false, model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap() };
+            SimConfig { seed: 1, duration_ns: None, schedstat: false, model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(), trace: false };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
     let one_llc = mbps(&[0, 1, 2, 3, 4, 5, 6, 7], "");
