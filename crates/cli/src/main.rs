@@ -207,7 +207,9 @@ fn dispatch(cli: Cli) -> Result<()> {
             let prep = prepare(&args)?;
             // Trace files are created before the run so a bad path fails at once.
             let create = |flag: &str, p: &Option<std::path::PathBuf>| {
-                p.as_ref().map(|p| std::fs::File::create(p).with_context(|| format!("cannot create {flag} file {}", p.display()))).transpose()
+                p.as_ref()
+                    .map(|p| std::fs::File::create(p).with_context(|| format!("cannot create {flag} file {}", p.display())))
+                    .transpose()
             };
             let (pf_file, ft_file) = (create("--trace", &args.trace)?, create("--ftrace", &args.ftrace)?);
             let res = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
@@ -216,12 +218,19 @@ fn dispatch(cli: Cli) -> Result<()> {
             }
             if let Some(tr) = &res.trace {
                 use std::io::Write;
-                if let (Some(mut f), Some(p)) = (pf_file, &args.trace) {
+                let buffered = |f| std::io::BufWriter::with_capacity(1 << 20, f);
+                if let (Some(f), Some(p)) = (pf_file, &args.trace) {
                     let meta = trace::Meta::new(&prep.machine.name, &prep.kernel, args.seed);
-                    f.write_all(&trace::perfetto::encode(tr, &meta)).with_context(|| format!("cannot write --trace file {}", p.display()))?;
+                    let mut w = buffered(f);
+                    trace::perfetto::write(tr, &meta, &mut w)
+                        .and_then(|_| w.flush())
+                        .with_context(|| format!("cannot write --trace file {}", p.display()))?;
                 }
-                if let (Some(mut f), Some(p)) = (ft_file, &args.ftrace) {
-                    f.write_all(trace::ftrace::render(tr).as_bytes()).with_context(|| format!("cannot write --ftrace file {}", p.display()))?;
+                if let (Some(f), Some(p)) = (ft_file, &args.ftrace) {
+                    let mut w = buffered(f);
+                    trace::ftrace::write(tr, &mut w)
+                        .and_then(|_| w.flush())
+                        .with_context(|| format!("cannot write --ftrace file {}", p.display()))?;
                 }
             }
             if args.json {

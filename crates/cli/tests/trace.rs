@@ -69,7 +69,10 @@ fn pipe_trace_reparses_with_perfetto_bindings() {
 
 #[test]
 fn hackbench_trace_with_migrations_and_preemption_reparses() {
-    let so = traced_run_checks("hackbench", &["--machine", "zen3-2s-nps1", "--kernel", "v6.6", "--workload", "hackbench", "--set", "groups=2,loops=30"]);
+    let so = traced_run_checks(
+        "hackbench",
+        &["--machine", "zen3-2s-nps1", "--kernel", "v6.6", "--workload", "hackbench", "--set", "groups=2,loops=30"],
+    );
     assert!(so.contains("sched_migrate_task"), "hackbench on 128 CPUs should migrate tasks: {so}");
     assert!(so.contains("R+="), "hackbench should preempt (prev_state R+): {so}");
     assert!(so.contains("Z="), "exiting processes switch out as zombies: {so}");

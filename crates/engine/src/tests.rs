@@ -28,7 +28,12 @@ fn wl(m: &Machine, name: &str, set: &str) -> Workload {
 }
 
 fn go(m: &Machine, kernel: &str, w: &Workload, seed: u64, duration: Option<u64>) -> RunResult {
-    run(m, profile(kernel).unwrap(), w, &SimConfig { seed, duration_ns: duration, schedstat: false, model: Default::default(), trace: false })
+    run(
+        m,
+        profile(kernel).unwrap(),
+        w,
+        &SimConfig { seed, duration_ns: duration, schedstat: false, model: Default::default(), trace: false },
+    )
 }
 
 /// The invariants every run must satisfy.
@@ -109,7 +114,8 @@ fn hogs_share_a_cpu_by_weight() {
         &w,
         &SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default(), trace: false },
     );
-    let (r, kernel) = sim.run_keep_kernel(&SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default(), trace: false });
+    let (r, kernel) =
+        sim.run_keep_kernel(&SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default(), trace: false });
     let a = kernel.tasks[0].se.sum_exec_runtime as f64;
     let b = kernel.tasks[1].se.sum_exec_runtime as f64;
     let ratio = a / b;
@@ -226,8 +232,13 @@ fn same_llc_pipe_cheaper_than_cross_socket_only_with_caches() {
         let mut w = wl(&m, "pipe", "loops=20000");
         w.tasks[0].cpus = Some(vec![0]);
         w.tasks[1].cpus = Some(vec![b_cpu]);
-        let cfg =
-            SimConfig { seed: 1, duration_ns: None, schedstat: false, model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(), trace: false };
+        let cfg = SimConfig {
+            seed: 1,
+            duration_ns: None,
+            schedstat: false,
+            model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(),
+            trace: false,
+        };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
     let (llc, cross) = (ops(1, ""), ops(6, ""));
@@ -285,8 +296,13 @@ fn stream_bandwidth_shared_within_an_llc() {
         for (t, &c) in w.tasks.iter_mut().zip(cpus) {
             t.cpus = Some(vec![c]);
         }
-        let cfg =
-            SimConfig { seed: 1, duration_ns: None, schedstat: false, model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(), trace: false };
+        let cfg = SimConfig {
+            seed: 1,
+            duration_ns: None,
+            schedstat: false,
+            model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(),
+            trace: false,
+        };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
     let one_llc = mbps(&[0, 1, 2, 3, 4, 5, 6, 7], "");

@@ -104,12 +104,19 @@ const SEQUENCE_ID: u64 = 1;
 pub const BUNDLE_EVENTS: usize = 4096;
 
 /// The whole trace file.
+#[cfg(test)]
 pub fn encode(tr: &Trace, meta: &Meta) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut put = |p: &Msg| {
+    let mut v = Vec::new();
+    write(tr, meta, &mut v).expect("writing to a Vec cannot fail");
+    v
+}
+
+/// Writes the trace to `out`, packet by packet.
+pub fn write(tr: &Trace, meta: &Meta, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    let mut put = |p: &Msg| -> std::io::Result<()> {
         let mut rec = Msg::new();
         rec.msg(TRACE_PACKET, p);
-        out.extend_from_slice(&rec.buf);
+        out.write_all(&rec.buf)
     };
 
     let mut p = Msg::new();
@@ -119,7 +126,7 @@ pub fn encode(tr: &Trace, meta: &Meta) -> Vec<u8> {
         })
         .uint(system_info::NUM_CPUS, tr.nr_cpus as u64);
     });
-    put(&p);
+    put(&p)?;
 
     let mut p = Msg::new();
     p.uint(packet::TIMESTAMP, 0).uint(packet::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE_ID).with(packet::PROCESS_TREE, |pt| {
@@ -138,7 +145,7 @@ pub fn encode(tr: &Trace, meta: &Meta) -> Vec<u8> {
             });
         }
     });
-    put(&p);
+    put(&p)?;
 
     let mut per_cpu: Vec<Vec<&Event>> = vec![Vec::new(); tr.nr_cpus as usize];
     for e in &tr.events {
@@ -155,10 +162,10 @@ pub fn encode(tr: &Trace, meta: &Meta) -> Vec<u8> {
                     b.with(bundle::EVENT, |m| ftrace_event(m, tr, e));
                 }
             });
-            put(&p);
+            put(&p)?;
         }
     }
-    out
+    Ok(())
 }
 
 /// One `FtraceEvent`: common fields, then the sched payload.
@@ -216,5 +223,112 @@ fn ftrace_event(m: &mut Msg, tr: &Trace, e: &Event) {
                     .int(sched::EXIT_PRIO, tr.prio(t) as i64);
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A field as read back: (number, varint value or bytes).
+    #[derive(Debug, PartialEq)]
+    enum F<'a> {
+        V(u32, u64),
+        B(u32, &'a [u8]),
+    }
+
+    fn varint(b: &[u8], i: &mut usize) -> u64 {
+        let (mut v, mut shift) = (0u64, 0);
+        loop {
+            let x = b[*i];
+            *i += 1;
+            v |= ((x & 0x7f) as u64) << shift;
+            if x < 0x80 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+
+    /// Splits a message into its fields (wire types 0 and 2 only, as written here).
+    fn fields(b: &[u8]) -> Vec<F<'_>> {
+        let (mut i, mut out) = (0, Vec::new());
+        while i < b.len() {
+            let key = varint(b, &mut i);
+            let n = (key >> 3) as u32;
+            match key & 7 {
+                0 => out.push(F::V(n, varint(b, &mut i))),
+                2 => {
+                    let len = varint(b, &mut i) as usize;
+                    out.push(F::B(n, &b[i..i + len]));
+                    i += len;
+                }
+                w => panic!("wire type {w} at field {n}"),
+            }
+        }
+        out
+    }
+
+    fn sub<'a>(fs: &[F<'a>], n: u32) -> Vec<&'a [u8]> {
+        fs.iter().filter_map(|f| if let F::B(m, b) = f { (*m == n).then_some(*b) } else { None }).collect()
+    }
+
+    fn val(fs: &[F<'_>], n: u32) -> Option<u64> {
+        fs.iter().find_map(|f| if let F::V(m, v) = f { (*m == n).then_some(*v) } else { None })
+    }
+
+    #[test]
+    fn packets_carry_the_documented_field_numbers() {
+        let tr = crate::trace::ftrace::tests::tiny();
+        let meta = Meta { release: "6.12.0-schedlab".into(), version: "#1".into() };
+        let bytes = encode(&tr, &meta);
+        let packets = sub(&fields(&bytes), TRACE_PACKET);
+        // system_info, process_tree, one bundle per CPU.
+        assert_eq!(packets.len(), 4);
+        let p0 = fields(packets[0]);
+        assert_eq!(val(&p0, 10), Some(1), "trusted_packet_sequence_id = 10");
+        let si = fields(sub(&p0, 45)[0]);
+        assert_eq!(val(&si, 8), Some(2), "SystemInfo.num_cpus = 8");
+        let uts = fields(sub(&si, 1)[0]);
+        assert_eq!(uts, [F::B(1, b"Linux"), F::B(2, b"#1"), F::B(3, b"6.12.0-schedlab")]);
+
+        let pt = fields(sub(&fields(packets[1]), 2)[0]);
+        let procs = sub(&pt, 1);
+        assert_eq!(procs.len(), 1, "one process: 1001 is a thread of 1000");
+        assert_eq!(fields(procs[0]), [F::V(1, 1000), F::V(2, 0), F::B(3, b"sched-pipe")]);
+        let threads = sub(&pt, 2);
+        assert_eq!(fields(threads[1]), [F::V(1, 1001), F::B(2, b"worker"), F::V(3, 1000)]);
+
+        // CPU 0's bundle: cpu = 1, events = 2, in time order.
+        let b0 = fields(sub(&fields(packets[2]), 1)[0]);
+        assert_eq!(val(&b0, 1), Some(0));
+        let evs = sub(&b0, 2);
+        assert_eq!(evs.len(), 5);
+        // The preemption at 12.345678901 s: FtraceEvent{timestamp=1, pid=2, sched_switch=4{...}}.
+        let e = fields(evs[4]);
+        assert_eq!(val(&e, 1), Some(12_345_678_901));
+        assert_eq!(val(&e, 2), Some(1000));
+        let sw = fields(sub(&e, 4)[0]);
+        assert_eq!(
+            sw,
+            [F::B(1, b"sched-pipe"), F::V(2, 1000), F::V(3, 120), F::V(4, 0x100), F::B(5, b"swapper/0"), F::V(6, 0), F::V(7, 120)]
+        );
+        // CPU 1: sched_waking = 20 {comm, pid, prio, target_cpu = 5}; sched_migrate_task = 491.
+        let b1 = fields(sub(&fields(packets[3]), 1)[0]);
+        assert_eq!(val(&b1, 1), Some(1));
+        let evs = sub(&b1, 2);
+        let waking = fields(sub(&fields(evs[1]), 20)[0]);
+        assert_eq!(waking, [F::B(1, b"sched-pipe"), F::V(2, 1000), F::V(3, 120), F::V(5, 0)]);
+        let migrate = fields(sub(&fields(evs[2]), 491)[0]);
+        assert_eq!(migrate, [F::B(1, b"sched-pipe"), F::V(2, 1000), F::V(3, 120), F::V(4, 0), F::V(5, 1)]);
+        assert_eq!(sub(&fields(evs[3]), 238).len(), 1, "sched_process_exit = 238");
+    }
+
+    #[test]
+    fn release_follows_the_profile_from_4_14() {
+        let p = |n| schedlab_kernel::profile::profile(n).unwrap();
+        assert_eq!(super::super::release_of(&p("v6.12")), "6.12.0-schedlab");
+        assert_eq!(super::super::release_of(&p("v5.11")), "5.11.0-schedlab");
+        assert_eq!(super::super::release_of(&p("v3.10")), "4.14.0-schedlab-v3.10");
     }
 }

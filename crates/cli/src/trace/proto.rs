@@ -101,7 +101,14 @@ mod tests {
         // message Test2 { string b = 2; } with b = "testing" → 12 07 74 65 73 74 69 6e 67
         assert_eq!(Msg::new().string(2, "testing").buf, b"\x12\x07testing");
         // message Test3 { Test1 c = 3; } → 1a 03 08 96 01
-        assert_eq!(Msg::new().with(3, |m| { m.uint(1, 150); }).buf, [0x1a, 0x03, 0x08, 0x96, 0x01]);
+        assert_eq!(
+            Msg::new()
+                .with(3, |m| {
+                    m.uint(1, 150);
+                })
+                .buf,
+            [0x1a, 0x03, 0x08, 0x96, 0x01]
+        );
         // int32 -1 is ten bytes of two's complement.
         assert_eq!(Msg::new().int(1, -1).buf, [0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
         // Field numbers above 15 take a two-byte key: field 491, wire type 2 → (491 << 3 | 2) = 3930 → da 1e.
