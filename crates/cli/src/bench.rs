@@ -80,6 +80,8 @@ pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
             schedstat: None,
             switch_log: None,
             machine_model: None,
+            trace: None,
+            ftrace: None,
         };
         let prep = prepare(&args)?;
         reset_peak_rss();

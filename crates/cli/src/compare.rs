@@ -428,6 +428,8 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
                         machine_model: side.model.clone(),
                         schedstat: None,
                         switch_log: None,
+                        trace: None,
+                        ftrace: None,
                     };
                     let at = if several { format!("{workload} on {machine}, ") } else { String::new() };
                     let p = prepare(&ra).with_context(|| format!("{at}side {} ({}), point {label}", ["A", "B"][si], side.kernel))?;

@@ -8,6 +8,7 @@ mod html;
 mod output;
 mod reproduce;
 mod stats;
+mod trace;
 #[cfg(test)]
 mod wellformed;
 
@@ -142,6 +143,12 @@ pub struct RunArgs {
     /// Write every context switch (time, CPU, prev and next task with their task groups) to FILE.
     #[arg(long = "switch-log", value_name = "FILE")]
     pub switch_log: Option<std::path::PathBuf>,
+    /// Write a Perfetto trace (protobuf: per-CPU sched_switch, sched_waking, ...) to FILE; open it at ui.perfetto.dev.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
+    /// Write the same events as ftrace text (the kernel's `trace` file layout) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub ftrace: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -204,6 +211,13 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Cmd::Run(args) => {
             let prep = prepare(&args)?;
+            // Trace files are created before the run so a bad path fails at once.
+            let create = |flag: &str, p: &Option<std::path::PathBuf>| {
+                p.as_ref()
+                    .map(|p| std::fs::File::create(p).with_context(|| format!("cannot create {flag} file {}", p.display())))
+                    .transpose()
+            };
+            let (pf_file, ft_file) = (create("--trace", &args.trace)?, create("--ftrace", &args.ftrace)?);
             let res = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
             if let (Some(path), Some(text)) = (&args.schedstat, &res.schedstat) {
                 std::fs::write(path, text).with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
@@ -213,6 +227,23 @@ fn dispatch(cli: Cli) -> Result<()> {
                 // first, then forks; res.task_names records that order.
                 let text = output::switch_log(&prep, &res, &res.task_names, &res.group_names());
                 std::fs::write(path, text).with_context(|| format!("cannot write --switch-log file {}", path.display()))?;
+            }
+            if let Some(tr) = &res.trace {
+                use std::io::Write;
+                let buffered = |f| std::io::BufWriter::with_capacity(1 << 20, f);
+                if let (Some(f), Some(p)) = (pf_file, &args.trace) {
+                    let meta = trace::Meta::new(&prep.machine.name, &prep.kernel, args.seed);
+                    let mut w = buffered(f);
+                    trace::perfetto::write(tr, &meta, &mut w)
+                        .and_then(|_| w.flush())
+                        .with_context(|| format!("cannot write --trace file {}", p.display()))?;
+                }
+                if let (Some(f), Some(p)) = (ft_file, &args.ftrace) {
+                    let mut w = buffered(f);
+                    trace::ftrace::write(tr, &mut w)
+                        .and_then(|_| w.flush())
+                        .with_context(|| format!("cannot write --ftrace file {}", p.display()))?;
+                }
             }
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&output::run_json(&prep, &args, &res))?);
@@ -335,6 +366,7 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared> {
             duration_ns,
             schedstat: args.schedstat.is_some(),
             switch_log: args.switch_log.is_some(),
+            trace: args.trace.is_some() || args.ftrace.is_some(),
             model: schedlab_machine::cost::ModelSwitches::parse(args.machine_model.as_deref().unwrap_or("")).map_err(anyhow::Error::msg)?,
         },
         duration_defaulted,

@@ -312,7 +312,8 @@ pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
 
 /// `--switch-log`: the per-CPU sched_switch sequence as tab-separated text,
 /// one switch per line: time (ns), CPU, previous and next task as
-/// `comm-pid` (`<idle>-0` for the idle task; pid = task index + 1) with
+/// `comm-pid` (`<idle>-0` for the idle task; pid = 1000 + task index, as in
+/// `--trace`) with
 /// their task groups.
 pub fn switch_log(p: &Prepared, r: &RunResult, tasks: &[(String, u32)], groups: &[String]) -> String {
     let mut o = String::new();
@@ -321,7 +322,7 @@ pub fn switch_log(p: &Prepared, r: &RunResult, tasks: &[(String, u32)], groups: 
     let who = |t: Option<u32>| match t {
         Some(t) => {
             let (name, g) = &tasks[t as usize];
-            (format!("{}-{}", name, t + 1), groups[*g as usize].as_str())
+            (format!("{}-{}", name, 1000 + t), groups[*g as usize].as_str())
         }
         None => ("<idle>-0".to_string(), "-"),
     };

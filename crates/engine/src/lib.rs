@@ -11,6 +11,7 @@
 pub mod metrics;
 pub mod queue;
 pub mod rng;
+pub mod trace;
 
 use metrics::Histogram;
 use rng::Pcg32;
@@ -31,6 +32,8 @@ pub struct SimConfig {
     pub duration_ns: Option<u64>,
     /// Record every context switch (`RunResult::switch_log`).
     pub switch_log: bool,
+    /// Record the sched tracepoints into `RunResult::trace` (trace.rs).
+    pub trace: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -172,6 +175,8 @@ pub struct RunResult {
     pub schedstat: Option<String>,
     /// Latency histograms recorded by `Op::WakeLatency` (those with samples), ns.
     pub latencies: Vec<LatencySummary>,
+    /// The sched tracepoints of the run, when `SimConfig::trace` asked for them.
+    pub trace: Option<Box<trace::Trace>>,
 }
 
 impl RunResult {
@@ -268,6 +273,8 @@ pub struct Sim<'a> {
     /// Memory-bound streams running per LLC and per node.
     llc_streams: Vec<u32>,
     node_streams: Vec<u32>,
+    /// Tracepoint recorder (None unless `SimConfig::trace`).
+    trace: Option<Box<trace::Trace>>,
 }
 
 const INF: u64 = u64::MAX;
@@ -301,6 +308,9 @@ impl<'a> Sim<'a> {
         for g in &wl.groups {
             // Workload::validate() checked parents and shares.
             kernel.create_group(&g.name, g.parent, g.shares).expect("validated task group");
+        }
+        if cfg.trace {
+            kernel.migration_log = Some(Vec::new());
         }
         let mut s = Sim {
             kernel,
@@ -357,6 +367,7 @@ impl<'a> Sim<'a> {
             chan_writer: vec![None; wl.channels.len()],
             llc_streams: Vec::new(),
             node_streams: vec![0; machine.topology.nr_nodes()],
+            trace: cfg.trace.then(|| Box::new(trace::Trace::new(n))),
         };
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
@@ -455,6 +466,9 @@ impl<'a> Sim<'a> {
                         continue; // NOHZ: an idle CPU stops its tick
                     }
                     let tr = self.kernel.scheduler_tick(c, self.now);
+                    if self.trace.is_some() {
+                        self.tr_migrations(c);
+                    }
                     if tr.balance_examined > 0 {
                         // The balancing softirq runs on this CPU, in the running task's time.
                         if let Some(t) = self.cpus[c.idx()].running {
@@ -489,6 +503,9 @@ impl<'a> Sim<'a> {
                     self.ilb_pending = false;
                     if self.cpus[c.idx()].running.is_none() {
                         let r = self.kernel.nohz_idle_balance(c, self.now);
+                        if self.trace.is_some() {
+                            self.tr_migrations(c);
+                        }
                         for k in r.kicks {
                             self.kick_remote(k);
                         }
@@ -506,7 +523,12 @@ impl<'a> Sim<'a> {
                     // sched_ttwu_pending() takes this CPU's own rq lock.
                     let hold = self.machine.costs.rq_lock_hold_ns;
                     self.rq_lock_wait_ns += self.cost.rq_lock(c, c, self.now, hold);
-                    if self.kernel.sched_ttwu_pending(c, self.now) {
+                    let woken = self.trace.as_ref().map(|_| self.kernel.rqs[c.idx()].wake_list.clone());
+                    let resched = self.kernel.sched_ttwu_pending(c, self.now);
+                    if let Some(w) = woken {
+                        self.tr_wake_list(c, &w);
+                    }
+                    if resched {
                         self.do_schedule(c, SwitchReason::Preempt);
                     }
                 }
@@ -568,6 +590,9 @@ impl<'a> Sim<'a> {
         self.alive += 1;
         self.created += 1;
         let r = self.kernel.wake_up_new_task(p, cpu, self.now);
+        if self.trace.is_some() {
+            self.tr_new_task(p, spec, parent, cpu, &r);
+        }
         self.after_wake(r, cpu);
         r
     }
@@ -575,6 +600,9 @@ impl<'a> Sim<'a> {
     /// Wake `p` from `this_cpu` (waker = the task running there, if any).
     fn wake(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags) {
         let r = self.kernel.try_to_wake_up(p, this_cpu, waker, wf, self.now);
+        if self.trace.is_some() {
+            self.tr_wake(p, this_cpu, &r);
+        }
         self.after_wake(r, this_cpu);
     }
 
@@ -801,6 +829,9 @@ impl<'a> Sim<'a> {
             }
         }
         let res = self.kernel.schedule(c, reason, now);
+        if self.trace.is_some() {
+            self.tr_schedule(c, reason, &res);
+        }
         if let Some(d) = res.next_run_delay {
             self.run_delay.record(d);
         }
@@ -1239,6 +1270,9 @@ impl<'a> Sim<'a> {
     }
 
     fn exit_task(&mut self, c: CpuId, t: TaskId) {
+        if self.trace.is_some() {
+            self.tr_exit(c, t);
+        }
         self.alive -= 1;
         self.exited += 1;
         let parent = self.rt[t.idx()].parent;
@@ -1384,6 +1418,7 @@ impl<'a> Sim<'a> {
             levels,
             schedstat,
             latencies,
+            trace: self.trace.take(),
         }
     }
 }

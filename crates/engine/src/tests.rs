@@ -32,7 +32,7 @@ fn go(m: &Machine, kernel: &str, w: &Workload, seed: u64, duration: Option<u64>)
         m,
         profile(kernel).unwrap(),
         w,
-        &SimConfig { seed, duration_ns: duration, schedstat: false, switch_log: false, model: Default::default() },
+        &SimConfig { seed, duration_ns: duration, schedstat: false, model: Default::default(), trace: false, switch_log: false },
     )
 }
 
@@ -112,14 +112,15 @@ fn hogs_share_a_cpu_by_weight() {
         &m,
         schedlab_kernel::Kernel::new(&m.topology, profile("v6.6").unwrap()),
         &w,
-        &SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, switch_log: false, model: Default::default() },
+        &SimConfig { seed: 1, duration_ns: Some(500 * MS), schedstat: false, model: Default::default(), trace: false, switch_log: false },
     );
     let (r, kernel) = sim.run_keep_kernel(&SimConfig {
         seed: 1,
         duration_ns: Some(500 * MS),
         schedstat: false,
-        switch_log: false,
         model: Default::default(),
+        trace: false,
+        switch_log: false,
     });
     let a = kernel.tasks[0].se.sum_exec_runtime as f64;
     let b = kernel.tasks[1].se.sum_exec_runtime as f64;
@@ -145,7 +146,8 @@ fn pipe_round_trip_on_one_cpu_follows_costs() {
 }
 
 fn run_with(m: &Machine, kernel: schedlab_kernel::Kernel, w: &Workload, duration: u64) -> (RunResult, schedlab_kernel::Kernel) {
-    let cfg = SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false, switch_log: false, model: Default::default() };
+    let cfg =
+        SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false, model: Default::default(), trace: false, switch_log: false };
     crate::Sim::new(m, kernel, w, &cfg).run_keep_kernel(&cfg)
 }
 
@@ -241,8 +243,9 @@ fn same_llc_pipe_cheaper_than_cross_socket_only_with_caches() {
             seed: 1,
             duration_ns: None,
             schedstat: false,
-            switch_log: false,
             model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(),
+            trace: false,
+            switch_log: false,
         };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
@@ -267,6 +270,7 @@ fn smt_colocation_slower_than_separate_cores() {
             schedstat: false,
             switch_log: false,
             model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(),
+            trace: false,
         };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
@@ -305,8 +309,9 @@ fn stream_bandwidth_shared_within_an_llc() {
             seed: 1,
             duration_ns: None,
             schedstat: false,
-            switch_log: false,
             model: schedlab_machine::cost::ModelSwitches::parse(model).unwrap(),
+            trace: false,
+            switch_log: false,
         };
         run(&m, profile("v6.12").unwrap(), &w, &cfg).metric_value
     };
@@ -394,7 +399,14 @@ fn next_buddy_hint_keeps_cpu_in_group() {
             &m,
             p,
             &w,
-            &SimConfig { seed: 1, duration_ns: Some(1000 * MS), schedstat: false, switch_log: false, model: Default::default() },
+            &SimConfig {
+                seed: 1,
+                duration_ns: Some(1000 * MS),
+                schedstat: false,
+                switch_log: false,
+                trace: false,
+                model: Default::default(),
+            },
         );
         r.group_switches as f64 / (r.voluntary_switches + r.involuntary_switches) as f64
     };

@@ -28,7 +28,14 @@ fn go(name: &str, set: &str, duration_ms: Option<u64>) -> RunResult {
         &m,
         profile("v6.12").unwrap(),
         &w,
-        &SimConfig { seed: 3, duration_ns: duration_ms.map(|d| d * MS), schedstat: false, switch_log: false, model: Default::default() },
+        &SimConfig {
+            seed: 3,
+            duration_ns: duration_ms.map(|d| d * MS),
+            schedstat: false,
+            model: Default::default(),
+            trace: false,
+            switch_log: false,
+        },
     );
     for &(busy, idle) in &r.cpus {
         assert_eq!(busy + idle, r.simulated_ns, "{name} {set}: CPU time not conserved");
@@ -185,7 +192,8 @@ fn example_files_equal_their_builtins() {
         let set: Vec<String> = from_file.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let built = wl(&m, b.name, &set.join(","));
         assert_eq!(from_file, built, "{}", b.name);
-        let cfg = SimConfig { seed: 11, duration_ns: Some(5 * MS), schedstat: false, switch_log: false, model: Default::default() };
+        let cfg =
+            SimConfig { seed: 11, duration_ns: Some(5 * MS), schedstat: false, model: Default::default(), trace: false, switch_log: false };
         let r1 = run(&m, profile("v6.12").unwrap(), &from_file, &cfg);
         let r2 = run(&m, profile("v6.12").unwrap(), &built, &cfg);
         assert_eq!(r1, r2, "{}", b.name);
@@ -205,7 +213,7 @@ fn rtapp_example_runs() {
         &m,
         profile("v6.12").unwrap(),
         &w,
-        &SimConfig { seed: 1, duration_ns: Some(50 * MS), schedstat: false, switch_log: false, model: Default::default() },
+        &SimConfig { seed: 1, duration_ns: Some(50 * MS), schedstat: false, model: Default::default(), trace: false, switch_log: false },
     );
     assert!(r.metric_value > 100.0, "{} loops/s", r.metric_value);
     for &(busy, idle) in &r.cpus {

@@ -154,6 +154,9 @@ pub struct Kernel {
     pub ttwu_pending_window_ns: u64,
     pub(crate) sis_scratch: crate::fair::select::SisScratch,
     nr_cpus: usize,
+    /// When Some, `set_task_cpu()` appends (task, from, to) here: the
+    /// `sched_migrate_task` tracepoint, for the engine's trace recorder to drain.
+    pub migration_log: Option<Vec<(TaskId, CpuId, CpuId)>>,
 }
 
 impl Kernel {
@@ -232,6 +235,7 @@ impl Kernel {
             ttwu_pending_window_ns: 0,
             sis_scratch: crate::fair::select::SisScratch::new(n),
             nr_cpus: n,
+            migration_log: None,
         }
     }
 
@@ -379,6 +383,9 @@ impl Kernel {
         let old = self.tasks[p.idx()].cpu;
         if old == cpu {
             return;
+        }
+        if let Some(log) = &mut self.migration_log {
+            log.push((p, old, cpu)); // trace_sched_migrate_task()
         }
         self.detach_entity_load_avg(old, p);
         self.attach_entity_load_avg(cpu, p);

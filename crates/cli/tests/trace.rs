@@ -1,0 +1,112 @@
+//! `schedlab run --trace F.pftrace --ftrace F.txt`: the Perfetto file is
+//! re-parsed by an independent reader (the protobuf bindings of the
+//! `perfetto` PyPI package, scripts/check_perfetto_trace.py), which also
+//! compares it event for event with the ftrace text and with the run's own
+//! counters. The Python comes from SCHEDLAB_PYTHON (set by scripts/test via
+//! scripts/ensure-python.sh) or the default venv; without one the test fails
+//! and says how to get it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+mod common;
+use common::{ok, schedlab, text};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("SCHEDLAB_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let venv = std::env::var_os("SCHEDLAB_PYVENV").map(PathBuf::from).unwrap_or(home.join(".cache/schedlab/pyvenv"));
+    let p = venv.join("bin/python");
+    assert!(
+        p.exists(),
+        "no Python with the perfetto package: run `bash scripts/ensure-python.sh` (scripts/test and .ci/run do), \
+         or set SCHEDLAB_PYTHON to an interpreter that can `import perfetto` (looked for {})",
+        p.display()
+    );
+    p
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("schedlab-trace-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// Runs `schedlab run ARGS --trace --ftrace --json` and the checker; returns the checker's output.
+fn traced_run_checks(tag: &str, args: &[&str]) -> String {
+    let (pf, ft, js) = (tmp(&format!("{tag}.pftrace")), tmp(&format!("{tag}.txt")), tmp(&format!("{tag}.json")));
+    let mut a = vec!["run", "--json"];
+    a.extend_from_slice(args);
+    let (pfs, fts) = (pf.to_str().unwrap(), ft.to_str().unwrap());
+    a.extend_from_slice(&["--trace", pfs, "--ftrace", fts]);
+    std::fs::write(&js, ok(&a)).unwrap();
+    let script = repo_root().join("scripts/check_perfetto_trace.py");
+    let out = Command::new(python())
+        .arg(&script)
+        .args([&pf, &ft, &js])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} (set SCHEDLAB_PYTHON or run scripts/ensure-python.sh): {e}", python().display()));
+    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "check_perfetto_trace.py failed for {args:?} ({:?}):\n{so}\n{se}", out.status);
+    assert!(so.contains("perfetto trace ok"), "unexpected checker output:\n{so}\n{se}");
+    for f in [pf, ft, js] {
+        let _ = std::fs::remove_file(f);
+    }
+    so
+}
+
+#[test]
+fn pipe_trace_reparses_with_perfetto_bindings() {
+    let so = traced_run_checks("pipe", &["--machine", "x86-12", "--workload", "pipe", "--set", "loops=200"]);
+    // 200 round trips: each side blocks and is woken once per loop.
+    assert!(so.contains("sched_waking 400"), "{so}");
+}
+
+#[test]
+fn hackbench_trace_with_migrations_and_preemption_reparses() {
+    let so = traced_run_checks(
+        "hackbench",
+        &["--machine", "zen3-2s-nps1", "--kernel", "v6.6", "--workload", "hackbench", "--set", "groups=2,loops=30"],
+    );
+    assert!(so.contains("sched_migrate_task"), "hackbench on 128 CPUs should migrate tasks: {so}");
+    assert!(so.contains("R+="), "hackbench should preempt (prev_state R+): {so}");
+    assert!(so.contains("Z="), "exiting processes switch out as zombies: {so}");
+}
+
+#[test]
+fn trace_files_are_deterministic_and_tracing_does_not_change_the_run() {
+    let args = ["--machine", "x86-12", "--workload", "hackbench", "--set", "groups=1,loops=10", "--seed", "7"];
+    let files: Vec<(Vec<u8>, Vec<u8>)> = (0..2)
+        .map(|i| {
+            let (pf, ft) = (tmp(&format!("det{i}.pftrace")), tmp(&format!("det{i}.txt")));
+            let mut a = vec!["run", "--json"];
+            a.extend_from_slice(&args);
+            a.extend_from_slice(&["--trace", pf.to_str().unwrap(), "--ftrace", ft.to_str().unwrap()]);
+            let traced = ok(&a);
+            let mut plain = vec!["run", "--json"];
+            plain.extend_from_slice(&args);
+            assert_eq!(traced, ok(&plain), "--trace changed the run's results");
+            let bytes = (std::fs::read(&pf).unwrap(), std::fs::read(&ft).unwrap());
+            let _ = (std::fs::remove_file(pf), std::fs::remove_file(ft));
+            bytes
+        })
+        .collect();
+    assert!(!files[0].0.is_empty() && !files[0].1.is_empty());
+    assert_eq!(files[0], files[1], "same run, different trace bytes");
+}
+
+#[test]
+fn unwritable_trace_path_is_a_usage_error_before_the_run() {
+    for flag in ["--trace", "--ftrace"] {
+        let out = schedlab(&["run", "--workload", "pipe", "--set", "loops=10", flag, "/nonexistent-dir/x"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("cannot create {flag} file /nonexistent-dir/x")), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
