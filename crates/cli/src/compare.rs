@@ -212,12 +212,12 @@ pub(crate) struct Rec {
     pub(crate) run_delay_ns: [u64; 4],
     pub(crate) simulated_ns: u64,
     /// Machine-model counters, in the order of `COUNTERS`.
-    pub(crate) counters: [u64; 7],
+    pub(crate) counters: [u64; 8],
 }
 
 /// Names of `Rec::counters` (RunResult fields).
-pub(crate) const COUNTERS: [&str; 7] =
-    ["l2_misses", "llc_misses", "dram_bytes", "remote_bytes", "rq_lock_wait_ns", "idle_exit_ns", "mm_switches"];
+pub(crate) const COUNTERS: [&str; 8] =
+    ["l2_misses", "llc_misses", "dram_bytes", "remote_bytes", "rq_lock_wait_ns", "idle_exit_ns", "mm_switches", "group_switches"];
 
 impl Rec {
     fn from(r: &RunResult) -> Rec {
@@ -233,7 +233,16 @@ impl Rec {
             levels: r.levels.iter().map(|l| (l.name, l.ttwu_wake_remote, l.ttwu_move_affine)).collect(),
             run_delay_ns: [r.run_delay_p50, r.run_delay_p90, r.run_delay_p99, r.run_delay_max],
             simulated_ns: r.simulated_ns,
-            counters: [r.l2_misses, r.llc_misses, r.dram_bytes, r.remote_bytes, r.rq_lock_wait_ns, r.idle_exit_ns, r.mm_switches],
+            counters: [
+                r.l2_misses,
+                r.llc_misses,
+                r.dram_bytes,
+                r.remote_bytes,
+                r.rq_lock_wait_ns,
+                r.idle_exit_ns,
+                r.mm_switches,
+                r.group_switches,
+            ],
         }
     }
     pub(crate) fn affine_share(&self) -> f64 {
@@ -267,6 +276,9 @@ pub(crate) struct Row {
     pub(crate) affine_b: f64,
     pub(crate) migrations_a: f64,
     pub(crate) migrations_b: f64,
+    /// Mean mm switches and cross-task-group switches per side.
+    pub(crate) mm_switches: [f64; 2],
+    pub(crate) group_switches: [f64; 2],
 }
 
 impl Row {
@@ -500,6 +512,8 @@ fn summarise(cell: &Cell, info: MetricInfo, recs: Vec<Rec>, r: usize) -> Table {
             affine_b: mean_of(1, &|x| x.affine_share()),
             migrations_a: mean_of(0, &|x| x.migrations as f64),
             migrations_b: mean_of(1, &|x| x.migrations as f64),
+            mm_switches: [mean_of(0, &|x| x.counters[6] as f64), mean_of(1, &|x| x.counters[6] as f64)],
+            group_switches: [mean_of(0, &|x| x.counters[7] as f64), mean_of(1, &|x| x.counters[7] as f64)],
         });
     }
     let p0 = &cell.preps[0];
@@ -786,6 +800,17 @@ fn schedstat_table(rows: &[Row]) -> String {
             r.migrations_b,
             mig
         );
+    }
+    if rows.iter().any(|r| r.group_switches[0] + r.group_switches[1] > 0.0) {
+        let _ = writeln!(o, "switches (means over runs): mm = between processes, cross-group = between task groups, on a CPU");
+        let _ = writeln!(o, "{:<w$} {:>10} {:>10} {:>14} {:>14}", "load", "mm A", "mm B", "cross-group A", "cross-group B");
+        for r in rows {
+            let _ = writeln!(
+                o,
+                "{:<w$} {:>10.1} {:>10.1} {:>14.1} {:>14.1}",
+                r.label, r.mm_switches[0], r.mm_switches[1], r.group_switches[0], r.group_switches[1]
+            );
+        }
     }
     o
 }

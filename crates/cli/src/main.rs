@@ -207,6 +207,11 @@ fn dispatch(cli: Cli) -> Result<()> {
                 }
                 println!();
             }
+            println!("every built-in also takes:");
+            for p in schedlab_workload::GENERIC_PARAMS {
+                let kv = format!("{}={}", p.key, p.default);
+                println!("  --set {kv:<18} {}", p.help);
+            }
             Ok(())
         }
         Cmd::Run(args) => {

@@ -279,7 +279,12 @@ mod tests {
     fn traced(machine: &str, kernel: &str, workload: &str, set: &str, duration_ns: Option<u64>, trace: bool) -> RunResult {
         let m = schedlab_machine::load(machine).unwrap();
         let w = build(workload, &Params::parse(set).unwrap(), m.topology.nr_cpus(), &m.topology.core_groups()).unwrap();
-        run(&m, profile(kernel).unwrap(), &w, &SimConfig { seed: 5, duration_ns, schedstat: false, model: Default::default(), trace })
+        run(
+            &m,
+            profile(kernel).unwrap(),
+            &w,
+            &SimConfig { seed: 5, duration_ns, schedstat: false, model: Default::default(), trace, switch_log: false },
+        )
     }
 
     /// What a kernel trace guarantees: time order; per CPU, each switch's prev

@@ -287,6 +287,7 @@ pub struct Rq {
 impl Rq {
     /// `rq->nr_running` (fair tasks only): the root cfs_rq's `h_nr_running`.
     #[inline]
+    #[allow(clippy::misnamed_getters)] // rq->nr_running is the root's h_nr_running, not its nr_running
     pub fn nr_running(&self) -> u32 {
         self.cfs.h_nr_running
     }

@@ -545,6 +545,11 @@ pub const GENERIC_PARAMS: &[params::ParamDoc] = &[
         default: "1024",
         help: "cpu.shares per cgroup, colon-separated (e.g. 1024:2048); one value for all",
     },
+    params::ParamDoc {
+        key: "cgroup_process",
+        default: "0",
+        help: "1: the tasks of each cgroup are threads of one process (one mm per cgroup, as in seed 002)",
+    },
     params::ParamDoc { key: "pin", default: "", help: "pin every task to these CPUs (e.g. 0, 0-3 or 0:2); empty = no pinning" },
 ];
 
@@ -576,8 +581,16 @@ fn apply_generic(w: &mut Workload, p: &Params, nr_cpus: usize) -> Result<(), Wor
         }
         w.params.push(("cgroups".into(), k.to_string()));
         w.params.push(("cgroup_shares".into(), shares_s.to_string()));
-    } else if p.get("cgroup_shares").is_some() {
-        return Err(WorkloadError("cgroup_shares needs cgroups=N (N >= 1)".into()));
+        if p.flag("cgroup_process", false)? {
+            // One new process per cgroup, numbered after the workload's own.
+            let base = w.tasks.iter().map(|t| t.mm).max().unwrap_or(0) + 1;
+            for t in &mut w.tasks {
+                t.mm = base + t.group - 1;
+            }
+            w.params.push(("cgroup_process".into(), "1".into()));
+        }
+    } else if p.get("cgroup_shares").is_some() || p.get("cgroup_process").is_some() {
+        return Err(WorkloadError("cgroup_shares and cgroup_process need cgroups=N (N >= 1)".into()));
     }
     if let Some(pin) = p.get("pin").filter(|s| !s.is_empty()) {
         let mut cpus = Vec::new();
