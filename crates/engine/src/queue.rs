@@ -19,15 +19,20 @@ const D: usize = 4;
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    at: u64,
-    seq: u64,
+    /// `(at << 64) | seq`: one integer comparison orders by time, then scheduling order.
+    key: u128,
     slot: u32,
 }
 
 impl Entry {
     #[inline]
     fn before(&self, o: &Entry) -> bool {
-        (self.at, self.seq) < (o.at, o.seq)
+        self.key < o.key
+    }
+
+    #[inline]
+    fn at(&self) -> u64 {
+        (self.key >> 64) as u64
     }
 }
 
@@ -74,13 +79,16 @@ impl EventQueue {
                 break;
             }
             let last = (first + D).min(n);
+            // Branch-free minimum of the children (the comparisons are unpredictable).
             let mut c = first;
+            let mut ck = self.heap[first].key;
             for k in first + 1..last {
-                if self.heap[k].before(&self.heap[c]) {
-                    c = k;
-                }
+                let kk = self.heap[k].key;
+                let lt = kk < ck;
+                c = if lt { k } else { c };
+                ck = if lt { kk } else { ck };
             }
-            if !self.heap[c].before(&e) {
+            if ck >= e.key {
                 break;
             }
             let ce = self.heap[c];
@@ -97,7 +105,7 @@ impl EventQueue {
             self.popped = None; // the popped entry becomes the new event
         }
         self.seq += 1;
-        let e = Entry { at, seq: self.seq, slot };
+        let e = Entry { key: ((at as u128) << 64) | self.seq as u128, slot };
         let p = self.pos[slot as usize];
         if p == NONE {
             self.heap.push(e);
@@ -151,7 +159,7 @@ impl EventQueue {
         }
         let top = *self.heap.first()?;
         self.popped = Some(top.slot);
-        Some((top.slot, top.at))
+        Some((top.slot, top.at()))
     }
 
     pub fn len(&self) -> usize {
