@@ -910,8 +910,11 @@ impl<'a> Sim<'a> {
                         self.group_switches += 1;
                     }
                     cpu.last_group = Some(group);
-                    // __schedule() holds this rq's lock for the pick.
-                    let hold = self.machine.costs.rq_lock_hold_ns;
+                    // __schedule() takes this rq's lock before the pick and
+                    // releases it in finish_task_switch(), after switch_mm()
+                    // and switch_to(): the section covers the switch itself.
+                    // FIDELITY(F-440): fixed hold times; no slowdown with the number of spinners.
+                    let hold = self.machine.costs.rq_lock_hold_ns + cost;
                     let wait = self.cost.rq_lock(c, c, now, hold);
                     self.rq_lock_wait_ns += wait;
                     cost += wait;

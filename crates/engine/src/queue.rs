@@ -4,6 +4,13 @@
 //! Rescheduling a slot moves its single entry instead of leaving a stale event
 //! behind, so the heap never holds more than the live events and a CPU's
 //! segment end can be moved (preemption, SMT speed change) in O(log n).
+//!
+//! `pop` leaves the popped entry at the root until the next `pop`: most
+//! handlers reschedule the slot they are handling (a CPU's next segment end),
+//! which then replaces the root with one sift-down instead of a removal plus
+//! an insertion. Every entry scheduled meanwhile is later than the root in
+//! `(at, seq)` order (the clock never goes back, seq grows), so it never
+//! displaces it; keys are unique, so the pop order is exactly that of a plain heap.
 
 const NONE: u32 = u32::MAX;
 /// Children per node: a 4-ary heap halves the depth of a binary one and keeps
@@ -12,15 +19,20 @@ const D: usize = 4;
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    at: u64,
-    seq: u64,
+    /// `(at << 64) | seq`: one integer comparison orders by time, then scheduling order.
+    key: u128,
     slot: u32,
 }
 
 impl Entry {
     #[inline]
     fn before(&self, o: &Entry) -> bool {
-        (self.at, self.seq) < (o.at, o.seq)
+        self.key < o.key
+    }
+
+    #[inline]
+    fn at(&self) -> u64 {
+        (self.key >> 64) as u64
     }
 }
 
@@ -29,11 +41,13 @@ pub struct EventQueue {
     heap: Vec<Entry>,
     pos: Vec<u32>,
     seq: u64,
+    /// The slot returned by the last `pop`, still in the heap (not yet removed).
+    popped: Option<u32>,
 }
 
 impl EventQueue {
     pub fn new(slots: usize) -> Self {
-        EventQueue { heap: Vec::with_capacity(slots), pos: vec![NONE; slots], seq: 0 }
+        EventQueue { heap: Vec::with_capacity(slots), pos: vec![NONE; slots], seq: 0, popped: None }
     }
 
     #[inline]
@@ -65,13 +79,16 @@ impl EventQueue {
                 break;
             }
             let last = (first + D).min(n);
+            // Branch-free minimum of the children (the comparisons are unpredictable).
             let mut c = first;
+            let mut ck = self.heap[first].key;
             for k in first + 1..last {
-                if self.heap[k].before(&self.heap[c]) {
-                    c = k;
-                }
+                let kk = self.heap[k].key;
+                let lt = kk < ck;
+                c = if lt { k } else { c };
+                ck = if lt { kk } else { ck };
             }
-            if !self.heap[c].before(&e) {
+            if ck >= e.key {
                 break;
             }
             let ce = self.heap[c];
@@ -84,8 +101,11 @@ impl EventQueue {
     /// Schedule `slot` at `at`, replacing its pending event if any. Ties are
     /// broken by scheduling order.
     pub fn schedule(&mut self, slot: u32, at: u64) {
+        if self.popped == Some(slot) {
+            self.popped = None; // the popped entry becomes the new event
+        }
         self.seq += 1;
-        let e = Entry { at, seq: self.seq, slot };
+        let e = Entry { key: ((at as u128) << 64) | self.seq as u128, slot };
         let p = self.pos[slot as usize];
         if p == NONE {
             self.heap.push(e);
@@ -106,6 +126,13 @@ impl EventQueue {
 
     /// Drop `slot`'s pending event, if any.
     pub fn cancel(&mut self, slot: u32) {
+        if self.popped == Some(slot) {
+            self.popped = None;
+        }
+        self.remove(slot);
+    }
+
+    fn remove(&mut self, slot: u32) {
         let p = self.pos[slot as usize];
         if p == NONE {
             return;
@@ -127,22 +154,20 @@ impl EventQueue {
 
     /// Remove and return the earliest event: (slot, at).
     pub fn pop(&mut self) -> Option<(u32, u64)> {
-        let top = *self.heap.first()?;
-        let last = self.heap.pop().unwrap();
-        self.pos[top.slot as usize] = NONE;
-        if !self.heap.is_empty() {
-            self.place(0, last);
-            self.sift_down(0);
+        if let Some(s) = self.popped.take() {
+            self.remove(s);
         }
-        Some((top.slot, top.at))
+        let top = *self.heap.first()?;
+        self.popped = Some(top.slot);
+        Some((top.slot, top.at()))
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - self.popped.is_some() as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 

@@ -418,3 +418,41 @@ fn next_buddy_hint_keeps_cpu_in_group() {
     assert!(after < 0.4, "with the hint only {after:.2} should");
     assert!(v310 < 0.4 && reverted > 0.9, "v3.10 {v310:.2}, reverted {reverted:.2}");
 }
+
+/// machine-calibration §3/§4.3, kernel-placement-spec §3.3 (F-440):
+/// will-it-scale context_switch1 unpinned (-n) on spr-112 (one 112-CPU LLC).
+/// Up to one task per CPU every wakee returns to its idle previous CPU; past
+/// it the pairs roam (wakees' previous CPUs are busy, select_idle_cpu finds
+/// transiently idle ones), idle time and migrations rise and ops/s drop. The
+/// rq-lock wait grows past one task per CPU; it is large on v5.13, where a
+/// same-LLC wakeup onto an idle CPU takes the remote rq lock (TTWU_QUEUE
+/// in-LLC only for WF_ON_CPU), and stays small on v6.0+ (wake list).
+#[test]
+fn context_switch1_unpinned_rq_lock_wait_rises_past_one_task_per_cpu() {
+    let m = machine("spr-112");
+    let run_cs = |kernel: &str, pairs: u32| {
+        let w = wl(&m, "context_switch1", &format!("pairs={pairs},affinity=0"));
+        let r = go(&m, kernel, &w, 1, Some(20 * MS));
+        check_invariants(&r, &w, false);
+        r
+    };
+    let cpu_ns = |r: &RunResult| r.cpus.len() as f64 * r.simulated_ns as f64;
+    let wait = |r: &RunResult| r.rq_lock_wait_ns as f64 / cpu_ns(r);
+    let idle = |r: &RunResult| r.cpus.iter().map(|c| c.1).sum::<u64>() as f64 / cpu_ns(r);
+
+    let a56 = run_cs("v6.12", 56);
+    let a100 = run_cs("v6.12", 100);
+    let a224 = run_cs("v6.12", 224);
+    // One task per CPU: the pairs stay put; past it they roam.
+    assert!(a100.migrations > 20 * a56.migrations.max(1), "migrations 56: {} 100: {}", a56.migrations, a100.migrations);
+    assert!(idle(&a100) > 0.2, "100 pairs keep CPUs idle while pairs wait: {:.3}", idle(&a100));
+    assert!(a100.metric_value < a56.metric_value, "ops/s 56: {} 100: {}", a56.metric_value, a100.metric_value);
+    assert!(wait(&a224) > 3.0 * wait(&a56), "v6.12 wait share 56: {:e} 224: {:e}", wait(&a56), wait(&a224));
+    assert!(wait(&a100) > 3.0 * wait(&a56), "v6.12 wait share 56: {:e} 100: {:e}", wait(&a56), wait(&a100));
+
+    let b56 = run_cs("v5.13", 56);
+    let b100 = run_cs("v5.13", 100);
+    assert!(wait(&b100) > 0.005, "v5.13 at 100 pairs: rq-lock wait {:.4} of CPU time", wait(&b100));
+    assert!(wait(&b100) > 100.0 * wait(&b56), "v5.13 wait share 56: {:e} 100: {:e}", wait(&b56), wait(&b100));
+    assert!(wait(&b100) > 20.0 * wait(&a100), "v5.13 {:e} vs v6.12 {:e} at 100 pairs", wait(&b100), wait(&a100));
+}

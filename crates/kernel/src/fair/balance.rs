@@ -548,12 +548,21 @@ impl Kernel {
     /// `detach_task()` + `attach_task()` for a queued, not running task.
     pub(crate) fn migrate_queued_task(&mut self, p: TaskId, src: CpuId, dst: CpuId, now: u64) {
         debug_assert_ne!(self.rqs[src.idx()].curr, Some(p));
+        let delayed = self.tasks[p.idx()].se.sched_delayed;
         self.dequeue_task_fair(src, p, 0, now);
         let se = &mut self.tasks[p.idx()].se;
         se.avg.update(now, 0, se.weight, 0, false);
         self.set_task_cpu_pub(p, dst);
         let queued_at = self.tasks[p.idx()].last_queued;
         self.enqueue_task_fair(p, crate::fair::flags::ENQUEUE_MIGRATED, now);
+        if delayed {
+            // v6.12 detach_task()/attach_task(): a delayed-dequeue entity (a
+            // sleeper, migrated for load) moves as it is: still sched_delayed
+            // on dst, still asleep; its pick there completes the dequeue.
+            self.mark_delayed(p);
+            self.note_nr_running(dst);
+            return;
+        }
         let t = &mut self.tasks[p.idx()];
         t.state = TaskState::Runnable;
         t.last_queued = queued_at.or(Some(now));

@@ -569,6 +569,12 @@ impl Kernel {
         true
     }
 
+    /// Mark a queued task `sched_delayed` (v6.12), counted up the hierarchy.
+    pub(crate) fn mark_delayed(&mut self, p: TaskId) {
+        self.tasks[p.idx()].se.sched_delayed = true;
+        self.walk_h_nr_delayed(Ent::task(p), true);
+    }
+
     /// `h_nr_delayed` of every cfs_rq from the task's up to the root (v6.12).
     fn walk_h_nr_delayed(&mut self, e: Ent, inc: bool) {
         let mut cur = Some(e);

@@ -1,6 +1,10 @@
 //! will-it-scale `context_switch1` (benchmark-workloads §3): N pairs, each pair
 //! bound to one core's CPUs (hwloc cpuset of core i % ncores), 1-byte pipe
 //! ping-pong; the counter counts one-way switches (+2 per round trip).
+//! As in will-it-scale's main.c, one main task forks the copies one after
+//! another and each copy forks its ping-pong child as it starts, so with
+//! `affinity=0` (-n) the fork balancer places every task while the earlier
+//! pairs are already running.
 
 use super::costs::*;
 use super::{Builtin, COUNTER_OPS};
@@ -43,6 +47,12 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
         jitter_pct: 10,
     };
     let _ = nr_cpus;
+    // will-it-scale main(): forks the copies one after another, then waits.
+    // FIDELITY(F-441): ops are counted from time 0, the fork phase included.
+    let main_prog = 0u32;
+    w.programs.push(Vec::new());
+    w.tasks.push(TaskSpec { name: "will-it-scale".into(), program: main_prog, mm: 2 * pairs, nice: 0, cpus: None, start: true, group: 0 });
+    let mut main_ops = Vec::new();
     for i in 0..pairs {
         let (c1, c2) = (2 * i, 2 * i + 1);
         w.channels.push(chan.clone());
@@ -50,6 +60,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
         let cpus = if affinity && !cores.is_empty() { Some(cores[i as usize % cores.len()].clone()) } else { None };
         let parent_prog = w.programs.len() as u32;
         let child_spec = w.tasks.len() as u32 + 1;
+        main_ops.push(Op::Fork { spec: w.tasks.len() as u32, cost: fork_cost });
         w.programs.push(vec![
             Op::Fork { spec: child_spec, cost: fork_cost },
             Op::Loop { count: u64::MAX },
@@ -71,7 +82,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
             mm,
             nice: 0,
             cpus: cpus.clone(),
-            start: true,
+            start: false,
             group: 0,
         });
         w.tasks.push(TaskSpec {
@@ -84,6 +95,8 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
             group: 0,
         });
     }
+    main_ops.push(Op::WaitChild);
+    w.programs[main_prog as usize] = main_ops;
     Ok(w)
 }
 
@@ -94,10 +107,17 @@ mod tests {
     fn pairs_bound_to_cores() {
         let cores = vec![vec![0, 2], vec![1, 3]];
         let w = crate::build("context_switch1", &Params::parse("pairs=3").unwrap(), 4, &cores).unwrap();
-        assert_eq!(w.tasks.len(), 6);
-        assert_eq!(w.tasks[0].cpus, Some(vec![0, 2]));
-        assert_eq!(w.tasks[4].cpus, Some(vec![0, 2]));
-        assert_eq!(w.tasks[3].cpus, Some(vec![1, 3]));
+        assert_eq!(w.tasks.len(), 7, "main + 3 pairs");
+        assert!(w.tasks[0].start && w.tasks[0].cpus.is_none(), "main() is unbound");
+        assert!(w.tasks[1..].iter().all(|t| !t.start), "copies are forked by main()");
+        assert_eq!(w.tasks[1].cpus, Some(vec![0, 2]));
+        assert_eq!(w.tasks[5].cpus, Some(vec![0, 2]));
+        assert_eq!(w.tasks[4].cpus, Some(vec![1, 3]));
+        // main() forks the copies in order, then waits.
+        let forks: Vec<u32> =
+            w.programs[0].iter().filter_map(|op| if let Op::Fork { spec, .. } = op { Some(*spec) } else { None }).collect();
+        assert_eq!(forks, vec![1, 3, 5]);
+        assert_eq!(w.programs[0].last(), Some(&Op::WaitChild));
         assert!(w.time_bounded);
     }
 }
