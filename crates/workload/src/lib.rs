@@ -556,7 +556,10 @@ pub const GENERIC_PARAMS: &[params::ParamDoc] = &[
 /// Apply the generic parameters to a built workload.
 fn apply_generic(w: &mut Workload, p: &Params, nr_cpus: usize) -> Result<(), WorkloadError> {
     let n = w.tasks.len() as u64;
-    let k = p.u64_in("cgroups", 0, 0, n.max(1))?;
+    let k = p.u64_in("cgroups", 0, 0, u32::MAX as u64)?;
+    if k > n {
+        return Err(WorkloadError(format!("cgroups={k}: the workload has {n} tasks; give at most one cgroup per task")));
+    }
     if k > 0 {
         let shares_s = p.get("cgroup_shares").unwrap_or("1024");
         let mut shares = Vec::new();
