@@ -267,9 +267,10 @@ fn libraries(bin: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// The /init script: mounts, topology and node distances, tracing of the
-/// workload's migrations, /proc/schedstat before and after the workload, all
-/// written to the second serial port (ttyS1), then power-off.
-pub fn init_script(command: &str) -> String {
+/// workload's migrations, then `reps` runs of the workload, each between two
+/// reads of /proc/schedstat and of the trace counters, all written to the
+/// second serial port (ttyS1); then power-off.
+pub fn init_script(command: &str, reps: u32) -> String {
     format!(
         r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -284,8 +285,16 @@ O=/dev/ttyS1
 stty -F $O raw -echo 2>/dev/null
 T=/sys/kernel/tracing
 E=$T/events/sched/sched_migrate_task
+migr() {{
+  [ -d $E ] || return
+  n=0
+  for s in $T/per_cpu/cpu*/stats; do
+    for v in $(grep -E '^(entries|overrun):' $s | cut -d: -f2); do n=$((n + v)); done
+  done
+  echo "@@ migrations $1 $n"
+}}
 {{
-echo "@@ schedlab-oracle 1"
+echo "@@ schedlab-oracle 2"
 echo "@@ uname $(uname -r)"
 echo "@@ topology"
 for c in /sys/devices/system/cpu/cpu[0-9]*; do
@@ -295,27 +304,26 @@ for n in /sys/devices/system/node/node[0-9]*; do
   [ -d "$n" ] && echo "${{n##*/}} cpus $(cat $n/cpulist) distance $(cat $n/distance)"
 done
 if [ -d $E ]; then
-  echo 8192 > $T/buffer_size_kb
+  echo 16384 > $T/buffer_size_kb
   echo 'comm == "hackbench" || comm ~ "sl-*"' > $E/filter
   echo 1 > $E/enable
 fi
-echo "@@ schedstat-before"
-cat /proc/schedstat
-echo "@@ workload {command}"
-{command} > /tmp/out 2>&1
-rc=$?
-cat /proc/schedstat > /tmp/after
-cat /tmp/out
-echo "@@ exit $rc"
-echo "@@ schedstat-after"
-cat /tmp/after
-if [ -d $E ]; then
-  echo 0 > $E/enable
-  echo "@@ migrate-trace"
-  for s in $T/per_cpu/cpu*/stats; do
-    echo "$s $(grep -E '^(entries|overrun):' $s | tr '\n' ' ')"
-  done
-fi
+r=1
+while [ $r -le {reps} ]; do
+  migr before
+  echo "@@ schedstat-before $r"
+  cat /proc/schedstat
+  {command} > /tmp/out 2>&1
+  rc=$?
+  cat /proc/schedstat > /tmp/after
+  migr after
+  echo "@@ workload $r {command}"
+  cat /tmp/out
+  echo "@@ exit $r $rc"
+  echo "@@ schedstat-after $r"
+  cat /tmp/after
+  r=$((r + 1))
+done
 echo "@@ end"
 }} > $O 2>&1
 sync
@@ -325,7 +333,7 @@ poweroff -f
 }
 
 /// Build the initramfs for a guest workload.
-pub fn initramfs(gw: &GuestWorkload, cache: &Path) -> Result<Vec<u8>> {
+pub fn initramfs(gw: &GuestWorkload, reps: u32, cache: &Path) -> Result<Vec<u8>> {
     let mut c = Cpio::new();
     let mut made: Vec<String> = Vec::new();
     for d in ["bin", "dev", "proc", "sys", "tmp"] {
@@ -356,7 +364,7 @@ pub fn initramfs(gw: &GuestWorkload, cache: &Path) -> Result<Vec<u8>> {
         let data = std::fs::read(l).with_context(|| format!("cannot read library {p}"))?;
         c.file(&p, &data, true);
     }
-    c.file("init", init_script(&gw.command).as_bytes(), true);
+    c.file("init", init_script(&gw.command, reps).as_bytes(), true);
     Ok(c.finish())
 }
 
@@ -392,11 +400,12 @@ mod tests {
 
     #[test]
     fn init_script_reads_schedstat_around_the_command() {
-        let s = init_script("hackbench -g 1");
+        let s = init_script("hackbench -g 1", 3);
         let before = s.find("@@ schedstat-before").unwrap();
         let run = s.find("hackbench -g 1 > /tmp/out").unwrap();
         let after = s.find("cat /proc/schedstat > /tmp/after").unwrap();
         assert!(before < run && run < after);
+        assert!(s.contains("while [ $r -le 3 ]"));
         assert!(s.contains("poweroff -f"));
     }
 }

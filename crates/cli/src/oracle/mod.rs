@@ -46,6 +46,9 @@ pub struct OracleArgs {
     /// Wall-clock limit for the guest (boot + workload + power-off), seconds; qemu is killed when it passes.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
+    /// Runs of the workload in one guest boot (and seeded model runs); shares are pooled, ranges are over runs.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub reps: u32,
     /// How qemu runs the vCPUs: icount (even progress, reproducible; default) or mttcg (fast, host-load dependent).
     #[arg(long, value_enum, default_value = "icount")]
     pub accel: qemu::Accel,
@@ -60,24 +63,31 @@ pub struct OracleArgs {
     pub dry_run: bool,
 }
 
-/// The real kernel's side, parsed from the guest's output.
+/// One run of the workload in the guest.
 #[derive(Clone, Debug)]
-pub struct RealSide {
-    pub release: String,
-    pub schedstat_version: u32,
+pub struct Rep {
     pub summary: schedstat::Summary,
     /// sched_migrate_task events of the workload's tasks (None: no tracefs).
     pub migrations: Option<u64>,
     pub exit_code: i32,
     pub output: String,
+}
+
+/// The real kernel's side, parsed from the guest's output.
+#[derive(Clone, Debug)]
+pub struct RealSide {
+    pub release: String,
+    pub schedstat_version: u32,
+    pub reps: Vec<Rep>,
     /// Per-CPU domain spans differing from the model's (empty: all agree).
     pub span_mismatches: Vec<String>,
     /// Guest topology (sysfs) differing from the machine.
     pub topology_mismatches: Vec<String>,
 }
 
+/// The lines after the line `@@ {marker}` up to the next `@@` line.
 fn section<'a>(text: &'a str, marker: &str) -> Option<&'a str> {
-    let start = text.find(&format!("@@ {marker}"))?;
+    let start = text.find(&format!("@@ {marker}\n"))?;
     let body = &text[start..];
     let body = &body[body.find('\n')? + 1..];
     Some(&body[..body.find("\n@@ ").map(|i| i + 1).unwrap_or(body.len())])
@@ -157,39 +167,46 @@ fn check_spans(s: &schedstat::Snapshot, sd: &SchedDomains) -> Vec<String> {
 /// Parse the guest's serial output (the /init script's `@@` sections).
 pub fn parse_guest(text: &str, m: &Machine, sd: &SchedDomains) -> Result<RealSide> {
     let text = text.replace('\r', "");
-    if !text.contains("@@ schedlab-oracle 1") {
+    if !text.contains("@@ schedlab-oracle 2") {
         bail!("the guest printed nothing on its result port (did the kernel boot? see the console log)");
     }
     if !text.contains("@@ end") {
         bail!("the guest output stops before its end marker (the guest died or the output was cut)");
     }
     let release = text.lines().find_map(|l| l.strip_prefix("@@ uname ")).unwrap_or("?").trim().to_string();
-    let before = schedstat::parse(section(&text, "schedstat-before").context("no schedstat-before section")?).context("guest /proc/schedstat before the workload")?;
-    let after = schedstat::parse(section(&text, "schedstat-after").context("no schedstat-after section")?).context("guest /proc/schedstat after the workload")?;
-    let d = schedstat::delta(&before, &after)?;
-    let summary = schedstat::summarize(&d, &m.topology)?;
-    let exit_code = text.lines().find_map(|l| l.strip_prefix("@@ exit ")).and_then(|v| v.trim().parse().ok()).unwrap_or(-1);
-    let output = {
-        let w = text.find("@@ workload").map(|i| &text[i..]).unwrap_or("");
-        let w = &w[w.find('\n').map(|i| i + 1).unwrap_or(w.len())..];
-        w[..w.find("@@ exit").unwrap_or(w.len())].trim().to_string()
-    };
-    let migrations = section(&text, "migrate-trace").map(|s| {
-        s.lines()
-            .map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                let get = |k: &str| f.iter().position(|w| *w == k).and_then(|i| f.get(i + 1)).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-                get("entries:") + get("overrun:")
-            })
-            .sum()
-    });
+    let mut reps = Vec::new();
+    let mut version = 0;
+    let mut last_after = None;
+    for r in 1.. {
+        let Some(before) = section(&text, &format!("schedstat-before {r}")) else { break };
+        let before = schedstat::parse(before).with_context(|| format!("guest /proc/schedstat before run {r}"))?;
+        let after = schedstat::parse(section(&text, &format!("schedstat-after {r}")).with_context(|| format!("no schedstat-after section for run {r}"))?)
+            .with_context(|| format!("guest /proc/schedstat after run {r}"))?;
+        let d = schedstat::delta(&before, &after)?;
+        version = d.version;
+        let summary = schedstat::summarize(&d, &m.topology)?;
+        let exit_code = text.lines().find_map(|l| l.strip_prefix(&format!("@@ exit {r} "))).and_then(|v| v.trim().parse().ok()).unwrap_or(-1);
+        let output = text
+            .lines()
+            .position(|l| l.starts_with(&format!("@@ workload {r} ")))
+            .map(|i| text.lines().skip(i + 1).take_while(|l| !l.starts_with("@@ ")).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        let count = |when: &str| -> Option<u64> {
+            let key = format!("@@ migrations {when} ");
+            text.lines().filter(|l| l.starts_with(&key)).nth(r - 1).and_then(|l| l[key.len()..].trim().parse().ok())
+        };
+        let migrations = match (count("before"), count("after")) {
+            (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+            _ => None,
+        };
+        reps.push(Rep { summary, migrations, exit_code, output: output.trim().to_string() });
+        last_after = Some(after);
+    }
+    let after = last_after.context("the guest output holds no workload run")?;
     Ok(RealSide {
         release,
-        schedstat_version: d.version,
-        summary,
-        migrations,
-        exit_code,
-        output,
+        schedstat_version: version,
+        reps,
         span_mismatches: check_spans(&after, sd),
         topology_mismatches: check_topology(&text, m),
     })
@@ -339,7 +356,7 @@ pub fn oracle(a: &OracleArgs) -> Result<()> {
     let lock = QemuLock::take(&cache, Instant::now() + timeout)?;
     std::fs::create_dir_all(&run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
     let result = (|| -> Result<String> {
-        let initrd = guest::initramfs(&gw, &cache)?;
+        let initrd = guest::initramfs(&gw, a.reps, &cache)?;
         std::fs::write(run_dir.join("initrd.cpio"), initrd)?;
         eprintln!("schedlab oracle: booting {} ({} vCPUs, -smp {}) with {}", kernel.display(), shape.cpus, shape.smp(), gw.command);
         boot(&qemu_bin, &qargs, &run_dir, timeout)
@@ -360,10 +377,19 @@ pub fn oracle(a: &OracleArgs) -> Result<()> {
     let _ = std::fs::remove_dir_all(&run_dir);
     let sd = SchedDomains::build(&prep.machine.topology, &prep.kernel);
     let real = parse_guest(&text, &prep.machine, &sd)?;
-    if real.exit_code != 0 {
-        bail!("the guest workload `{}` exited with {}: {}", gw.command, real.exit_code, real.output);
+    if let Some(bad) = real.reps.iter().find(|r| r.exit_code != 0) {
+        bail!("the guest workload `{}` exited with {}: {}", gw.command, bad.exit_code, bad.output);
     }
-    let res = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
+    if real.reps.len() != a.reps as usize {
+        bail!("the guest reported {} runs of the workload, {} were asked for", real.reps.len(), a.reps);
+    }
+    // The model runs as often as the guest did, seeds seed..seed+reps-1.
+    let model: Vec<RunResult> = (0..a.reps as u64)
+        .map(|k| {
+            let cfg = schedlab_engine::SimConfig { seed: a.seed.wrapping_add(k), ..prep.cfg.clone() };
+            schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &cfg)
+        })
+        .collect();
     let qemu_short = format!("qemu {}", qemu_line.split("version ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("?"));
     let info = Info {
         machine: &prep.machine,
@@ -375,9 +401,9 @@ pub fn oracle(a: &OracleArgs) -> Result<()> {
         not_expressed: shape.not_expressed(),
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&info, &real, &res, a))?);
+        println!("{}", serde_json::to_string_pretty(&to_json(&info, &real, &model, a))?);
     } else {
-        print!("{}", table(&info, &real, &res, a));
+        print!("{}", table(&info, &real, &model, a));
     }
     Ok(())
 }
@@ -430,6 +456,46 @@ fn model_summary(r: &RunResult) -> schedstat::Summary {
     }
 }
 
+/// One side of the comparison: a summary and migrations per run.
+pub struct Side {
+    pub runs: Vec<(schedstat::Summary, Option<u64>)>,
+}
+
+impl Side {
+    fn real(r: &RealSide) -> Side {
+        Side { runs: r.reps.iter().map(|x| (x.summary.clone(), x.migrations)).collect() }
+    }
+
+    fn model(m: &[RunResult]) -> Side {
+        Side { runs: m.iter().map(|r| (model_summary(r), Some(r.migrations))).collect() }
+    }
+
+    /// Counters summed over runs (levels matched by position; one machine, so
+    /// every run has the same levels).
+    fn pooled(&self) -> schedstat::Summary {
+        let mut p = self.runs[0].0.clone();
+        for (s, _) in &self.runs[1..] {
+            p.ttwu_count += s.ttwu_count;
+            p.ttwu_local += s.ttwu_local;
+            p.sched_count += s.sched_count;
+            for (a, b) in p.levels.iter_mut().zip(&s.levels) {
+                a.ttwu_wake_remote += b.ttwu_wake_remote;
+                a.ttwu_move_affine += b.ttwu_move_affine;
+                a.lb_count += b.lb_count;
+                a.lb_balanced += b.lb_balanced;
+                a.lb_failed += b.lb_failed;
+                a.lb_gained += b.lb_gained;
+                a.alb_pushed += b.alb_pushed;
+            }
+        }
+        p
+    }
+
+    fn migrations(&self) -> Option<Vec<u64>> {
+        self.runs.iter().map(|r| r.1).collect()
+    }
+}
+
 /// Level labels present on either side, bottom-up (the real side's order first).
 fn level_names(real: &schedstat::Summary, model: &schedstat::Summary) -> Vec<String> {
     let mut v: Vec<String> = real.levels.iter().map(|l| l.name.clone()).collect();
@@ -453,12 +519,40 @@ fn params_str(w: &schedlab_workload::Workload) -> String {
     w.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
-pub fn table(info: &Info, real: &RealSide, res: &RunResult, a: &OracleArgs) -> String {
-    let model = model_summary(res);
-    let names = level_names(&real.summary, &model);
+type Pick<'f> = &'f dyn Fn(&schedstat::Summary) -> Option<u64>;
+
+/// A share cell: pooled share of ttwu_count, and with several runs the
+/// range of the per-run shares.
+fn share_cell(side: &Side, f: Pick) -> String {
+    let pooled = side.pooled();
+    let Some(n) = f(&pooled) else { return "-".into() };
+    let p = pct(n, pooled.ttwu_count);
+    if side.runs.len() == 1 {
+        return format!("{p:5.1}%");
+    }
+    let shares: Vec<f64> = side.runs.iter().map(|(s, _)| pct(f(s).unwrap_or(0), s.ttwu_count)).collect();
+    let lo = shares.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = shares.iter().cloned().fold(0.0, f64::max);
+    format!("{p:5.1}% [{lo:4.1}-{hi:4.1}]")
+}
+
+/// A count cell: mean per run, and with several runs the range.
+fn count_cell(vals: Option<Vec<u64>>) -> String {
+    let Some(v) = vals.filter(|v| !v.is_empty()) else { return "n/a".into() };
+    let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
+    if v.len() == 1 {
+        return format!("{mean:.0}");
+    }
+    format!("{mean:.0} [{}-{}]", v.iter().min().unwrap_or(&0), v.iter().max().unwrap_or(&0))
+}
+
+pub fn table(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs) -> String {
+    let rs = Side::real(real);
+    let ms = Side::model(model);
+    let names = level_names(&rs.pooled(), &ms.pooled());
     let mut o = String::new();
     let m = info.machine;
-    let _ = writeln!(o, "schedlab oracle: {} {} on {} ({} CPUs)", info.workload.name, params_str(info.workload), m.name, m.topology.nr_cpus());
+    let _ = writeln!(o, "schedlab oracle: {} {} on {} ({} CPUs), {} run(s) per side", info.workload.name, params_str(info.workload), m.name, m.topology.nr_cpus(), a.reps);
     let _ = writeln!(
         o,
         "  real : Linux {} under {} TCG ({}), -smp {}, /proc/schedstat version {}",
@@ -468,50 +562,37 @@ pub fn table(info: &Info, real: &RealSide, res: &RunResult, a: &OracleArgs) -> S
         info.smp,
         real.schedstat_version
     );
-    let _ = writeln!(o, "         guest ran `{}`: {}", info.guest_cmd, real.output.lines().last().unwrap_or(""));
-    let _ = writeln!(o, "  model: schedlab {} profile, seed {}, simulated {:.3} ms", PROFILE, a.seed, res.simulated_ns as f64 / 1e6);
+    let outs: Vec<&str> = real.reps.iter().map(|r| r.output.lines().last().unwrap_or("")).collect();
+    let _ = writeln!(o, "         guest ran `{}`: {}", info.guest_cmd, outs.join("; "));
+    let sim_ms: Vec<String> = model.iter().map(|r| format!("{:.3}", r.simulated_ns as f64 / 1e6)).collect();
+    let _ = writeln!(o, "  model: schedlab {} profile, seeds {}..{}, simulated {} ms", PROFILE, a.seed, a.seed + a.reps as u64 - 1, sim_ms.join(", "));
+    let _ = writeln!(o, "  shares are of all try_to_wake_up calls, pooled over runs [range over runs]");
     let _ = writeln!(o);
-    let cell = |n: u64, d: u64| format!("{n:>9} ({:5.1}%)", pct(n, d));
-    let _ = writeln!(o, "  {:<40} {:>18} {:>18}", "", "real kernel", "schedlab model");
-    let _ = writeln!(o, "  {:<40} {:>18} {:>18}", "try_to_wake_up calls (ttwu_count)", real.summary.ttwu_count, model.ttwu_count);
-    let _ = writeln!(
-        o,
-        "  {:<40} {:>18} {:>18}",
-        "wakeups on the waker's CPU (ttwu_local)",
-        cell(real.summary.ttwu_local, real.summary.ttwu_count),
-        cell(model.ttwu_local, model.ttwu_count)
-    );
-    let get = |s: &schedstat::Summary, i: usize, f: &dyn Fn(&schedstat::Level) -> u64| nth_level(s, &names, i).map(f);
-    let cell_opt = |v: Option<u64>, d: u64| v.map(|n| cell(n, d)).unwrap_or_else(|| "-".into());
+    let w = 24;
+    let row = |o: &mut String, label: String, r: String, mo: String| {
+        let _ = writeln!(o, "  {label:<42} {r:>w$} {mo:>w$}");
+    };
+    row(&mut o, String::new(), "real kernel".into(), "schedlab model".into());
+    let counts = |s: &Side, f: &dyn Fn(&schedstat::Summary) -> u64| Some(s.runs.iter().map(|(x, _)| f(x)).collect::<Vec<_>>());
+    row(&mut o, "try_to_wake_up calls per run".into(), count_cell(counts(&rs, &|x| x.ttwu_count)), count_cell(counts(&ms, &|x| x.ttwu_count)));
+    row(&mut o, "wakeups on the waker's CPU (ttwu_local)".into(), share_cell(&rs, &|x| Some(x.ttwu_local)), share_cell(&ms, &|x| Some(x.ttwu_local)));
     for (i, n) in names.iter().enumerate() {
-        let _ = writeln!(
-            o,
-            "  {:<40} {:>18} {:>18}",
-            format!("remote wakeups, first shared level {n}"),
-            cell_opt(get(&real.summary, i, &|l| l.ttwu_wake_remote), real.summary.ttwu_count),
-            cell_opt(get(&model, i, &|l| l.ttwu_wake_remote), model.ttwu_count)
-        );
+        let f = |x: &schedstat::Summary| nth_level(x, &names, i).map(|l| l.ttwu_wake_remote);
+        row(&mut o, format!("remote wakeups, first shared level {n}"), share_cell(&rs, &f), share_cell(&ms, &f));
     }
     for (i, n) in names.iter().enumerate() {
-        let _ = writeln!(
-            o,
-            "  {:<40} {:>18} {:>18}",
-            format!("affine wakeups (wake_affine) at {n}"),
-            cell_opt(get(&real.summary, i, &|l| l.ttwu_move_affine), real.summary.ttwu_count),
-            cell_opt(get(&model, i, &|l| l.ttwu_move_affine), model.ttwu_count)
-        );
+        let f = |x: &schedstat::Summary| nth_level(x, &names, i).map(|l| l.ttwu_move_affine);
+        row(&mut o, format!("affine wakeups (wake_affine) at {n}"), share_cell(&rs, &f), share_cell(&ms, &f));
     }
-    let lb = |s: &schedstat::Summary, i: usize| nth_level(s, &names, i).map(|l| format!("{} / {}", l.lb_count, l.lb_gained)).unwrap_or_else(|| "-".into());
+    let lb = |s: &Side, i: usize| {
+        let p = s.pooled();
+        let k = s.runs.len() as f64;
+        nth_level(&p, &names, i).map(|l| format!("{:.0} / {:.0}", l.lb_count as f64 / k, l.lb_gained as f64 / k)).unwrap_or_else(|| "-".into())
+    };
     for (i, n) in names.iter().enumerate() {
-        let _ = writeln!(o, "  {:<40} {:>18} {:>18}", format!("lb_count / lb_gained at {n}"), lb(&real.summary, i), lb(&model, i));
+        row(&mut o, format!("lb_count / lb_gained per run at {n}"), lb(&rs, i), lb(&ms, i));
     }
-    let _ = writeln!(
-        o,
-        "  {:<40} {:>18} {:>18}",
-        "migrations (workload tasks)",
-        real.migrations.map(|x| x.to_string()).unwrap_or_else(|| "n/a".into()),
-        res.migrations
-    );
+    row(&mut o, "migrations per run (workload tasks)".into(), count_cell(rs.migrations()), count_cell(ms.migrations()));
     let _ = writeln!(o);
     if real.span_mismatches.is_empty() && real.topology_mismatches.is_empty() {
         let _ = writeln!(o, "  domain spans: the guest's sched domains match the model's on every CPU");
@@ -526,53 +607,59 @@ pub fn table(info: &Info, real: &RealSide, res: &RunResult, a: &OracleArgs) -> S
     o
 }
 
-fn side_json(s: &schedstat::Summary, migrations: Option<u64>) -> Value {
-    json!({
-        "ttwu_count": s.ttwu_count,
-        "ttwu_local": s.ttwu_local,
-        "local_share": pct(s.ttwu_local, s.ttwu_count) / 100.0,
-        "migrations": migrations,
-        "levels": s.levels.iter().map(|l| json!({
-            "level": l.name,
-            "ttwu_wake_remote": l.ttwu_wake_remote,
-            "ttwu_move_affine": l.ttwu_move_affine,
-            "wake_remote_share": pct(l.ttwu_wake_remote, s.ttwu_count) / 100.0,
-            "affine_share": pct(l.ttwu_move_affine, s.ttwu_count) / 100.0,
-            "lb_count": l.lb_count,
-            "lb_balanced": l.lb_balanced,
-            "lb_failed": l.lb_failed,
-            "lb_gained": l.lb_gained,
-            "alb_pushed": l.alb_pushed,
-        })).collect::<Vec<_>>(),
-    })
+fn side_json(side: &Side) -> Value {
+    let one = |s: &schedstat::Summary, migrations: Option<u64>| {
+        json!({
+            "ttwu_count": s.ttwu_count,
+            "ttwu_local": s.ttwu_local,
+            "local_share": pct(s.ttwu_local, s.ttwu_count) / 100.0,
+            "migrations": migrations,
+            "levels": s.levels.iter().map(|l| json!({
+                "level": l.name,
+                "ttwu_wake_remote": l.ttwu_wake_remote,
+                "ttwu_move_affine": l.ttwu_move_affine,
+                "wake_remote_share": pct(l.ttwu_wake_remote, s.ttwu_count) / 100.0,
+                "affine_share": pct(l.ttwu_move_affine, s.ttwu_count) / 100.0,
+                "lb_count": l.lb_count,
+                "lb_balanced": l.lb_balanced,
+                "lb_failed": l.lb_failed,
+                "lb_gained": l.lb_gained,
+                "alb_pushed": l.alb_pushed,
+            })).collect::<Vec<_>>(),
+        })
+    };
+    let migr = side.migrations().map(|v| v.iter().sum());
+    let mut v = one(&side.pooled(), migr);
+    v["runs"] = json!(side.runs.iter().map(|(s, m)| one(s, *m)).collect::<Vec<_>>());
+    v
 }
 
-pub fn to_json(info: &Info, real: &RealSide, res: &RunResult, a: &OracleArgs) -> Value {
-    let mut r = side_json(&real.summary, real.migrations);
+pub fn to_json(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs) -> Value {
+    let mut r = side_json(&Side::real(real));
     r["kernel_release"] = json!(real.release);
     r["schedstat_version"] = json!(real.schedstat_version);
     r["guest_command"] = json!(info.guest_cmd);
-    r["guest_output"] = json!(real.output);
-    r["sched_count"] = json!(real.summary.sched_count);
+    r["guest_outputs"] = json!(real.reps.iter().map(|x| x.output.clone()).collect::<Vec<_>>());
     r["spans_match"] = json!(real.span_mismatches.is_empty());
     r["span_mismatches"] = json!(real.span_mismatches);
     r["topology_mismatches"] = json!(real.topology_mismatches);
-    r["level_spans"] = json!(real
+    r["level_spans"] = json!(real.reps[0]
         .summary
         .levels
         .iter()
         .map(|l| json!({"level": l.name, "cpu": l.span_example.0, "span": cpulist(l.span_example.1.iter().map(|&x| CpuId(x)))}))
         .collect::<Vec<_>>());
-    let mut m = side_json(&model_summary(res), Some(res.migrations));
+    let mut m = side_json(&Side::model(model));
     m["profile"] = json!(PROFILE);
-    m["seed"] = json!(a.seed);
-    m["simulated_ns"] = json!(res.simulated_ns);
+    m["seeds"] = json!((0..a.reps as u64).map(|k| a.seed.wrapping_add(k)).collect::<Vec<_>>());
+    m["simulated_ns"] = json!(model.iter().map(|r| r.simulated_ns).collect::<Vec<_>>());
     json!({
         "machine": info.machine.name,
         "nr_cpus": info.machine.topology.nr_cpus(),
         "workload": info.workload.name,
         "params": info.workload.params.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
         "qemu": { "version": info.qemu, "accel": accel_name(info.accel), "smp": info.smp },
+        "reps": a.reps,
         "not_expressed": info.not_expressed,
         "real": r,
         "model": m,
