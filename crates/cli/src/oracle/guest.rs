@@ -91,7 +91,10 @@ pub fn workload_command(w: &Workload, duration_ns: Option<u64>, cores: &[Vec<u16
         }
         other => {
             let names: Vec<&str> = SUPPORTED.iter().map(|(n, _)| *n).collect();
-            bail!("the oracle has no guest program for workload {other:?}; it runs the built-ins {} (workload files are not supported)", names.join(", "))
+            bail!(
+                "the oracle has no guest program for workload {other:?}; it runs the built-ins {} (workload files are not supported)",
+                names.join(", ")
+            )
         }
     })
 }
@@ -105,7 +108,9 @@ pub fn cache_dir() -> Result<PathBuf> {
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(d).join("schedlab/oracle"));
     }
-    let home = std::env::var_os("HOME").filter(|d| !d.is_empty()).context("neither SCHEDLAB_CACHE nor HOME is set; set SCHEDLAB_CACHE to a directory for the oracle's kernel and programs")?;
+    let home = std::env::var_os("HOME")
+        .filter(|d| !d.is_empty())
+        .context("neither SCHEDLAB_CACHE nor HOME is set; set SCHEDLAB_CACHE to a directory for the oracle's kernel and programs")?;
     Ok(PathBuf::from(home).join(".cache/schedlab/oracle"))
 }
 
@@ -253,7 +258,11 @@ pub fn host_binary(name: &str, fix: &str) -> Result<PathBuf> {
 /// Shared libraries `ldd` lists for a binary (empty for static binaries):
 /// the paths the loader looks for, to be copied to the same paths in the guest.
 fn libraries(bin: &Path) -> Result<Vec<PathBuf>> {
-    let out = Command::new("ldd").arg(bin).stdin(Stdio::null()).output().context("cannot run ldd (libc-bin) to find the libraries of a guest binary")?;
+    let out = Command::new("ldd")
+        .arg(bin)
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run ldd (libc-bin) to find the libraries of a guest binary")?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut libs = Vec::new();
     for l in text.lines() {
@@ -304,7 +313,7 @@ for n in /sys/devices/system/node/node[0-9]*; do
   [ -d "$n" ] && echo "${{n##*/}} cpus $(cat $n/cpulist) distance $(cat $n/distance)"
 done
 if [ -d $E ]; then
-  echo 16384 > $T/buffer_size_kb
+  echo 4096 > $T/buffer_size_kb
   echo 'comm == "hackbench" || comm ~ "sl-*"' > $E/filter
   echo 1 > $E/enable
 fi
@@ -393,7 +402,7 @@ mod tests {
 
     #[test]
     fn version_order() {
-        let mut v = vec!["vmlinuz-6.12.99+deb12-amd64", "vmlinuz-6.12.117+deb12-amd64", "vmlinuz-6.12.107+deb12-amd64"];
+        let mut v = ["vmlinuz-6.12.99+deb12-amd64", "vmlinuz-6.12.117+deb12-amd64", "vmlinuz-6.12.107+deb12-amd64"];
         v.sort_by_key(|s| version_key(s));
         assert_eq!(v[2], "vmlinuz-6.12.117+deb12-amd64");
     }

@@ -165,6 +165,8 @@ fn check_spans(s: &schedstat::Snapshot, sd: &SchedDomains) -> Vec<String> {
 }
 
 /// Parse the guest's serial output (the /init script's `@@` sections).
+// FIDELITY(F-301): the real side's wakeup counters include the idle guest's own
+// activity (init's shell, kworkers, timers) during each run.
 pub fn parse_guest(text: &str, m: &Machine, sd: &SchedDomains) -> Result<RealSide> {
     let text = text.replace('\r', "");
     if !text.contains("@@ schedlab-oracle 2") {
@@ -180,12 +182,15 @@ pub fn parse_guest(text: &str, m: &Machine, sd: &SchedDomains) -> Result<RealSid
     for r in 1.. {
         let Some(before) = section(&text, &format!("schedstat-before {r}")) else { break };
         let before = schedstat::parse(before).with_context(|| format!("guest /proc/schedstat before run {r}"))?;
-        let after = schedstat::parse(section(&text, &format!("schedstat-after {r}")).with_context(|| format!("no schedstat-after section for run {r}"))?)
-            .with_context(|| format!("guest /proc/schedstat after run {r}"))?;
+        let after = schedstat::parse(
+            section(&text, &format!("schedstat-after {r}")).with_context(|| format!("no schedstat-after section for run {r}"))?,
+        )
+        .with_context(|| format!("guest /proc/schedstat after run {r}"))?;
         let d = schedstat::delta(&before, &after)?;
         version = d.version;
         let summary = schedstat::summarize(&d, &m.topology)?;
-        let exit_code = text.lines().find_map(|l| l.strip_prefix(&format!("@@ exit {r} "))).and_then(|v| v.trim().parse().ok()).unwrap_or(-1);
+        let exit_code =
+            text.lines().find_map(|l| l.strip_prefix(&format!("@@ exit {r} "))).and_then(|v| v.trim().parse().ok()).unwrap_or(-1);
         let output = text
             .lines()
             .position(|l| l.starts_with(&format!("@@ workload {r} ")))
@@ -321,13 +326,19 @@ pub fn oracle(a: &OracleArgs) -> Result<()> {
         schedstat: None,
     };
     if a.workload.ends_with(".toml") || a.workload.ends_with(".json") {
-        bail!("the oracle runs built-in workloads only ({}), not workload files", guest::SUPPORTED.iter().map(|s| s.0).collect::<Vec<_>>().join(", "));
+        bail!(
+            "the oracle runs built-in workloads only ({}), not workload files",
+            guest::SUPPORTED.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
+        );
     }
     let prep = prepare(&run_args)?;
     let shape = qemu::shape(&prep.machine)?;
     let gw = guest::workload_command(&prep.workload, prep.cfg.duration_ns, &crate::cores_of(&prep.machine))?;
     let cache = guest::cache_dir()?;
-    let qemu_bin = guest::host_binary("qemu-system-x86_64", "apt-get install qemu-system-x86 (docs/oracle.md: qemu 10.0 from bookworm-backports for split LLCs)")?;
+    let qemu_bin = guest::host_binary(
+        "qemu-system-x86_64",
+        "apt-get install qemu-system-x86 (docs/oracle.md: qemu 10.0 from bookworm-backports for split LLCs)",
+    )?;
     let (major, _minor, qemu_line) = qemu_version(&qemu_bin)?;
     if shape.needs_qemu10() && major < 10 {
         bail!(
@@ -335,17 +346,31 @@ pub fn oracle(a: &OracleArgs) -> Result<()> {
             prep.machine.name
         );
     }
-    let kernel = if a.dry_run { a.kernel_image.clone().unwrap_or_else(|| cache.join("boot/vmlinuz-6.12.*")) } else { guest::kernel_image(a.kernel_image.as_deref(), &cache)? };
+    let kernel = if a.dry_run {
+        a.kernel_image.clone().unwrap_or_else(|| cache.join("boot/vmlinuz-6.12.*"))
+    } else {
+        guest::kernel_image(a.kernel_image.as_deref(), &cache)?
+    };
     let run_dir = cache.join(format!("run-{}", std::process::id()));
+    // FIDELITY(F-302): NUMA balancing off in the guest, as the model has none.
     let append = "console=ttyS0 loglevel=4 panic=-1 schedstats=enable numa_balancing=disable mitigations=off";
     let mut qargs = shape.args(a.accel);
-    qargs.extend(["-kernel".into(), kernel.to_string_lossy().into_owned(), "-initrd".into(), run_dir.join("initrd.cpio").to_string_lossy().into_owned()]);
+    qargs.extend([
+        "-kernel".into(),
+        kernel.to_string_lossy().into_owned(),
+        "-initrd".into(),
+        run_dir.join("initrd.cpio").to_string_lossy().into_owned(),
+    ]);
     qargs.extend(["-append".into(), append.into(), "-nodefaults".into(), "-display".into(), "none".into(), "-no-reboot".into()]);
     qargs.extend(["-serial".into(), format!("file:{}", run_dir.join("console.log").display())]);
     qargs.extend(["-serial".into(), format!("file:{}", run_dir.join("guest.txt").display())]);
     if a.dry_run {
         println!("qemu: {qemu_line}");
-        println!("{} {}", qemu_bin.display(), qargs.iter().map(|x| if x.contains(' ') { format!("'{x}'") } else { x.clone() }).collect::<Vec<_>>().join(" "));
+        println!(
+            "{} {}",
+            qemu_bin.display(),
+            qargs.iter().map(|x| if x.contains(' ') { format!("'{x}'") } else { x.clone() }).collect::<Vec<_>>().join(" ")
+        );
         println!("guest workload: {}", gw.command);
         for n in shape.not_expressed() {
             println!("not expressed: {n}");
@@ -552,7 +577,15 @@ pub fn table(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs) 
     let names = level_names(&rs.pooled(), &ms.pooled());
     let mut o = String::new();
     let m = info.machine;
-    let _ = writeln!(o, "schedlab oracle: {} {} on {} ({} CPUs), {} run(s) per side", info.workload.name, params_str(info.workload), m.name, m.topology.nr_cpus(), a.reps);
+    let _ = writeln!(
+        o,
+        "schedlab oracle: {} {} on {} ({} CPUs), {} run(s) per side",
+        info.workload.name,
+        params_str(info.workload),
+        m.name,
+        m.topology.nr_cpus(),
+        a.reps
+    );
     let _ = writeln!(
         o,
         "  real : Linux {} under {} TCG ({}), -smp {}, /proc/schedstat version {}",
@@ -565,7 +598,14 @@ pub fn table(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs) 
     let outs: Vec<&str> = real.reps.iter().map(|r| r.output.lines().last().unwrap_or("")).collect();
     let _ = writeln!(o, "         guest ran `{}`: {}", info.guest_cmd, outs.join("; "));
     let sim_ms: Vec<String> = model.iter().map(|r| format!("{:.3}", r.simulated_ns as f64 / 1e6)).collect();
-    let _ = writeln!(o, "  model: schedlab {} profile, seeds {}..{}, simulated {} ms", PROFILE, a.seed, a.seed + a.reps as u64 - 1, sim_ms.join(", "));
+    let _ = writeln!(
+        o,
+        "  model: schedlab {} profile, seeds {}..{}, simulated {} ms",
+        PROFILE,
+        a.seed,
+        a.seed + a.reps as u64 - 1,
+        sim_ms.join(", ")
+    );
     let _ = writeln!(o, "  shares are of all try_to_wake_up calls, pooled over runs [range over runs]");
     let _ = writeln!(o);
     let w = 24;
@@ -574,8 +614,18 @@ pub fn table(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs) 
     };
     row(&mut o, String::new(), "real kernel".into(), "schedlab model".into());
     let counts = |s: &Side, f: &dyn Fn(&schedstat::Summary) -> u64| Some(s.runs.iter().map(|(x, _)| f(x)).collect::<Vec<_>>());
-    row(&mut o, "try_to_wake_up calls per run".into(), count_cell(counts(&rs, &|x| x.ttwu_count)), count_cell(counts(&ms, &|x| x.ttwu_count)));
-    row(&mut o, "wakeups on the waker's CPU (ttwu_local)".into(), share_cell(&rs, &|x| Some(x.ttwu_local)), share_cell(&ms, &|x| Some(x.ttwu_local)));
+    row(
+        &mut o,
+        "try_to_wake_up calls per run".into(),
+        count_cell(counts(&rs, &|x| x.ttwu_count)),
+        count_cell(counts(&ms, &|x| x.ttwu_count)),
+    );
+    row(
+        &mut o,
+        "wakeups on the waker's CPU (ttwu_local)".into(),
+        share_cell(&rs, &|x| Some(x.ttwu_local)),
+        share_cell(&ms, &|x| Some(x.ttwu_local)),
+    );
     for (i, n) in names.iter().enumerate() {
         let f = |x: &schedstat::Summary| nth_level(x, &names, i).map(|l| l.ttwu_wake_remote);
         row(&mut o, format!("remote wakeups, first shared level {n}"), share_cell(&rs, &f), share_cell(&ms, &f));
@@ -587,7 +637,9 @@ pub fn table(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs) 
     let lb = |s: &Side, i: usize| {
         let p = s.pooled();
         let k = s.runs.len() as f64;
-        nth_level(&p, &names, i).map(|l| format!("{:.0} / {:.0}", l.lb_count as f64 / k, l.lb_gained as f64 / k)).unwrap_or_else(|| "-".into())
+        nth_level(&p, &names, i)
+            .map(|l| format!("{:.0} / {:.0}", l.lb_count as f64 / k, l.lb_gained as f64 / k))
+            .unwrap_or_else(|| "-".into())
     };
     for (i, n) in names.iter().enumerate() {
         row(&mut o, format!("lb_count / lb_gained per run at {n}"), lb(&rs, i), lb(&ms, i));

@@ -14,6 +14,8 @@ pub const MAX_CPUS: usize = 32;
 /// RAM per NUMA node (MiB): enough for an initramfs and the workloads.
 pub const MIB_PER_NODE: u64 = 512;
 
+// FIDELITY(F-300): the guest's CPUs progress as emulation lets them, not as
+// real hardware's would; timing-dependent decisions (idle CPUs at wakeup) differ.
 /// How qemu runs the vCPUs (docs/oracle.md, "Emulation modes"). Both are TCG;
 /// they differ in how the vCPUs share the host's cores, which decides how
 /// evenly the guest's CPUs progress.
@@ -77,6 +79,7 @@ fn same_partition(m: &Machine, level: &str, machine_id: impl Fn(usize) -> u32, q
 }
 
 /// The qemu shape of a machine, or an error saying what qemu cannot express.
+// FIDELITY(F-303): clusters, smt-last numbering and irregular machines are refused.
 pub fn shape(m: &Machine) -> Result<Shape> {
     let t = &m.topology;
     let n = t.nr_cpus();
@@ -93,7 +96,7 @@ pub fn shape(m: &Machine) -> Result<Shape> {
     let llcs = t.nr_llcs();
     let cores = t.nr_cores();
     let threads = t.threads_per_core();
-    if llcs % sockets != 0 || cores % llcs != 0 || n != cores * threads {
+    if !llcs.is_multiple_of(sockets) || !cores.is_multiple_of(llcs) || n != cores * threads {
         bail!("machine {} is irregular (LLCs per socket, cores per LLC or threads per core differ); qemu's -smp needs the same counts everywhere", m.name);
     }
     let dies = llcs / sockets;
@@ -108,7 +111,10 @@ pub fn shape(m: &Machine) -> Result<Shape> {
             v.len()
         };
         if core != threads || llc_cores != cores_per_die {
-            bail!("machine {} is irregular (cores differ in SMT threads or LLCs in cores); qemu's -smp needs the same counts everywhere", m.name);
+            bail!(
+                "machine {} is irregular (cores differ in SMT threads or LLCs in cores); qemu's -smp needs the same counts everywhere",
+                m.name
+            );
         }
     }
     let cpu = |c: usize| *t.cpu(CpuId(c as u16));
@@ -194,7 +200,8 @@ impl Shape {
     /// What the guest does not take from the machine file.
     pub fn not_expressed(&self) -> Vec<String> {
         let mut v = vec![
-            "costs, cache sizes, idle states and clock: the guest runs under TCG emulation, where timing is not meaningful (decisions are)".to_string(),
+            "costs, cache sizes, idle states and clock: the guest runs under TCG emulation, where timing is not meaningful (decisions are)"
+                .to_string(),
         ];
         if self.vendor == CpuVendor::Other {
             v.push("vendor \"other\": the guest CPU is qemu64 (AMD family 15, no Zen-specific choices)".into());
@@ -232,12 +239,21 @@ mod tests {
     #[test]
     fn what_qemu_cannot_express_is_an_error() {
         // smt-last numbering (siblings cpu N and N + cores) is not qemu's.
-        let m = schedlab_machine::load("x86-12").unwrap();
+        let text =
+            std::fs::read_to_string("../../examples/machines/numa-8cpu-2s-smt2.toml").unwrap().replace("\"smt-adjacent\"", "\"smt-last\"");
+        let m = schedlab_machine::from_toml_str(&text, "smt-last-8").unwrap();
         let err = shape(&m).unwrap_err().to_string();
         assert!(err.contains("smt-adjacent"), "{err}");
         let big = schedlab_machine::load("zen3-2s-nps1").unwrap();
         assert!(shape(&big).unwrap_err().to_string().contains("at most 32"));
         let laptop = schedlab_machine::load("laptop-4c8t").unwrap();
         assert_eq!(shape(&laptop).unwrap().smp(), "8,sockets=1,dies=1,cores=4,threads=2");
+        assert_eq!(shape(&schedlab_machine::load("x86-12").unwrap()).unwrap().smp(), "12,sockets=2,dies=1,cores=6,threads=1");
+        // Clusters inside an LLC have no qemu form here.
+        let text = std::fs::read_to_string("../../examples/machines/numa-16cpu-2s-2llc-smt2.toml")
+            .unwrap()
+            .replace("clusters_per_llc = 1", "clusters_per_llc = 2");
+        let m = schedlab_machine::from_toml_str(&text, "cls").unwrap();
+        assert!(shape(&m).unwrap_err().to_string().contains("cluster"));
     }
 }

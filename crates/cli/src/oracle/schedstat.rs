@@ -111,14 +111,18 @@ pub fn parse(text: &str) -> Result<Snapshot> {
         let f: Vec<&str> = line.split_whitespace().collect();
         match f[0] {
             "version" => {
-                let v: u32 = f.get(1).and_then(|v| v.parse().ok()).with_context(|| format!("/proc/schedstat line {line_no}: bad version line {line:?}"))?;
+                let v: u32 = f
+                    .get(1)
+                    .and_then(|v| v.parse().ok())
+                    .with_context(|| format!("/proc/schedstat line {line_no}: bad version line {line:?}"))?;
                 if !(15..=17).contains(&v) {
                     bail!("/proc/schedstat version {v} is not supported (schedlab reads versions 15, 16 and 17)");
                 }
                 version = Some(v);
             }
             "timestamp" => {
-                timestamp = f.get(1).and_then(|v| v.parse().ok()).with_context(|| format!("/proc/schedstat line {line_no}: bad timestamp line"))?;
+                timestamp =
+                    f.get(1).and_then(|v| v.parse().ok()).with_context(|| format!("/proc/schedstat line {line_no}: bad timestamp line"))?;
             }
             w if w.starts_with("cpu") => {
                 if version.is_none() {
@@ -146,12 +150,16 @@ pub fn parse(text: &str) -> Result<Snapshot> {
                 let version = version.context("domain line before the version line")?;
                 let index: usize = w[6..].parse().with_context(|| format!("/proc/schedstat line {line_no}: {w:?} is not domain<K>"))?;
                 let cpu = cpus.last_mut().with_context(|| format!("/proc/schedstat line {line_no}: domain line before any cpu line"))?;
-                let (name, mask_at, want) = if version >= 17 { (Some(f.get(1).copied().unwrap_or("").to_string()), 2, 45) } else { (None, 1, 36) };
+                let (name, mask_at, want) =
+                    if version >= 17 { (Some(f.get(1).copied().unwrap_or("").to_string()), 2, 45) } else { (None, 1, 36) };
                 let mask = f.get(mask_at).with_context(|| format!("/proc/schedstat line {line_no}: domain line without a cpumask"))?;
                 let span = parse_mask(mask).with_context(|| format!("/proc/schedstat line {line_no}"))?;
                 let vals = nums(&f[mask_at + 1..], "domain", line_no)?;
                 if vals.len() != want {
-                    bail!("/proc/schedstat line {line_no}: version {version} domain lines have {want} counters, this one has {}", vals.len());
+                    bail!(
+                        "/proc/schedstat line {line_no}: version {version} domain lines have {want} counters, this one has {}",
+                        vals.len()
+                    );
                 }
                 let (per, order): (usize, [usize; 3]) = match version {
                     // print order idle, busy, newidle -> slots busy=1, idle=0, newidle=2
@@ -210,12 +218,13 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> Result<Snapshot> {
                 bail!("cpu{} domain{}: the span changed between the snapshots (CPU hotplug or cpusets?)", a.cpu, da.index);
             }
             let mut lb = [LbType::default(); 3];
-            for k in 0..3 {
-                lb[k] = LbType {
-                    lb_count: sub(da.lb[k].lb_count, db.lb[k].lb_count, "lb_count")?,
-                    lb_balanced: sub(da.lb[k].lb_balanced, db.lb[k].lb_balanced, "lb_balanced")?,
-                    lb_failed: sub(da.lb[k].lb_failed, db.lb[k].lb_failed, "lb_failed")?,
-                    lb_gained: sub(da.lb[k].lb_gained, db.lb[k].lb_gained, "lb_gained")?,
+            for (k, out) in lb.iter_mut().enumerate() {
+                let (a, b) = (&da.lb[k], &db.lb[k]);
+                *out = LbType {
+                    lb_count: sub(a.lb_count, b.lb_count, "lb_count")?,
+                    lb_balanced: sub(a.lb_balanced, b.lb_balanced, "lb_balanced")?,
+                    lb_failed: sub(a.lb_failed, b.lb_failed, "lb_failed")?,
+                    lb_gained: sub(a.lb_gained, b.lb_gained, "lb_gained")?,
                 };
             }
             domains.push(DomainStat {
