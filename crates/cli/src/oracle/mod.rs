@@ -377,6 +377,14 @@ pub fn oracle(a: &OracleArgs) -> Result<()> {
         }
         return Ok(());
     }
+    // The model first (seconds at most), so a model failure costs no boot; it
+    // runs as often as the guest will, seeds seed..seed+reps-1.
+    let model: Vec<RunResult> = (0..a.reps as u64)
+        .map(|k| {
+            let cfg = schedlab_engine::SimConfig { seed: a.seed.wrapping_add(k), ..prep.cfg.clone() };
+            schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &cfg)
+        })
+        .collect();
     let timeout = Duration::from_secs(a.timeout.max(1));
     let lock = QemuLock::take(&cache, Instant::now() + timeout)?;
     std::fs::create_dir_all(&run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
@@ -408,13 +416,6 @@ pub fn oracle(a: &OracleArgs) -> Result<()> {
     if real.reps.len() != a.reps as usize {
         bail!("the guest reported {} runs of the workload, {} were asked for", real.reps.len(), a.reps);
     }
-    // The model runs as often as the guest did, seeds seed..seed+reps-1.
-    let model: Vec<RunResult> = (0..a.reps as u64)
-        .map(|k| {
-            let cfg = schedlab_engine::SimConfig { seed: a.seed.wrapping_add(k), ..prep.cfg.clone() };
-            schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &cfg)
-        })
-        .collect();
     let qemu_short = format!("qemu {}", qemu_line.split("version ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("?"));
     let info = Info {
         machine: &prep.machine,
