@@ -547,6 +547,8 @@ fn params_str(w: &schedlab_workload::Workload) -> String {
 
 type Pick<'f> = &'f dyn Fn(&schedstat::Summary) -> Option<u64>;
 
+// FIDELITY(F-304): for hackbench the guest's local and balancing shares run
+// about twice the model's (attributed to emulation, F-300).
 /// A share cell: pooled share of ttwu_count, and with several runs the
 /// range of the per-run shares.
 fn share_cell(side: &Side, f: Pick) -> String {
