@@ -5,6 +5,7 @@
 mod bench;
 mod compare;
 mod html;
+mod oracle;
 mod output;
 mod reproduce;
 mod stats;
@@ -58,6 +59,8 @@ enum Cmd {
     Compare(compare::CompareArgs),
     /// Run a study from an experiment file (experiments/NAME.toml, docs/experiment-format.md); `--list` lists them.
     Reproduce(reproduce::ReproduceArgs),
+    /// The same workload on a real Linux kernel under qemu on the machine's topology, next to the model (docs/oracle.md).
+    Oracle(oracle::OracleArgs),
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
     Bench {
         /// Print a JSON list instead of a table.
@@ -276,6 +279,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Bench { json, filter } => bench::bench(json, filter.as_deref()),
         Cmd::Compare(args) => compare::compare(&args),
         Cmd::Reproduce(args) => reproduce::reproduce(&args),
+        Cmd::Oracle(args) => oracle::oracle(&args),
     }
 }
 

@@ -546,6 +546,14 @@ impl Kernel {
     }
 
     /// `detach_task()` + `attach_task()` for a queued, not running task.
+    ///
+    /// v6.12: a `sched_delayed` sleeper (movable under migrate_load only) moves
+    /// as it is: dequeue_entity() without DEQUEUE_DELAYED keeps
+    /// `se->sched_delayed`, the task stays asleep (TASK_INTERRUPTIBLE) and is
+    /// queued delayed on dst until a pick there completes its dequeue or a
+    /// wakeup requeues it (kernel/sched/fair.c dequeue_entity(),
+    /// enqueue_task_fair(), v6.12). Found by `schedlab oracle` (docs/FIDELITY.md,
+    /// "Real-kernel comparison"): the model had made such a sleeper runnable.
     pub(crate) fn migrate_queued_task(&mut self, p: TaskId, src: CpuId, dst: CpuId, now: u64) {
         debug_assert_ne!(self.rqs[src.idx()].curr, Some(p));
         let delayed = self.tasks[p.idx()].se.sched_delayed;
@@ -749,6 +757,35 @@ mod tests {
         let curr = k.rqs[0].curr.unwrap();
         k.sd_lb[1][0].nr_balance_failed = 10;
         assert!(!k.can_migrate_task(curr, CpuId(0), &mut env, now));
+    }
+
+    // spec §7.2 + §8.4 (v6.12): a sched_delayed sleeper moved by migrate_load
+    // stays an asleep, delayed entity on the destination; the destination's
+    // next pick completes its dequeue instead of running it.
+    #[test]
+    fn delayed_sleeper_migrates_asleep() {
+        let mut k = Kernel::new(&flat(2), profile("v6.12").unwrap());
+        for _ in 0..2 {
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0);
+            k.tasks[p.idx()].cpus_allowed = None;
+        }
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        let sleeper = k.rqs[0].curr.unwrap();
+        // It ran 10 ms ahead of the other: ineligible when it blocks, so delayed.
+        k.schedule(CpuId(0), SwitchReason::Block, 10_000_000);
+        assert!(k.tasks[sleeper.idx()].se.sched_delayed && k.tasks[sleeper.idx()].se.on_rq);
+        assert_ne!(k.rqs[0].curr, Some(sleeper));
+        k.migrate_queued_task(sleeper, CpuId(0), CpuId(1), 10_000_000);
+        let t = &k.tasks[sleeper.idx()];
+        assert_eq!(t.state, TaskState::Sleeping, "a migrated sleeper must not become runnable");
+        assert!(t.se.sched_delayed && t.se.on_rq && t.cpu == CpuId(1));
+        assert_eq!((k.rqs[0].cfs.h_nr_delayed, k.rqs[1].cfs.h_nr_delayed), (0, 1));
+        // CPU 1's pick finishes the delayed dequeue and finds nothing to run.
+        k.schedule(CpuId(1), SwitchReason::Preempt, 10_000_000);
+        assert_eq!(k.rqs[1].curr, None);
+        assert!(!k.tasks[sleeper.idx()].se.on_rq && !k.tasks[sleeper.idx()].se.sched_delayed);
+        assert_eq!(k.rqs[1].cfs.h_nr_delayed, 0);
     }
 
     // spec §8.2: an idle CPU pulls from a CPU with several runnable tasks.
