@@ -469,6 +469,13 @@ impl<'a> Sim<'a> {
                     if self.trace.is_some() {
                         self.tr_migrations(c);
                     }
+                    let lb_wait = self.lb_locks(c);
+                    if lb_wait > 0 {
+                        if let Some(t) = self.cpus[c.idx()].running {
+                            self.rt[t.idx()].remaining += lb_wait;
+                            self.reschedule_segment(c, t);
+                        }
+                    }
                     if tr.balance_examined > 0 {
                         // The balancing softirq runs on this CPU, in the running task's time.
                         if let Some(t) = self.cpus[c.idx()].running {
@@ -506,6 +513,8 @@ impl<'a> Sim<'a> {
                         if self.trace.is_some() {
                             self.tr_migrations(c);
                         }
+                        // An idle CPU's balancing time is its own (idle) time.
+                        self.lb_locks(c);
                         for k in r.kicks {
                             self.kick_remote(k);
                         }
@@ -844,7 +853,32 @@ impl<'a> Sim<'a> {
                 self.rt[nx.idx()].remaining += res.balance_examined * self.scan_ns();
             }
         }
+        let lb_wait = self.lb_locks(c);
+        if let Some(nx) = res.next {
+            self.rt[nx.idx()].remaining += lb_wait;
+        }
         self.switch_to(c, res.prev, res.next);
+    }
+
+    /// Lock sections of the load-balance passes `c` just ran: each detach held
+    /// the busiest rq's lock (after waiting for it). Returns the time `c`
+    /// spent waiting and holding.
+    fn lb_locks(&mut self, c: CpuId) -> u64 {
+        if self.kernel.lb_locked.is_empty() {
+            return 0;
+        }
+        let mut spent = 0;
+        let locked = std::mem::take(&mut self.kernel.lb_locked);
+        for &src in &locked {
+            let hold = self.cost.rq_lock_hold(c, src);
+            let wait = self.cost.rq_lock(src, c, self.now, hold);
+            self.rq_lock_wait_ns += wait;
+            spent += wait + hold;
+        }
+        let mut l = locked;
+        l.clear();
+        self.kernel.lb_locked = l;
+        spent
     }
 
     fn switch_to(&mut self, c: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {

@@ -154,6 +154,10 @@ pub struct Kernel {
     pub ttwu_pending_window_ns: u64,
     pub(crate) sis_scratch: crate::fair::select::SisScratch,
     nr_cpus: usize,
+    /// Runqueues whose lock a load-balance pass took to detach tasks
+    /// (`rq_lock(busiest)` in sched_balance_rq()), in order; the engine drains
+    /// it after each entry point and charges the lock sections.
+    pub lb_locked: Vec<CpuId>,
     /// When Some, `set_task_cpu()` appends (task, from, to) here: the
     /// `sched_migrate_task` tracepoint, for the engine's trace recorder to drain.
     pub migration_log: Option<Vec<(TaskId, CpuId, CpuId)>>,
@@ -234,6 +238,7 @@ impl Kernel {
             alb_pushed: 0,
             ttwu_pending_window_ns: 0,
             sis_scratch: crate::fair::select::SisScratch::new(n),
+            lb_locked: Vec::new(),
             nr_cpus: n,
             migration_log: None,
         }

@@ -181,7 +181,13 @@ impl Kernel {
             self.lb_balanced_interval(dst, lvl, idle);
             return (0, true);
         };
-        let pulled = if self.rqs[src.idx()].nr_running() > 1 { self.detach_attach_tasks(src, &mut env, now) } else { 0 };
+        let pulled = if self.rqs[src.idx()].nr_running() > 1 {
+            // detach_tasks() runs under the busiest rq's lock (the engine charges it).
+            self.lb_locked.push(src);
+            self.detach_attach_tasks(src, &mut env, now)
+        } else {
+            0
+        };
         let st = &mut self.sd_lb[dst.idx()][lvl];
         if pulled == 0 {
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_failed += 1;
