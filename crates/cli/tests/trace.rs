@@ -71,7 +71,7 @@ fn pipe_trace_reparses_with_perfetto_bindings() {
 fn hackbench_trace_with_migrations_and_preemption_reparses() {
     let so = traced_run_checks(
         "hackbench",
-        &["--machine", "zen3-2s-nps1", "--kernel", "v6.6", "--workload", "hackbench", "--set", "groups=2,loops=30"],
+        &["--machine", "zen3-2s-nps1", "--kernel", "v3.10", "--workload", "hackbench", "--set", "groups=4,loops=30"],
     );
     assert!(so.contains("sched_migrate_task"), "hackbench on 128 CPUs should migrate tasks: {so}");
     assert!(so.contains("R+="), "hackbench should preempt (prev_state R+): {so}");
