@@ -459,3 +459,19 @@ fn context_switch1_unpinned_rq_lock_wait_rises_past_one_task_per_cpu() {
     assert!(wait(&b100) > 0.005, "v5.13 at 100 pairs: rq-lock wait {:.4} of CPU time", wait(&b100));
     assert!(wait(&b100) > 100.0 * wait(&b56), "v5.13 wait share 56: {:e} 100: {:e}", wait(&b56), wait(&b100));
 }
+
+/// Task groups under load balancing and newly idle pulls (a pull into the
+/// group of the task that just blocked must not re-put its entities):
+/// hackbench in cgroups runs to completion on every kernel.
+#[test]
+fn hackbench_in_cgroups_completes_everywhere() {
+    for (machine_name, set) in [("zen3-2s-nps1", "groups=8,loops=20,cgroups=2"), ("x86-12", "groups=2,loops=50,cgroups=3,pipe=1")] {
+        let m = machine(machine_name);
+        let w = wl(&m, "hackbench", set);
+        for k in ["v2.6.38", "v3.10", "v5.13", "v6.6", "v6.12"] {
+            let r = go(&m, k, &w, 1, None);
+            check_invariants(&r, &w, true);
+            assert!(r.groups.len() > 2 && r.groups[1].runtime_ns > 0, "{machine_name} {k}: groups ran");
+        }
+    }
+}

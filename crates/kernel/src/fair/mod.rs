@@ -853,6 +853,7 @@ impl Kernel {
         let mut cur = Some(Ent::task(p));
         while let Some(x) = cur {
             let q = self.cfs_of(x);
+            debug_assert_eq!(self.cfs(q).curr, Some(x), "put_prev of an entity that is not curr");
             self.put_prev_entity(q, x, now);
             cur = self.parent_entity(x);
         }
@@ -903,7 +904,9 @@ impl Kernel {
     /// (v6.12). Returns the next task, or None to go idle; `prev` has been put
     /// and `next` set.
     pub(crate) fn pick_next_task_fair(&mut self, cpu: CpuId, now: u64) -> Option<TaskId> {
-        let prev = self.rqs[cpu.idx()].curr;
+        // prev's entities are still curr of their cfs_rqs unless an earlier
+        // pick of this schedule() (before newly idle balancing) put them.
+        let prev = self.rqs[cpu.idx()].curr.filter(|&p| self.task_is_cfs_curr(p));
         let root = CfsId::root(cpu);
         if !self.eevdf() && self.profile.version < (3, 15) {
             // v2.6.x-v3.14 __schedule(): put_prev_task() before pick_next_task(),
@@ -1005,6 +1008,8 @@ impl Kernel {
             let cpu = self.tasks[p.idx()].cpu;
             self.rqs[cpu.idx()].cfs.util_est_enqueued += ue;
         }
+        #[cfg(debug_assertions)]
+        self.check_hierarchy(self.tasks[p.idx()].cpu, "enqueue_task_fair");
     }
 
     /// `dequeue_task_fair()`: dequeue the task's entity and every ancestor whose
@@ -1068,7 +1073,32 @@ impl Kernel {
             cfs.h_nr_idle -= idle as u32;
             cur = self.parent_entity(x);
         }
+        #[cfg(debug_assertions)]
+        self.check_hierarchy(cpu, "dequeue_task_fair");
         true
+    }
+
+    /// Debug check of the hierarchy on `cpu`: every queued group entity owns a
+    /// non-empty cfs_rq, and nr_running counts the tree plus a queued curr.
+    #[cfg(debug_assertions)]
+    pub(crate) fn check_hierarchy(&self, cpu: CpuId, what: &str) {
+        let mut stack = vec![CfsId::root(cpu)];
+        while let Some(q) = stack.pop() {
+            let cfs = self.cfs(q);
+            let n = cfs.queue.len() as u32 + cfs.curr.is_some_and(|c| self.se(c).on_rq) as u32;
+            assert_eq!(
+                n, cfs.nr_running,
+                "{what}: cpu {} {q:?}: nr_running {} but {n} entities: queue {:?} curr {:?}",
+                cpu.0, cfs.nr_running, cfs.queue, cfs.curr
+            );
+            for e in cfs.queue.iter().copied().chain(cfs.curr.filter(|&c| self.se(c).on_rq)) {
+                assert!(self.se(e).on_rq, "{what}: {e:?} queued but not on_rq");
+                if let Some(gq) = self.group_cfs_rq(e) {
+                    assert!(self.cfs(gq).nr_running > 0, "{what}: cpu {} group {e:?} queued with an empty cfs_rq", cpu.0);
+                    stack.push(gq);
+                }
+            }
+        }
     }
 
     /// The tasks queued on `cpu` at any level, running one included
