@@ -63,33 +63,40 @@ pub struct EventQueue {
     tlen: usize,
 }
 
-/// `if c { a } else { b }` without a branch. The tree walk's comparisons are
-/// unpredictable, and LLVM's x86 cmov converter turns a plain select inside a
-/// loop back into a branch; the inline cmov keeps it a data dependency.
+/// `if c { s } else { e }` for tree entries, without a branch. The tree
+/// walk's comparisons are unpredictable, and LLVM's x86 cmov converter turns
+/// plain selects inside a loop back into a branch; inline cmovs keep the
+/// choice a data dependency.
 #[inline(always)]
-fn select(c: bool, a: u64, b: u64) -> u64 {
+fn select(c: bool, s: Entry, e: Entry) -> Entry {
     #[cfg(target_arch = "x86_64")]
     {
-        let mut r = b;
+        let (mut hi, mut lo, mut slot) = ((e.key >> 64) as u64, e.key as u64, e.slot);
         // SAFETY: register-only arithmetic (test + cmov), no memory or stack access.
         unsafe {
             std::arch::asm!(
                 "test {c}, {c}",
-                "cmovnz {r}, {a}",
+                "cmovnz {hi}, {shi}",
+                "cmovnz {lo}, {slo}",
+                "cmovnz {slot:e}, {sslot:e}",
                 c = in(reg_byte) c as u8,
-                a = in(reg) a,
-                r = inout(reg) r,
+                shi = in(reg) (s.key >> 64) as u64,
+                slo = in(reg) s.key as u64,
+                sslot = in(reg) s.slot,
+                hi = inout(reg) hi,
+                lo = inout(reg) lo,
+                slot = inout(reg) slot,
                 options(pure, nomem, nostack),
             );
         }
-        r
+        Entry { key: (hi as u128) << 64 | lo as u128, slot }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         if c {
-            a
+            s
         } else {
-            b
+            e
         }
     }
 }
@@ -126,20 +133,16 @@ impl EventQueue {
     fn tree_set(&mut self, leaf: u32, key: u128) {
         let mut node = self.cap + leaf as usize;
         self.tlen = self.tlen + (key != EMPTY) as usize - (self.tree[node].key != EMPTY) as usize;
-        let mut key = key;
-        self.tree[node].key = key;
-        // The winner so far: its node and key.
-        let mut w = node;
+        let mut e = Entry { key, slot: leaf };
+        self.tree[node] = e;
         while node > 1 {
             // The sibling subtree's minimum does not depend on this update, so
             // the loads of all levels can overlap; only the compare chains.
             // Every key is unique except EMPTY, so ties need no rule.
-            let sk = self.tree[node ^ 1].key;
-            let lt = sk < key;
-            key = (select(lt, (sk >> 64) as u64, (key >> 64) as u64) as u128) << 64 | select(lt, sk as u64, key as u64) as u128;
-            w = select(lt, (node ^ 1) as u64, w as u64) as usize;
+            let s = self.tree[node ^ 1];
+            e = select(s.key < e.key, s, e);
             node >>= 1;
-            self.tree[node] = Entry { key, slot: self.tree[w].slot };
+            self.tree[node] = e;
         }
     }
 
