@@ -344,7 +344,7 @@ mod tests {
             let mut key: Vec<Option<(u64, u64)>> = vec![None; 40];
             let mut r = Pcg32::new(5, leaves as u64);
             let mut seq = 0u64;
-            let mut now = 0u64;
+            let mut last = 0u64;
             let mut sched =
                 |q: &mut EventQueue, model: &mut std::collections::BTreeSet<_>, key: &mut Vec<Option<(u64, u64)>>, slot: u32, at: u64| {
                     seq += 1;
@@ -365,7 +365,9 @@ mod tests {
                 assert_eq!((first.0, first.2), (at, slot), "leaves={leaves}");
                 model.remove(&first);
                 key[slot as usize] = None;
-                now = at;
+                assert!(at >= last, "time never goes back");
+                last = at;
+                let now = at;
                 match r.below(4) {
                     0 => {}
                     1 => {

@@ -1310,7 +1310,7 @@ mod tests {
     /// Make `p` (queued, not running) go to sleep at `now`, as schedule() does for a blocking curr.
     fn run_then_sleep(k: &mut Kernel, p: TaskId, now: u64) {
         if let Some(c) = k.rqs[0].cfs.curr {
-            k.put_prev_entity(CpuId(0).into(), c.into(), now);
+            k.put_prev_entity(CpuId(0).into(), c, now);
         }
         k.set_next_entity(CpuId(0).into(), p.into(), now);
         k.rqs[0].curr = Some(p);
