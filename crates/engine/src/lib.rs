@@ -232,6 +232,8 @@ pub struct Sim<'a> {
     seq: u64,
     queue: queue::EventQueue,
     nr_cpus_slots: u32,
+    /// Number of CPUs: segment-end slots are `0..nr_cpus`.
+    nr_cpus: u32,
     cpus: Vec<Cpu>,
     rt: Vec<TaskRt>,
     chans: Vec<ChanRt>,
@@ -318,8 +320,10 @@ impl<'a> Sim<'a> {
             wl,
             now: 0,
             seq: 0,
-            queue: queue::EventQueue::new(5 * n + wl.tasks.len()),
+            // Segment ends (slots 0..n) go to the queue's tournament tree.
+            queue: queue::EventQueue::new(5 * n + wl.tasks.len(), n),
             nr_cpus_slots: 5 * n as u32,
+            nr_cpus: n as u32,
             cpus: vec![Cpu::default(); n],
             rt: Vec::with_capacity(wl.tasks.len()),
             chans: (0..wl.channels.len())
@@ -385,11 +389,11 @@ impl<'a> Sim<'a> {
     #[inline]
     fn slot_of(&self, kind: EvKind) -> u32 {
         match kind {
-            EvKind::SegEnd { cpu, .. } => 5 * cpu as u32,
-            EvKind::Tick { cpu, .. } => 5 * cpu as u32 + 1,
-            EvKind::Resched { cpu } => 5 * cpu as u32 + 2,
-            EvKind::WakeList { cpu } => 5 * cpu as u32 + 3,
-            EvKind::NohzBalance { cpu } => 5 * cpu as u32 + 4,
+            EvKind::SegEnd { cpu, .. } => cpu as u32,
+            EvKind::Tick { cpu, .. } => self.nr_cpus + 4 * cpu as u32,
+            EvKind::Resched { cpu } => self.nr_cpus + 4 * cpu as u32 + 1,
+            EvKind::WakeList { cpu } => self.nr_cpus + 4 * cpu as u32 + 2,
+            EvKind::NohzBalance { cpu } => self.nr_cpus + 4 * cpu as u32 + 3,
             EvKind::Timer { task } => self.nr_cpus_slots + task,
         }
     }
@@ -401,13 +405,14 @@ impl<'a> Sim<'a> {
         if slot >= self.nr_cpus_slots {
             return EvKind::Timer { task: slot - self.nr_cpus_slots };
         }
-        let cpu = (slot / 5) as u16;
-        let c = &self.cpus[cpu as usize];
-        match slot % 5 {
-            0 => EvKind::SegEnd { cpu, gen: c.seg_gen },
-            1 => EvKind::Tick { cpu, gen: c.tick_gen },
-            2 => EvKind::Resched { cpu },
-            3 => EvKind::WakeList { cpu },
+        if slot < self.nr_cpus {
+            return EvKind::SegEnd { cpu: slot as u16, gen: self.cpus[slot as usize].seg_gen };
+        }
+        let cpu = ((slot - self.nr_cpus) / 4) as u16;
+        match (slot - self.nr_cpus) % 4 {
+            0 => EvKind::Tick { cpu, gen: self.cpus[cpu as usize].tick_gen },
+            1 => EvKind::Resched { cpu },
+            2 => EvKind::WakeList { cpu },
             _ => EvKind::NohzBalance { cpu },
         }
     }
@@ -904,8 +909,8 @@ impl<'a> Sim<'a> {
                 cpu.running = None;
                 cpu.tick_gen = cpu.tick_gen.wrapping_add(1);
                 cpu.tick_armed = false;
-                self.queue.cancel(5 * c.0 as u32);
-                self.queue.cancel(5 * c.0 as u32 + 1);
+                self.queue.cancel(self.slot_of(EvKind::SegEnd { cpu: c.0, gen: 0 }));
+                self.queue.cancel(self.slot_of(EvKind::Tick { cpu: c.0, gen: 0 }));
             }
             Some(nx) => {
                 if was_idle {

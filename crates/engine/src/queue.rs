@@ -1,14 +1,22 @@
-//! The event queue: an indexed binary min-heap over fixed event slots (one per
-//! CPU and event kind, one timer per task), ordered by `(at, seq)`.
+//! The event queue: fixed event slots (one per CPU and event kind, one timer
+//! per task), ordered by `(at, seq)`.
+//!
+//! The first `leaves` slots (the engine's per-CPU segment ends, nearly every
+//! event) live in a tournament tree: one key per slot, each internal node
+//! holding the entry with the smallest key below it. Moving a slot's key is a
+//! walk of log2(leaves) levels whose sibling loads are independent of each
+//! other and whose comparisons are branch-free. The other slots live in an
+//! indexed 4-ary min-heap; `pop` takes the smaller of the two minima. One
+//! sequence counter serves both, so the order is exactly that of one heap.
 //!
 //! Rescheduling a slot moves its single entry instead of leaving a stale event
 //! behind, so the heap never holds more than the live events and a CPU's
 //! segment end can be moved (preemption, SMT speed change) in O(log n).
 //!
-//! `pop` leaves the popped entry at the root until the next `pop`: most
+//! `pop` leaves the popped entry in place until the next `pop`: most
 //! handlers reschedule the slot they are handling (a CPU's next segment end),
-//! which then replaces the root with one sift-down instead of a removal plus
-//! an insertion. Every entry scheduled meanwhile is later than the root in
+//! which then replaces it with one tree walk or sift-down instead of a
+//! removal plus an insertion. Every entry scheduled meanwhile is later than the root in
 //! `(at, seq)` order (the clock never goes back, seq grows), so it never
 //! displaces it; keys are unique, so the pop order is exactly that of a plain heap.
 
@@ -41,13 +49,101 @@ pub struct EventQueue {
     heap: Vec<Entry>,
     pos: Vec<u32>,
     seq: u64,
-    /// The slot returned by the last `pop`, still in the heap (not yet removed).
+    /// The slot returned by the last `pop`, still queued (not yet removed).
     popped: Option<u32>,
+    /// Slots below this index live in the tournament tree.
+    leaves: u32,
+    /// Tree width: `leaves` rounded up to a power of two.
+    cap: usize,
+    /// The tree, heap-numbered: node `cap + i` holds slot `i` and its key
+    /// (`EMPTY` when it has no event); node `n < cap` holds the entry with
+    /// the smallest key below it (node 1 is the root; node 0 is unused).
+    tree: Vec<Entry>,
+    /// Tree slots holding an event.
+    tlen: usize,
 }
 
+/// `if c { s } else { e }` for tree entries, without a branch. The tree
+/// walk's comparisons are unpredictable, and LLVM's x86 cmov converter turns
+/// plain selects inside a loop back into a branch; inline cmovs keep the
+/// choice a data dependency.
+#[inline(always)]
+fn select(c: bool, s: Entry, e: Entry) -> Entry {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (mut hi, mut lo, mut slot) = ((e.key >> 64) as u64, e.key as u64, e.slot);
+        // SAFETY: register-only arithmetic (test + cmov), no memory or stack access.
+        unsafe {
+            std::arch::asm!(
+                "test {c}, {c}",
+                "cmovnz {hi}, {shi}",
+                "cmovnz {lo}, {slo}",
+                "cmovnz {slot:e}, {sslot:e}",
+                c = in(reg_byte) c as u8,
+                shi = in(reg) (s.key >> 64) as u64,
+                slo = in(reg) s.key as u64,
+                sslot = in(reg) s.slot,
+                hi = inout(reg) hi,
+                lo = inout(reg) lo,
+                slot = inout(reg) slot,
+                options(pure, nomem, nostack),
+            );
+        }
+        Entry { key: (hi as u128) << 64 | lo as u128, slot }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        if c {
+            s
+        } else {
+            e
+        }
+    }
+}
+
+/// Key of a tree slot without an event (larger than every real key: `at` < u64::MAX).
+const EMPTY: u128 = u128::MAX;
+
 impl EventQueue {
-    pub fn new(slots: usize) -> Self {
-        EventQueue { heap: Vec::with_capacity(slots), pos: vec![NONE; slots], seq: 0, popped: None }
+    /// `slots` event slots, of which the first `leaves` go to the tournament tree.
+    pub fn new(slots: usize, leaves: usize) -> Self {
+        let cap = leaves.max(1).next_power_of_two();
+        let mut tree = vec![Entry { key: EMPTY, slot: 0 }; 2 * cap];
+        for i in 0..cap {
+            tree[cap + i].slot = i as u32;
+        }
+        // Every node starts with a (keyless) slot of its own subtree.
+        for n in (1..cap).rev() {
+            tree[n] = tree[2 * n];
+        }
+        EventQueue {
+            heap: Vec::with_capacity(slots),
+            pos: vec![NONE; slots],
+            seq: 0,
+            popped: None,
+            leaves: leaves as u32,
+            cap,
+            tree,
+            tlen: 0,
+        }
+    }
+
+    /// Set tree slot `leaf`'s key and replay its matches up to the root.
+    #[inline]
+    fn tree_set(&mut self, leaf: u32, key: u128) {
+        let mut node = self.cap + leaf as usize;
+        self.tlen = self.tlen + (key != EMPTY) as usize - (self.tree[node].key != EMPTY) as usize;
+        let mut e = Entry { key, slot: leaf };
+        self.tree[node] = e;
+        while node > 1 {
+            // The sibling subtree's minimum does not depend on this update, so
+            // the loads of all levels can overlap; only the compare chains.
+            // Every key is unique except EMPTY, so ties need no rule.
+            let s = self.tree[node ^ 1];
+            e = select(s.key < e.key, s, e);
+            node >>= 1;
+            self.tree[node] = e;
+        }
     }
 
     #[inline]
@@ -105,7 +201,12 @@ impl EventQueue {
             self.popped = None; // the popped entry becomes the new event
         }
         self.seq += 1;
-        let e = Entry { key: ((at as u128) << 64) | self.seq as u128, slot };
+        let key = ((at as u128) << 64) | self.seq as u128;
+        if slot < self.leaves {
+            self.tree_set(slot, key);
+            return;
+        }
+        let e = Entry { key, slot };
         let p = self.pos[slot as usize];
         if p == NONE {
             self.heap.push(e);
@@ -133,6 +234,12 @@ impl EventQueue {
     }
 
     fn remove(&mut self, slot: u32) {
+        if slot < self.leaves {
+            if self.tree[self.cap + slot as usize].key != EMPTY {
+                self.tree_set(slot, EMPTY);
+            }
+            return;
+        }
         let p = self.pos[slot as usize];
         if p == NONE {
             return;
@@ -157,13 +264,18 @@ impl EventQueue {
         if let Some(s) = self.popped.take() {
             self.remove(s);
         }
-        let top = *self.heap.first()?;
+        let t = self.tree[1];
+        let top = match self.heap.first() {
+            Some(&top) if top.key < t.key => top,
+            _ if t.key != EMPTY => t,
+            _ => return None,
+        };
         self.popped = Some(top.slot);
         Some((top.slot, top.at()))
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() - self.popped.is_some() as usize
+        self.heap.len() + self.tlen - self.popped.is_some() as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -178,28 +290,101 @@ mod tests {
 
     #[test]
     fn pops_in_time_then_schedule_order_with_moves_and_cancels() {
-        let mut q = EventQueue::new(64);
-        let mut r = Pcg32::new(9, 9);
-        let mut live: Vec<Option<(u64, u64)>> = vec![None; 64];
-        let mut seq = 0;
-        for _ in 0..2000 {
-            let slot = r.below(64);
-            if r.below(5) == 0 {
-                q.cancel(slot);
-                live[slot as usize] = None;
-            } else {
-                let at = r.below(50) as u64;
-                seq += 1;
-                q.schedule(slot, at);
-                live[slot as usize] = Some((at, seq));
+        // Heap only, tree only, and mixed slot splits (odd tree widths included).
+        for leaves in [0, 1, 5, 20, 64] {
+            let mut q = EventQueue::new(64, leaves);
+            let mut r = Pcg32::new(9, 9);
+            let mut live: Vec<Option<(u64, u64)>> = vec![None; 64];
+            let mut seq = 0;
+            for _ in 0..2000 {
+                let slot = r.below(64);
+                if r.below(5) == 0 {
+                    q.cancel(slot);
+                    live[slot as usize] = None;
+                } else {
+                    let at = r.below(50) as u64;
+                    seq += 1;
+                    q.schedule(slot, at);
+                    live[slot as usize] = Some((at, seq));
+                }
+            }
+            let mut want: Vec<(u64, u64, u32)> = live.iter().enumerate().filter_map(|(s, k)| k.map(|(a, sq)| (a, sq, s as u32))).collect();
+            want.sort();
+            assert_eq!(q.len(), want.len());
+            let mut got = Vec::new();
+            while let Some((slot, at)) = q.pop() {
+                got.push((at, slot));
+            }
+            assert_eq!(got, want.iter().map(|&(a, _, s)| (a, s)).collect::<Vec<_>>(), "leaves={leaves}");
+        }
+    }
+
+    /// A slot's key must never be compared against a slot outside its
+    /// subtree: slot 0 holding the earliest key must not shadow a later slot.
+    #[test]
+    fn tree_nodes_only_name_their_own_slots() {
+        let mut q = EventQueue::new(16, 12);
+        q.schedule(0, 5);
+        q.schedule(6, 5);
+        q.schedule(12, 9);
+        assert_eq!(q.pop(), Some((0, 5)));
+        assert_eq!(q.pop(), Some((6, 5)));
+        assert_eq!(q.pop(), Some((12, 9)));
+        assert_eq!(q.pop(), None);
+    }
+
+    /// A simulation-shaped workload: each pop may reschedule the popped slot
+    /// (or not), schedule and cancel others at or after the current time; the
+    /// pop order must match a sorted-set model exactly, ties included.
+    #[test]
+    fn interleaved_pops_match_a_sorted_model() {
+        for leaves in [0, 3, 16, 40] {
+            let mut q = EventQueue::new(40, leaves);
+            let mut model: std::collections::BTreeSet<(u64, u64, u32)> = Default::default();
+            let mut key: Vec<Option<(u64, u64)>> = vec![None; 40];
+            let mut r = Pcg32::new(5, leaves as u64);
+            let mut seq = 0u64;
+            let mut last = 0u64;
+            let mut sched =
+                |q: &mut EventQueue, model: &mut std::collections::BTreeSet<_>, key: &mut Vec<Option<(u64, u64)>>, slot: u32, at: u64| {
+                    seq += 1;
+                    if let Some((a, s)) = key[slot as usize].take() {
+                        model.remove(&(a, s, slot));
+                    }
+                    q.schedule(slot, at);
+                    model.insert((at, seq, slot));
+                    key[slot as usize] = Some((at, seq));
+                };
+            // Sparse start: most slots (and tree subtrees) hold no event yet.
+            for s in (0..40).step_by(7) {
+                sched(&mut q, &mut model, &mut key, s, r.below(20) as u64);
+            }
+            for _ in 0..20000 {
+                let Some((slot, at)) = q.pop() else { break };
+                let first = *model.iter().next().expect("model has the popped event");
+                assert_eq!((first.0, first.2), (at, slot), "leaves={leaves}");
+                model.remove(&first);
+                key[slot as usize] = None;
+                assert!(at >= last, "time never goes back");
+                last = at;
+                let now = at;
+                match r.below(4) {
+                    0 => {}
+                    1 => {
+                        let other = r.below(40);
+                        if let Some((a, s)) = key[other as usize].take() {
+                            model.remove(&(a, s, other));
+                        }
+                        q.cancel(other);
+                    }
+                    _ => sched(&mut q, &mut model, &mut key, slot, now + r.below(3) as u64),
+                }
+                if r.below(2) == 0 {
+                    let other = r.below(40);
+                    sched(&mut q, &mut model, &mut key, other, now + r.below(30) as u64);
+                }
+                assert_eq!(q.len(), model.len());
             }
         }
-        let mut want: Vec<(u64, u64, u32)> = live.iter().enumerate().filter_map(|(s, k)| k.map(|(a, sq)| (a, sq, s as u32))).collect();
-        want.sort();
-        let mut got = Vec::new();
-        while let Some((slot, at)) = q.pop() {
-            got.push((at, slot));
-        }
-        assert_eq!(got, want.iter().map(|&(a, _, s)| (a, s)).collect::<Vec<_>>());
     }
 }
