@@ -861,16 +861,12 @@ impl Kernel {
 
     /// `set_next_task_fair()`: `set_next_entity()` at every level of `p`.
     fn set_next_task_fair(&mut self, p: TaskId, now: u64) {
+        // Bottom-up, as the kernel walks it; each level is independent.
         let mut cur = Some(Ent::task(p));
-        let mut chain = Vec::new();
         while let Some(x) = cur {
-            chain.push(x);
-            cur = self.parent_entity(x);
-        }
-        // The kernel walks bottom-up; each level is independent.
-        for x in chain {
             let q = self.cfs_of(x);
             self.set_next_entity(q, x, now);
+            cur = self.parent_entity(x);
         }
     }
 
@@ -1105,6 +1101,13 @@ impl Kernel {
     /// (`rq->cfs_tasks`), in no particular order.
     pub(crate) fn cfs_tasks(&self, cpu: CpuId, out: &mut Vec<TaskId>) {
         out.clear();
+        let root = &self.rqs[cpu.idx()].cfs;
+        if self.tgs.len() == 1 {
+            // No task groups: every entity is a task of the root cfs_rq.
+            let curr = root.curr.filter(|&c| self.se(c).on_rq);
+            out.extend(root.queue.iter().chain(curr.iter()).map(|e| e.task_id().expect("no groups")));
+            return;
+        }
         let mut stack = vec![CfsId::root(cpu)];
         while let Some(q) = stack.pop() {
             let cfs = self.cfs(q);
