@@ -5,7 +5,7 @@
 #
 #   ensure_python     create or reuse the venv, export SCHEDLAB_PYTHON
 #
-# The venv lives in ${SCHEDLAB_PYVENV:-~/.cache/schedlab/pyvenv}; it is reused
+# The venv lives in $SCHEDLAB_PYVENV, else ${XDG_CACHE_HOME:-~/.cache}/schedlab/pyvenv; it is reused
 # when it already imports the bindings. On a fresh Debian bookworm machine
 # python3 lacks venv/ensurepip: python3-venv is installed from Debian's
 # packages, then perfetto and protobuf (pinned) from PyPI. perfetto's
@@ -21,7 +21,7 @@ _py_has_bindings() {
 }
 
 ensure_python() {
-    local venv="${SCHEDLAB_PYVENV:-$HOME/.cache/schedlab/pyvenv}"
+    local venv="${SCHEDLAB_PYVENV:-${XDG_CACHE_HOME:-$HOME/.cache}/schedlab/pyvenv}"
     if [ -x "$venv/bin/python" ] && _py_has_bindings "$venv/bin/python"; then
         export SCHEDLAB_PYTHON="$venv/bin/python"
         _py_log "using $SCHEDLAB_PYTHON"

@@ -6,10 +6,11 @@
 #   ensure_rust lint       also `cargo fmt` and `cargo clippy`
 #
 # Order: cargo already on PATH; else ~/.cargo/bin (rustup); else Debian's
-# packages. Bookworm's plain `rustc`/`cargo` (1.63) are too old for this
-# workspace (Cargo.lock v4, edition 2021 crates needing >= 1.82), so we install
-# the `-web` builds (rustc-web, cargo-web: 1.85+ from bookworm and
-# bookworm-security), which put cargo/rustc in /usr/bin. rustup itself cannot
+# packages. The minimum Rust is the workspace's `rust-version` in Cargo.toml
+# (the only place it is stated; clippy's incompatible_msrv lint keeps it true).
+# Bookworm's plain `rustc`/`cargo` (1.63) are too old, so we install the `-web`
+# builds (rustc-web, cargo-web from bookworm-security), which put cargo/rustc
+# in /usr/bin. rustup itself cannot
 # help here: only package registries are reachable, not rustup's downloads.
 
 _rust_log() { echo "[ensure-rust] $*" >&2; }
@@ -36,13 +37,18 @@ _apt_install() {
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" </dev/null
 }
 
+# The minor version of the workspace's rust-version (1.NN).
+_rust_min_minor() {
+    sed -n 's/^rust-version *= *"1\.\([0-9]*\).*/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../Cargo.toml" | head -1
+}
+
 _cargo_usable() {
-    # cargo exists and can read this workspace's Cargo.lock (v4 needs >= 1.78).
+    # cargo exists and is at least the workspace's rust-version.
     command -v cargo >/dev/null 2>&1 || return 1
     local v minor
     v=$(cargo --version 2>/dev/null) || return 1
     minor=$(echo "$v" | sed -n 's/^cargo 1\.\([0-9]*\)\..*/\1/p')
-    [ -n "$minor" ] && [ "$minor" -ge 82 ]
+    [ -n "$minor" ] && [ "$minor" -ge "$(_rust_min_minor)" ]
 }
 
 ensure_rust() {
@@ -52,7 +58,7 @@ ensure_rust() {
     fi
     if ! _cargo_usable; then
         if command -v cargo >/dev/null 2>&1; then
-            _rust_log "$(cargo --version) is too old for this workspace (needs >= 1.82)"
+            _rust_log "$(cargo --version) is too old for this workspace (Cargo.toml rust-version: 1.$(_rust_min_minor))"
         else
             _rust_log "no cargo on PATH nor in ~/.cargo/bin"
         fi

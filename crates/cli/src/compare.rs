@@ -699,7 +699,7 @@ fn describe(s: &Side) -> String {
 }
 
 fn fmt_ns(ns: u64) -> String {
-    // (Remainders matched rather than is_multiple_of, which needs Rust 1.87; the workspace builds on 1.85.)
+    // (Remainders matched: one match gives the unit.)
     match (ns % 1_000_000_000, ns % 1_000_000) {
         (0, _) => format!("{}s", ns / 1_000_000_000),
         (_, 0) => format!("{}ms", ns / 1_000_000),

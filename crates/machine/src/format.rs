@@ -131,7 +131,7 @@ impl Compact {
             threads_per_core: (cpus / cores) as u32,
             numbering: Numbering::SmtLast,
         };
-        if base.cores_per_llc % base.clusters_per_llc != 0 {
+        if !base.cores_per_llc.is_multiple_of(base.clusters_per_llc) {
             return None;
         }
         [Numbering::SmtLast, Numbering::SmtAdjacent]

@@ -155,20 +155,48 @@ fn version_key(s: &str) -> Vec<(u64, String)> {
     out
 }
 
-fn newest_cached_kernel(cache: &Path) -> Option<PathBuf> {
-    let dir = cache.join("boot");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("vmlinuz-6.12.")))
-        .collect();
-    found.sort_by_key(|p| version_key(&p.to_string_lossy()));
+/// The Debian kernel release the real-kernel tables in docs/FIDELITY.md were
+/// recorded with; booted when the apt archive (or the cache) has it.
+pub const PINNED_RELEASE: &str = "6.12.117";
+
+/// The release part of a Debian 6.12 kernel package or image name:
+/// `linux-image-6.12.117+deb12-amd64-unsigned` and `vmlinuz-6.12.117+deb12-amd64`
+/// give `6.12.117`. Other flavours (cloud, rt), other series and malformed
+/// names give None.
+fn debian_612_release(name: &str) -> Option<&str> {
+    let rest = name
+        .strip_prefix("linux-image-")
+        .and_then(|r| r.strip_suffix("-amd64-unsigned"))
+        .or_else(|| name.strip_prefix("vmlinuz-").and_then(|r| r.strip_suffix("-amd64")))?;
+    let (release, abi) = rest.split_once('+')?;
+    let deb = abi.strip_prefix("deb")?;
+    if deb.is_empty() || !deb.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let patch = release.strip_prefix("6.12.")?;
+    (!patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit())).then_some(release)
+}
+
+/// Of a list of names (package or image names), the pinned release if listed,
+/// else the newest 6.12.
+fn choose_612<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut found: Vec<&str> = names.into_iter().filter(|n| debian_612_release(n).is_some()).collect();
+    if let Some(p) = found.iter().find(|n| debian_612_release(n) == Some(PINNED_RELEASE)) {
+        return Some(p);
+    }
+    found.sort_by_key(|n| version_key(n));
     found.pop()
 }
 
-/// The guest kernel: `--kernel-image`, else the newest Debian
-/// linux-image-6.12.*-amd64-unsigned in the cache, downloaded with apt-get
-/// and unpacked (boot/vmlinuz only) on first use.
+fn cached_kernels(cache: &Path) -> Vec<String> {
+    std::fs::read_dir(cache.join("boot")).map(|rd| rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect()).unwrap_or_default()
+}
+
+/// The guest kernel: `--kernel-image`, else Debian's
+/// linux-image-6.12.*-amd64-unsigned: the pinned release ([`PINNED_RELEASE`])
+/// when the cache or the apt archive has it, otherwise the newest 6.12 the
+/// archive lists (or, when apt cannot answer, the newest cached one).
+/// Downloaded with apt-get and unpacked (boot/vmlinuz only) on first use.
 pub fn kernel_image(explicit: Option<&Path>, cache: &Path) -> Result<PathBuf> {
     if let Some(p) = explicit {
         if !p.is_file() {
@@ -176,21 +204,43 @@ pub fn kernel_image(explicit: Option<&Path>, cache: &Path) -> Result<PathBuf> {
         }
         return Ok(p.to_path_buf());
     }
-    if let Some(p) = newest_cached_kernel(cache) {
-        return Ok(p);
+    let boot = cache.join("boot");
+    let cached = cached_kernels(cache);
+    let pinned_image = format!("vmlinuz-{PINNED_RELEASE}+");
+    if let Some(p) = cached.iter().find(|n| n.starts_with(&pinned_image) && debian_612_release(n).is_some()) {
+        return Ok(boot.join(p));
     }
     std::fs::create_dir_all(cache).with_context(|| format!("cannot create the oracle cache {}", cache.display()))?;
     let fix = "the oracle needs Debian's linux-image-6.12.*-amd64-unsigned (bookworm-security) through apt, or pass --kernel-image PATH";
-    let list = run_ok(
-        Command::new("apt-cache").args(["search", "--names-only", r"^linux-image-6\.12\.[0-9.]*+deb[0-9]*-amd64-unsigned$"]),
+    let listed = run_ok(
+        Command::new("apt-cache").args(["search", "--names-only", "^linux-image-6[.]12[.]"]),
         "apt-cache search for the 6.12 kernel",
         fix,
-    )?;
-    let mut names: Vec<&str> = list.lines().filter_map(|l| l.split_whitespace().next()).collect();
-    names.sort_by_key(|n| version_key(n));
-    let Some(pkg) = names.last().copied() else {
-        bail!("apt-cache lists no linux-image-6.12.*-amd64-unsigned (run apt-get update; bookworm-security must be in the apt sources); {fix}");
+    );
+    let list = match listed {
+        Ok(l) => l,
+        Err(e) => match choose_612(cached.iter().map(String::as_str)) {
+            Some(c) => {
+                eprintln!("schedlab oracle: {e:#}; booting the cached {c}");
+                return Ok(boot.join(c));
+            }
+            None => return Err(e),
+        },
     };
+    let Some(pkg) = choose_612(list.lines().filter_map(|l| l.split_whitespace().next())) else {
+        if let Some(c) = choose_612(cached.iter().map(String::as_str)) {
+            eprintln!("schedlab oracle: apt-cache lists no linux-image-6.12.*+debNN-amd64-unsigned; booting the cached {c}");
+            return Ok(boot.join(c));
+        }
+        bail!("apt-cache lists no linux-image-6.12.*+debNN-amd64-unsigned (run apt-get update; bookworm-security must be in the apt sources); {fix}");
+    };
+    let release = debian_612_release(pkg).unwrap_or("?").to_string();
+    if let Some(c) = cached.iter().find(|n| debian_612_release(n) == Some(release.as_str())) {
+        return Ok(boot.join(c));
+    }
+    if release != PINNED_RELEASE {
+        eprintln!("schedlab oracle: the archive has no {PINNED_RELEASE} (the release docs/FIDELITY.md's tables were recorded with); taking the newest, {release}");
+    }
     eprintln!("schedlab oracle: downloading {pkg} into {} (once)", cache.display());
     run_ok(Command::new("apt-get").args(["download", "-q", pkg]).current_dir(cache), &format!("apt-get download {pkg}"), fix)?;
     let deb = std::fs::read_dir(cache)?
@@ -216,7 +266,11 @@ pub fn kernel_image(explicit: Option<&Path>, cache: &Path) -> Result<PathBuf> {
         bail!("unpacking {} failed (dpkg-deb {st}, tar {tar})", deb.display());
     }
     let _ = std::fs::remove_file(&deb);
-    newest_cached_kernel(cache).with_context(|| format!("{pkg} held no boot/vmlinuz-6.12.*"))
+    cached_kernels(cache)
+        .into_iter()
+        .find(|n| debian_612_release(n) == Some(release.as_str()))
+        .map(|n| boot.join(n))
+        .with_context(|| format!("{pkg} held no boot/vmlinuz-{release}+*-amd64"))
 }
 
 fn fnv(data: &[u8]) -> u64 {
@@ -398,6 +452,34 @@ mod tests {
         assert_eq!(g.command, "sl-rr -m udp -n 3 -r 1 -R 1 -d 2000");
         let err = workload_command(&built("schbench", ""), None, &[]).unwrap_err().to_string();
         assert!(err.contains("no guest program") && err.contains("netperf"), "{err}");
+    }
+
+    #[test]
+    fn debian_kernel_names() {
+        // apt-cache search output as bookworm-security lists it (issue 13: the
+        // old regex had an unescaped `+` and matched none of these).
+        let listed = "linux-image-6.12-amd64-dbg - Debugging symbols\n\
+                      linux-image-6.12.107+deb12-amd64-unsigned - Linux 6.12 for 64-bit PCs\n\
+                      linux-image-6.12.107+deb12-cloud-amd64-unsigned - Linux 6.12 for x86-64 cloud\n\
+                      linux-image-6.12.117+deb12-amd64-unsigned - Linux 6.12 for 64-bit PCs\n\
+                      linux-image-6.12.117+deb12-rt-amd64-unsigned - PREEMPT_RT\n\
+                      linux-image-6.12.121+deb12-amd64-unsigned - Linux 6.12 for 64-bit PCs\n\
+                      linux-image-6.12.117+deb12-amd64-dbg - Debug symbols\n";
+        let names = || listed.lines().filter_map(|l| l.split_whitespace().next());
+        assert_eq!(choose_612(names()), Some("linux-image-6.12.117+deb12-amd64-unsigned"), "the pinned release wins");
+        let without_pinned = names().filter(|n| !n.contains("6.12.117"));
+        assert_eq!(choose_612(without_pinned), Some("linux-image-6.12.121+deb12-amd64-unsigned"), "else the newest");
+        assert_eq!(debian_612_release("vmlinuz-6.12.117+deb12-amd64"), Some("6.12.117"));
+        for bad in [
+            "linux-image-6.12.117+deb12-cloud-amd64-unsigned",
+            "linux-image-6.1.0-9-amd64-unsigned",
+            "vmlinuz-6.12.x+deb12-amd64",
+            "linux-image-6.12.117+debx-amd64-unsigned",
+            "config-6.12.117+deb12-amd64",
+        ] {
+            assert_eq!(debian_612_release(bad), None, "{bad}");
+        }
+        assert_eq!(choose_612(["linux-image-6.12-amd64-dbg"]), None);
     }
 
     #[test]

@@ -428,6 +428,7 @@ pub fn oracle(a: &OracleArgs) -> Result<()> {
         smp: shape.smp(),
         guest_cmd: &gw.command,
         not_expressed: shape.not_expressed(),
+        kernel_image: kernel.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&to_json(&info, &real, &model, a))?);
@@ -445,6 +446,9 @@ pub struct Info<'a> {
     pub smp: String,
     pub guest_cmd: &'a str,
     pub not_expressed: Vec<String>,
+    /// The guest kernel image booted (file name; `--kernel-image` or the
+    /// Debian package's boot/vmlinuz-*).
+    pub kernel_image: String,
 }
 
 fn accel_name(a: qemu::Accel) -> &'static str {
@@ -594,8 +598,9 @@ pub fn table(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs) 
     );
     let _ = writeln!(
         o,
-        "  real : Linux {} under {} TCG ({}), -smp {}, /proc/schedstat version {}",
+        "  real : Linux {} (booted {}) under {} TCG ({}), -smp {}, /proc/schedstat version {}",
         real.release,
+        info.kernel_image,
         info.qemu,
         accel_name(info.accel),
         info.smp,
@@ -695,6 +700,7 @@ fn side_json(side: &Side) -> Value {
 pub fn to_json(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs) -> Value {
     let mut r = side_json(&Side::real(real));
     r["kernel_release"] = json!(real.release);
+    r["kernel_image"] = json!(info.kernel_image);
     r["schedstat_version"] = json!(real.schedstat_version);
     r["guest_command"] = json!(info.guest_cmd);
     r["guest_outputs"] = json!(real.reps.iter().map(|x| x.output.clone()).collect::<Vec<_>>());
