@@ -4,6 +4,7 @@
 
 mod bench;
 mod compare;
+mod demo;
 mod html;
 mod oracle;
 mod output;
@@ -61,6 +62,8 @@ enum Cmd {
     Reproduce(reproduce::ReproduceArgs),
     /// The same workload on a real Linux kernel under qemu on the machine's topology, next to the model (docs/oracle.md).
     Oracle(oracle::OracleArgs),
+    /// The main job on a built-in default: hackbench and pipe under v3.10, v6.6 and v6.12, one table.
+    Demo,
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
     Bench {
         /// Print a JSON list instead of a table.
@@ -215,6 +218,10 @@ fn dispatch(cli: Cli) -> Result<()> {
                 let kv = format!("{}={}", p.key, p.default);
                 println!("  --set {kv:<18} {}", p.help);
             }
+            Ok(())
+        }
+        Cmd::Demo => {
+            print!("{}", demo::demo()?);
             Ok(())
         }
         Cmd::Run(args) => {
