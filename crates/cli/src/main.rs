@@ -10,6 +10,7 @@ mod output;
 mod reproduce;
 mod stats;
 mod trace;
+mod validate;
 #[cfg(test)]
 mod wellformed;
 
@@ -61,6 +62,8 @@ enum Cmd {
     Reproduce(reproduce::ReproduceArgs),
     /// The same workload on a real Linux kernel under qemu on the machine's topology, next to the model (docs/oracle.md).
     Oracle(oracle::OracleArgs),
+    /// Fidelity scorecard: published kernel results (validation/*.toml, docs/validation-format.md) against the model.
+    Validate(validate::ValidateArgs),
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
     Bench {
         /// Print a JSON list instead of a table.
@@ -280,6 +283,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Compare(args) => compare::compare(&args),
         Cmd::Reproduce(args) => reproduce::reproduce(&args),
         Cmd::Oracle(args) => oracle::oracle(&args),
+        Cmd::Validate(args) => validate::validate(&args),
     }
 }
 
