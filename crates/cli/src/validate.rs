@@ -293,7 +293,10 @@ pub(crate) fn parse(text: &str, file: &str) -> Result<Vec<Case>> {
             let cat = format!("{file}:{cline}: claim {:?}", c.what);
             let point = |v: &PointVal| -> Result<usize> {
                 let t = v.text();
-                points.iter().position(|p| *p == t).ok_or_else(|| anyhow!("{cat}: point {t} is not among the case's points ({})", points.join(", ")))
+                points
+                    .iter()
+                    .position(|p| *p == t)
+                    .ok_or_else(|| anyhow!("{cat}: point {t} is not among the case's points ({})", points.join(", ")))
             };
             let at_idx: Vec<usize> = match &c.at {
                 Some(v) if v.is_empty() => bail!("{cat}: at = [] reads no point; leave it out to read them all"),
@@ -378,7 +381,11 @@ pub(crate) fn parse(text: &str, file: &str) -> Result<Vec<Case>> {
             .filter_map(|(k, bad)| bad.then_some(k))
             .collect();
             if !stray.is_empty() {
-                bail!("{cat}: kind {} takes no {}; remove it (docs/validation-format.md lists each kind's fields)", c.kind, stray.join(", "));
+                bail!(
+                    "{cat}: kind {} takes no {}; remove it (docs/validation-format.md lists each kind's fields)",
+                    c.kind,
+                    stray.join(", ")
+                );
             }
             let label = match &c.label {
                 Some(l) => Label::parse(l, &cat)?,
@@ -465,7 +472,10 @@ pub(crate) fn in_band(x: f64, band: [f64; 2]) -> bool {
 /// Sign claim at one point: the simulated change has the published (non-zero) sign
 /// and is significant.
 pub(crate) fn sign_agrees(published_change: f64, simulated_change: f64, p: Option<f64>, alpha: f64) -> bool {
-    published_change != 0.0 && simulated_change.signum() == published_change.signum() && simulated_change != 0.0 && p.is_some_and(|p| p < alpha)
+    published_change != 0.0
+        && simulated_change.signum() == published_change.signum()
+        && simulated_change != 0.0
+        && p.is_some_and(|p| p < alpha)
 }
 
 /// Ratio of simulated to published effect; None when the published effect is 0.
@@ -742,7 +752,18 @@ fn kind_name(k: &Kind) -> &'static str {
 fn controls(kind: &Kind, nsides: usize) -> Vec<(&'static str, Box<dyn Fn(usize) -> usize>)> {
     match *kind {
         Kind::Sign { a, b, .. } | Kind::EffectRatio { a, b, .. } => vec![
-            ("swapped", Box::new(move |s: usize| if s == a { b } else if s == b { a } else { s })),
+            (
+                "swapped",
+                Box::new(move |s: usize| {
+                    if s == a {
+                        b
+                    } else if s == b {
+                        a
+                    } else {
+                        s
+                    }
+                }),
+            ),
             ("no overlay", Box::new(move |s: usize| if s == b { a } else { s })),
         ],
         Kind::Share { .. } if nsides == 2 => vec![("swapped", Box::new(|s: usize| 1 - s))],
@@ -827,7 +848,9 @@ pub fn validate(args: &ValidateArgs) -> Result<()> {
         .collect();
     if cases.is_empty() {
         match &args.case {
-            Some(n) => bail!("no case or case file named {n:?}; cases: {}", all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")),
+            Some(n) => {
+                bail!("no case or case file named {n:?}; cases: {}", all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "))
+            }
             None => bail!("no case is marked quick = true in {}", dir.display()),
         }
     }
@@ -856,7 +879,8 @@ pub fn validate(args: &ValidateArgs) -> Result<()> {
             Ok(preps) => {
                 let refs: Vec<&Prepared> = preps.iter().collect();
                 let n = refs.len() * runs;
-                let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, n.max(1));
+                let jobs =
+                    args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, n.max(1));
                 let outs = compare::run_all(&refs, runs, jobs, &mut progress)?;
                 let info = outs.iter().find_map(|(_, i)| i.clone()).ok_or_else(|| anyhow!("internal error: no metric identity"))?;
                 Ok(Results { info, recs: outs.into_iter().map(|(r, _)| r).collect(), runs, points: case.points.len() })
@@ -906,7 +930,14 @@ pub fn validate(args: &ValidateArgs) -> Result<()> {
 }
 
 fn skipped(v: Verdict) -> Judged {
-    Judged { verdict: v, published: String::new(), schedlab: String::new(), tolerance: String::new(), ylabel: String::new(), series: vec![] }
+    Judged {
+        verdict: v,
+        published: String::new(),
+        schedlab: String::new(),
+        tolerance: String::new(),
+        ylabel: String::new(),
+        series: vec![],
+    }
 }
 
 /// The counts behind the total line.
@@ -1117,7 +1148,10 @@ fn to_html(cases: &[Case], card: &Scorecard, args: &ValidateArgs) -> String {
     let _ = writeln!(o, "<title>schedlab validate</title>\n<style>\n{CSS}\n</style>\n</head>\n<body>");
     let _ = writeln!(o, "<h1>schedlab validate{}</h1>", if args.quick { " --quick" } else { "" });
     let _ = writeln!(o, "<p><b>{}</b></p>", esc(&t.line()));
-    let _ = writeln!(o, "<table><tr><th>case</th><th>claim</th><th>label</th><th>published</th><th>schedlab</th><th>tolerance</th><th>verdict</th></tr>");
+    let _ = writeln!(
+        o,
+        "<table><tr><th>case</th><th>claim</th><th>label</th><th>published</th><th>schedlab</th><th>tolerance</th><th>verdict</th></tr>"
+    );
     for r in &card.rows {
         let _ = writeln!(
             o,
@@ -1183,13 +1217,24 @@ fn to_html(cases: &[Case], card: &Scorecard, args: &ValidateArgs) -> String {
                 c.axis.as_deref().unwrap_or("point"),
                 &xs,
                 &series,
-                &format!("{}: {} (tolerance {}; published {}, schedlab {})", r.text, j.verdict.text(), j.tolerance, j.published, j.schedlab),
+                &format!(
+                    "{}: {} (tolerance {}; published {}, schedlab {})",
+                    r.text,
+                    j.verdict.text(),
+                    j.tolerance,
+                    j.published,
+                    j.schedlab
+                ),
                 ["published", "schedlab"],
             );
         }
         let _ = writeln!(o, "</div>\n</section>");
     }
-    let _ = writeln!(o, "<p class=\"note\">Generated by schedlab validate (simulated figures, deterministic for seed {}).</p>\n</body>\n</html>", args.seed);
+    let _ = writeln!(
+        o,
+        "<p class=\"note\">Generated by schedlab validate (simulated figures, deterministic for seed {}).</p>\n</body>\n</html>",
+        args.seed
+    );
     o
 }
 
@@ -1259,7 +1304,7 @@ what = "gain"
         let e = err(&GOOD.replace("new = [11, 22]", "new = [11]"));
         assert!(e.contains("1 values for 2 points"), "{e}");
         let e = err(&GOOD.replace("label = \"validation\"", "label = \"valid\""));
-        assert!(e.contains("calibration") && e.contains(":11:"), "{e}");
+        assert!(e.contains("calibration") && e.contains("bad.toml:8:"), "{e}");
         let e = err(&GOOD.replace("what = \"gain\"", "what = \"gain\"\nband = [0.5, 2.0]"));
         assert!(e.contains("takes no band"), "{e}");
         let e = err(&GOOD.replace("kind = \"sign\"", "kind = \"effect_ratio\""));
@@ -1267,7 +1312,7 @@ what = "gain"
         let e = err(&GOOD.replace("points = [1, 2]", "points = [1, 1]"));
         assert!(e.contains("twice"), "{e}");
         let e = err(&GOOD.replace("what = \"gain\"", "what = \"gain\"\nat = [3]"));
-        assert!(e.contains("point 3 is not among") && e.contains(":29:"), "{e}");
+        assert!(e.contains("point 3 is not among") && e.contains("bad.toml:30:"), "{e}");
         let e = err(&GOOD.replace("axis = \"loops\"\n", ""));
         assert!(e.contains("without axis"), "{e}");
     }
@@ -1302,7 +1347,7 @@ what = "gain"
         assert!(!in_band(r[2].unwrap(), [0.6667, 1.5]));
         let r = shape_ratios(&[1.0, 2.0], &[0.0, 1.0], 0);
         assert_eq!(r[1], None, "a zero reference gives no ratio");
-        assert_eq!(worst(&[(0, Some(1.1)), (1, Some(0.5)), (2, Some(1.9))]), Some((2, Some(1.9))));
+        assert_eq!(worst(&[(0, Some(1.1)), (1, Some(0.6)), (2, Some(1.9))]), Some((2, Some(1.9))));
         assert_eq!(worst(&[(0, Some(1.1)), (1, None)]), Some((1, None)));
     }
 
@@ -1319,7 +1364,10 @@ what = "gain"
             (Label::Validation, Verdict::NotRunnable("y".into())),
         ];
         let t = Totals::of(v.iter().map(|(l, v)| (*l, v)));
-        assert_eq!(t.line(), "2 of 4 claims agree (1 of 1 calibration, 1 of 3 validation); 1 disagree, 1 not modelled, 1 not runnable (not in n)");
+        assert_eq!(
+            t.line(),
+            "2 of 4 claims agree (1 of 1 calibration, 1 of 3 validation); 1 disagree, 1 not modelled, 1 not runnable (not in n)"
+        );
     }
 
     #[test]

@@ -13,7 +13,8 @@ fn quick_scorecard_runs_with_rows_controls_and_total() {
     let (so, se) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "validate --quick failed ({:?}):\n{se}\n{so}", out.status);
     let lines: Vec<&str> = so.lines().collect();
-    let head = lines.iter().position(|l| l.starts_with("case ") && l.contains("published") && l.ends_with("verdict")).expect("claim table header");
+    let head =
+        lines.iter().position(|l| l.starts_with("case ") && l.contains("published") && l.ends_with("verdict")).expect("claim table header");
     let rows: Vec<&str> = lines[head + 1..].iter().take_while(|l| !l.is_empty()).copied().collect();
     assert!(rows.len() >= 5, "too few claim rows:\n{so}");
     for r in &rows {
@@ -30,13 +31,23 @@ fn quick_scorecard_runs_with_rows_controls_and_total() {
     let last = lines.last().unwrap();
     let words: Vec<&str> = last.split_whitespace().collect();
     assert!(
-        words.len() > 6 && words[0].parse::<usize>().is_ok() && words[1] == "of" && words[2].parse::<usize>().is_ok() && words[3..5] == ["claims", "agree"],
+        words.len() > 6
+            && words[0].parse::<usize>().is_ok()
+            && words[1] == "of"
+            && words[2].parse::<usize>().is_ok()
+            && words[3..5] == ["claims", "agree"],
         "total line: {last}"
     );
     assert!(last.contains("calibration,") && last.contains("validation)") && last.contains("not runnable (not in n)"), "{last}");
-    // Deterministic for a seed: a second run prints the same bytes.
-    let again = schedlab(&["validate", "--quick"]);
-    assert_eq!(text(&again.stdout), so, "validate --quick is not deterministic");
+}
+
+#[test]
+fn deterministic_for_a_seed() {
+    let args = ["validate", "--case", "seed002-tbench", "--runs", "3", "--seed", "7"];
+    let (a, b) = (schedlab(&args), schedlab(&args));
+    assert!(a.status.success(), "{}", text(&a.stderr));
+    assert_eq!(text(&a.stdout), text(&b.stdout), "same seed, different output");
+    assert!(text(&a.stdout).contains("seeds 7.."), "{}", text(&a.stdout));
 }
 
 #[test]
@@ -62,7 +73,11 @@ fn bad_input_is_refused_with_the_fix() {
     assert!(e.contains("no-such-case") && e.contains("seed002-tbench") && !e.contains("panicked"), "{e}");
     let dir = std::env::temp_dir().join(format!("schedlab-validate-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("bad.toml"), "[source]\ntitle = \"t\"\nauthor = \"a\"\ndate = \"d\"\nchecked = \"c\"\n\n[[case]]\nname = \"x\"\nlable = \"validation\"\n").unwrap();
+    std::fs::write(
+        dir.join("bad.toml"),
+        "[source]\ntitle = \"t\"\nauthor = \"a\"\ndate = \"d\"\nchecked = \"c\"\n\n[[case]]\nname = \"x\"\nlable = \"validation\"\n",
+    )
+    .unwrap();
     let out = schedlab(&["validate", "--dir", dir.to_str().unwrap()]);
     let e = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{e}");
