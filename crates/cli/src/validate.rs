@@ -638,7 +638,7 @@ fn judge(case: &Case, kind: &Kind, at: &[usize], res: &Results, sim_side: &dyn F
     let pubv = |s: usize, i: usize| case.published[s].as_ref().map(|v| v[i]).unwrap_or(f64::NAN);
     let x = |i: usize| case.points[i].clone();
     match *kind {
-        Kind::Sign { a, b, alpha } | Kind::EffectRatio { a, b, band: [alpha, _] } => {
+        Kind::Sign { a, b, .. } | Kind::EffectRatio { a, b, .. } => {
             let (sa, sb) = (sim_side(a), sim_side(b));
             let mut series = Vec::with_capacity(at.len());
             let mut all_sign = true;
@@ -647,7 +647,7 @@ fn judge(case: &Case, kind: &Kind, at: &[usize], res: &Results, sim_side: &dyn F
                 let pc = compare::pct_change(pubv(a, i), pubv(b, i), hib);
                 let sc = compare::pct_change(res.mean(sa, i), res.mean(sb, i), hib);
                 let p = stats::welch(&res.values(sa, i), &res.values(sb, i)).map(|w| w.p);
-                if let Kind::Sign { .. } = kind {
+                if let Kind::Sign { alpha, .. } = *kind {
                     if sign_agrees(pc, sc, p, alpha) {
                         nsig += 1;
                     } else {
@@ -748,8 +748,11 @@ fn kind_name(k: &Kind) -> &'static str {
     }
 }
 
+/// Which side's runs stand for a side (identity for a claim; swapped or collapsed for a control).
+type SideMap = Box<dyn Fn(usize) -> usize>;
+
 /// A/B claims get two negative controls: (name, side mapping).
-fn controls(kind: &Kind, nsides: usize) -> Vec<(&'static str, Box<dyn Fn(usize) -> usize>)> {
+fn controls(kind: &Kind, nsides: usize) -> Vec<(&'static str, SideMap)> {
     match *kind {
         Kind::Sign { a, b, .. } | Kind::EffectRatio { a, b, .. } => vec![
             (
@@ -1290,7 +1293,7 @@ what = "gain"
     }
 
     fn err(text: &str) -> String {
-        parse(text, "bad.toml").err().expect("must be refused").to_string()
+        parse(text, "bad.toml").expect_err("must be refused").to_string()
     }
 
     #[test]
