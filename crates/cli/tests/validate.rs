@@ -52,8 +52,16 @@ fn deterministic_for_a_seed() {
 
 #[test]
 fn json_and_case_selection() {
-    let out = schedlab(&["validate", "--case", "seed002-switch-pattern", "--json", "--runs", "1"]);
+    let html = std::env::temp_dir().join(format!("schedlab-validate-{}.html", std::process::id()));
+    let out = schedlab(&["validate", "--case", "seed002-switch-pattern", "--json", "--runs", "1", "--html", html.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    let page = std::fs::read_to_string(&html).expect("--html writes the page");
+    std::fs::remove_file(&html).ok();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"), "{page}");
+    assert!(
+        page.matches("<svg").count() == 2 && page.contains(">published</text>") && page.contains(">schedlab</text>"),
+        "one plot per claim, published against schedlab:\n{page}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["cases"].as_array().unwrap().len(), 1);
     let claims = v["cases"][0]["claims"].as_array().unwrap();
