@@ -603,15 +603,16 @@ fn fmt_secs(s: f64) -> String {
 }
 
 /// Runs every (prepared run, seed) on `jobs` threads; results come back in index order,
-/// each seed-1 run with its metric identity.
-fn run_all(preps: &[&Prepared], r: usize, jobs: usize, progress: &mut Progress) -> Result<Vec<(Rec, Option<MetricInfo>)>> {
+/// each first-seed run with its metric identity. Run k (0-based) of a prepared run uses
+/// seed `cfg.seed + k` (compare prepares with seed 1: seeds 1..=R).
+pub(crate) fn run_all(preps: &[&Prepared], r: usize, jobs: usize, progress: &mut Progress) -> Result<Vec<(Rec, Option<MetricInfo>)>> {
     let n = preps.len() * r;
     let next = AtomicUsize::new(0);
     let finished = AtomicUsize::new(0);
     let one = |i: usize| -> (Rec, Option<MetricInfo>) {
         let p = preps[i / r];
         let k = i % r;
-        let cfg = SimConfig { seed: k as u64 + 1, ..p.cfg.clone() };
+        let cfg = SimConfig { seed: p.cfg.seed.wrapping_add(k as u64), ..p.cfg.clone() };
         let res = schedlab_engine::run(&p.machine, p.kernel.clone(), &p.workload, &cfg);
         let id = (k == 0).then(|| MetricInfo {
             name: res.metric_name.clone(),
@@ -673,7 +674,7 @@ fn run_all(preps: &[&Prepared], r: usize, jobs: usize, progress: &mut Progress) 
 }
 
 /// mmtests' pdiff / pndiff: positive is an improvement.
-fn pct_change(base: f64, new: f64, higher_is_better: bool) -> f64 {
+pub(crate) fn pct_change(base: f64, new: f64, higher_is_better: bool) -> f64 {
     if base == 0.0 {
         return 0.0;
     }

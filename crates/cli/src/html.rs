@@ -433,6 +433,19 @@ fn nice_step(range: f64, n: f64) -> f64 {
 
 /// One SVG line plot: A and B means as lines over the points, min..max as a band and whiskers.
 fn figure(o: &mut String, ylabel: &str, xlabel: &str, xs: &[String], series: &[Vec<(f64, f64, f64)>; 2], caption: &str) {
+    figure_named(o, ylabel, xlabel, xs, series, caption, ["A", "B"]);
+}
+
+/// `figure` with the two series' names in the legend and tooltips (e.g. published / schedlab).
+pub(crate) fn figure_named(
+    o: &mut String,
+    ylabel: &str,
+    xlabel: &str,
+    xs: &[String],
+    series: &[Vec<(f64, f64, f64)>; 2],
+    caption: &str,
+    names: [&str; 2],
+) {
     let (w, h) = (460.0, 270.0);
     let (ml, mr, mt, mb) = (62.0, 14.0, 24.0, 44.0);
     let (pw, ph) = (w - ml - mr, h - mt - mb);
@@ -508,13 +521,14 @@ fn figure(o: &mut String, ylabel: &str, xlabel: &str, xs: &[String], series: &[V
                 o,
                 "<circle cx=\"{x:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"><title>{}</title></circle>",
                 y_at(*m),
-                esc(&format!("{} {}: mean {} (min {}, max {})", ["A", "B"][si], xs[*i], si_num(*m), si_num(*lo), si_num(*hi)))
+                esc(&format!("{} {}: mean {} (min {}, max {})", names[si], xs[*i], si_num(*m), si_num(*lo), si_num(*hi)))
             );
         }
     }
     // Legend.
+    let step = names.iter().map(|n| 24.0 + 6.5 * n.chars().count() as f64).fold(36.0, f64::max);
     for si in 0..2 {
-        let x = ml + pw - 70.0 + 36.0 * si as f64;
+        let x = ml + pw - 2.0 * step + 2.0 + step * si as f64;
         let _ = writeln!(
             o,
             "<line x1=\"{x:.1}\" y1=\"12\" x2=\"{:.1}\" y2=\"12\" stroke=\"{}\" stroke-width=\"2\"{}/><text x=\"{:.1}\" y=\"16\" font-size=\"11\">{}</text>",
@@ -522,7 +536,7 @@ fn figure(o: &mut String, ylabel: &str, xlabel: &str, xs: &[String], series: &[V
             COLOR[si],
             if si == 1 { " stroke-dasharray=\"6 3\"" } else { "" },
             x + 17.0,
-            ["A", "B"][si]
+            esc(names[si])
         );
     }
     let _ = writeln!(o, "</svg>\n<figcaption>{}</figcaption>\n</figure>", esc(caption));

@@ -11,6 +11,7 @@ mod output;
 mod reproduce;
 mod stats;
 mod trace;
+mod validate;
 #[cfg(test)]
 mod wellformed;
 
@@ -64,6 +65,8 @@ enum Cmd {
     Oracle(oracle::OracleArgs),
     /// The main job on a built-in default: hackbench and pipe under v3.10, v6.6 and v6.12, one table.
     Demo,
+    /// Fidelity scorecard: published kernel results (validation/*.toml, docs/validation-format.md) against the model.
+    Validate(validate::ValidateArgs),
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
     Bench {
         /// Print a JSON list instead of a table.
@@ -287,6 +290,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Compare(args) => compare::compare(&args),
         Cmd::Reproduce(args) => reproduce::reproduce(&args),
         Cmd::Oracle(args) => oracle::oracle(&args),
+        Cmd::Validate(args) => validate::validate(&args),
     }
 }
 

@@ -8,7 +8,7 @@ mod common;
 use common::{ok, schedlab, text};
 
 const PRESETS: &[&str] =
-    &["x86-12", "skylake-2s", "zen3-2s-nps1", "zen3-2s-nps2", "zen3-2s-nps4", "spr-112", "numa-2n-96", "laptop-4c8t", "local"];
+    &["x86-12", "skylake-2s", "zen3-2s-nps1", "zen3-2s-nps2", "zen3-2s-nps4", "spr-112", "numa-2n-96", "laptop-4c8t", "ivb-2s-40", "local"];
 
 /// Runs a command that must be refused as a usage error: exit code 2, a
 /// message on stderr containing every one of `needles`, and no panic.

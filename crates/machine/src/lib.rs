@@ -148,6 +148,7 @@ presets! {
     "spr-112" => "1x Intel Xeon Platinum 8480+ Sapphire Rapids 56C/112T: 112 CPUs in one LLC, 1 node",
     "numa-2n-96" => "2x Intel Xeon Cascade Lake 24C/48T: 96 CPUs, 2 nodes, SLIT 10/21",
     "laptop-4c8t" => "Intel Tiger Lake-class laptop, 4C/8T: 8 CPUs, one LLC, 1 node",
+    "ivb-2s-40" => "2x Intel Xeon E5-2680 v2 Ivy Bridge-EP 10C/20T: 40 CPUs, 2 nodes (PeterZ's 2023 tbench box)",
 }
 
 /// The built-in presets, in a stable order.
@@ -400,6 +401,7 @@ mod tests {
         assert_eq!(counts("spr-112"), (112, 1, 1, 1, 2));
         assert_eq!(counts("numa-2n-96"), (96, 2, 2, 2, 2));
         assert_eq!(counts("laptop-4c8t"), (8, 1, 1, 1, 2));
+        assert_eq!(counts("ivb-2s-40"), (40, 2, 2, 2, 2));
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub const CYCLE: &[(&str, u64, u64, u64)] = &[
 ];
 
 // FIDELITY(F-102): loopback TCP as sync channels. FIDELITY(F-103): client.txt as an 11-op cycle.
+// FIDELITY(F-661): per-op costs are constants; nothing grows with the number of clients
+// (loopback shared state, copy bandwidth, all-core turbo), so throughput scales to the CPU count.
 fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let clients = p.u64_in("clients", 10, 1, 50_000)? as u32;
     let threads = p.flag("threads", false)?;
