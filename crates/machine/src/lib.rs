@@ -384,7 +384,7 @@ mod tests {
             assert!(!m.description.contains('\n'));
             m.validate().unwrap();
         }
-        assert_eq!(presets().len(), 8);
+        assert_eq!(presets().len(), 9);
     }
 
     #[test]
