@@ -191,6 +191,9 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
     let (avg, min, max) = util(r);
     let _ = writeln!(o, "  {:<22} avg {:.1}%  min {:.1}%  max {:.1}%", "CPU busy", avg * 100.0, min * 100.0, max * 100.0);
     let _ = writeln!(o, "  {:<22} {} created, {} exited, {} simulation events", "tasks", r.tasks_created, r.tasks_exited, r.events);
+    if r.blocked_forever > 0 {
+        let _ = writeln!(o, "  {:<22} {} tasks (deadlock or lost wakeup: nothing could wake them)", "blocked forever", r.blocked_forever);
+    }
     let _ = writeln!(
         o,
         "  {:<22} L2 misses {}, LLC misses {}, DRAM {:.1} MB ({:.1} MB remote), rq-lock wait {:.3} ms, idle exit {:.3} ms",
@@ -262,6 +265,15 @@ fn schedstat_json(r: &RunResult) -> Value {
 }
 
 pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
+    let mut v = run_json_fields(p, args, r);
+    if r.blocked_forever > 0 {
+        // Only when it happened: normal runs' JSON stays as it was.
+        v["tasks"]["blocked_forever"] = json!(r.blocked_forever);
+    }
+    v
+}
+
+fn run_json_fields(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
     json!({
         "schedlab_version": env!("CARGO_PKG_VERSION"),
         "kernel": p.kernel.name,

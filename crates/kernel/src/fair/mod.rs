@@ -248,9 +248,9 @@ impl Kernel {
     fn dequeue_tree(&mut self, q: CfsId, e: Ent) {
         let steps = std::mem::take(&mut self.rq_steps);
         #[cfg(debug_assertions)]
-        if let Some(st) = self.cfs(q).queue.stored(e) {
-            let se = self.se(e);
-            assert_eq!(st, (se.vruntime, se.deadline), "{e:?} changed vruntime/deadline while in the tree");
+        if let Some((v, _)) = self.cfs(q).queue.stored(e) {
+            // (dequeue_entity() may already have made the deadline relative.)
+            assert_eq!(v, self.se(e).vruntime, "{e:?} changed vruntime while in the tree");
         }
         let removed = self.cfs_mut(q).queue.remove(e, &steps);
         self.rq_steps = steps;
@@ -757,6 +757,18 @@ impl Kernel {
             .queue
             .pick_eligible_earliest(|v| (avg as i128) >= (vdiff(v, min) as i128) * (load as i128), &self.rq_steps)
             .map(|e| (e, self.se(e).deadline));
+        #[cfg(debug_assertions)]
+        {
+            // The flat scan the tree replaced: same answer.
+            let mut flat: Option<(Ent, u64)> = None;
+            for e in cfs.queue.iter_insertion_order() {
+                let se = self.se(e);
+                if (avg as i128) >= (vdiff(se.vruntime, min) as i128) * (load as i128) && flat.is_none_or(|(_, d)| vdiff(se.deadline, d) < 0) {
+                    flat = Some((e, se.deadline));
+                }
+            }
+            assert_eq!(best, flat, "pick_eevdf: tree and flat scan disagree");
+        }
         match (best, curr) {
             (None, c) => c,
             (Some((_, bd)), Some(c)) if vdiff(self.se(c).deadline, bd) < 0 => Some(c),

@@ -292,6 +292,13 @@ impl Timeline {
         })
     }
 
+    /// The entities in insertion order (debug cross-checks).
+    pub fn iter_insertion_order(&self) -> impl Iterator<Item = Ent> + '_ {
+        let mut v: Vec<(u64, Ent)> = self.at.values().map(|&n| (self.nodes[n as usize].key.1, self.nodes[n as usize].ent)).collect();
+        v.sort_unstable();
+        v.into_iter().map(|x| x.1)
+    }
+
     /// The vruntime and deadline `e` was inserted with (consistency checks).
     pub fn stored(&self, e: Ent) -> Option<(u64, u64)> {
         self.at.get(&e).map(|&n| (self.nodes[n as usize].vruntime, self.nodes[n as usize].deadline))
