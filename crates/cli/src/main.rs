@@ -140,7 +140,7 @@ pub struct RunArgs {
     /// Machine-model components to switch off for ablation: NO_CACHE,NO_SMT,NO_MEMBW,NO_NUMA,NO_LOCKS,NO_WAKELAT,NO_SWITCH,NO_SCAN.
     #[arg(long = "machine-model")]
     pub machine_model: Option<String>,
-    /// Write /proc/schedstat (version 17) as it reads at the end of the run to FILE.
+    /// Write /proc/schedstat as the modelled kernel writes it (version 15 up to v6.5, 16 for v6.6-v6.12) at the end of the run to FILE.
     #[arg(long, value_name = "FILE")]
     pub schedstat: Option<std::path::PathBuf>,
     /// Write every context switch (time, CPU, prev and next task with their task groups) to FILE.

@@ -334,7 +334,7 @@ pub fn switch_log(p: &Prepared, r: &RunResult, tasks: &[(String, u32)], groups: 
     let who = |t: Option<u32>| match t {
         Some(t) => {
             let (name, g) = &tasks[t as usize];
-            (format!("{}-{}", name, 1000 + t), groups[*g as usize].as_str())
+            (format!("{}-{}", schedlab_engine::trace::escape_name(name), 1000 + t), groups[*g as usize].as_str())
         }
         None => ("<idle>-0".to_string(), "-"),
     };

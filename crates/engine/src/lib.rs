@@ -26,7 +26,7 @@ pub struct SimConfig {
     pub seed: u64,
     /// Machine-model components switched on (default: all).
     pub model: ModelSwitches,
-    /// Render /proc/schedstat (version 17) at the end of the run.
+    /// Render /proc/schedstat (the modelled kernel's version) at the end of the run.
     pub schedstat: bool,
     /// Stop at this simulated time (required for time-bounded workloads).
     pub duration_ns: Option<u64>,
@@ -179,7 +179,7 @@ pub struct RunResult {
     pub ttwu_local: u64,
     /// Per domain level bottom-up: wakeup and load-balance schedstat counters.
     pub levels: Vec<schedlab_kernel::stats::LevelStats>,
-    /// /proc/schedstat v17 at the end, when requested.
+    /// /proc/schedstat at the end (the modelled kernel's version), when requested.
     pub schedstat: Option<String>,
     /// Latency histograms recorded by `Op::WakeLatency` (those with samples), ns.
     pub latencies: Vec<LatencySummary>,
@@ -1395,7 +1395,7 @@ impl<'a> Sim<'a> {
         let wakeups = self.kernel.rqs.iter().map(|r| r.ttwu_count).sum();
         let (ttwu_count, ttwu_local, levels) = self.kernel.level_stats();
         let busy: Vec<u64> = self.cpus.iter().map(|c| c.busy_ns).collect();
-        let schedstat = self.want_schedstat.then(|| self.kernel.schedstat_v17(end, &busy));
+        let schedstat = self.want_schedstat.then(|| self.kernel.schedstat(end, &busy));
         let mark = |id: u32| self.marks[id as usize];
         // Why marks that were asked for are missing: the run did not get there.
         let not_reached = |what: &str, id: u32| -> String {

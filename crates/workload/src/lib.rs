@@ -659,7 +659,10 @@ fn apply_generic(w: &mut Workload, p: &Params, nr_cpus: usize) -> Result<(), Wor
                     (a, a)
                 }
             };
-            if a > b || b as usize >= nr_cpus {
+            if a > b {
+                return Err(WorkloadError(format!("pin={pin:?}: the range {a}-{b} is reversed; write the lower CPU first: {b}-{a}")));
+            }
+            if b as usize >= nr_cpus {
                 return Err(WorkloadError(format!("pin={pin:?}: CPUs {a}-{b} are not within 0-{} of this machine", nr_cpus - 1)));
             }
             cpus.extend(a..=b);
