@@ -459,8 +459,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
                         ftrace: None,
                     };
                     let at = if several { format!("{workload} on {machine}, ") } else { String::new() };
-                    let mut p =
-                        prepare(&ra).with_context(|| format!("{at}side {} ({}), point {label}", ["A", "B"][si], side.kernel))?;
+                    let mut p = prepare(&ra).with_context(|| format!("{at}side {} ({}), point {label}", ["A", "B"][si], side.kernel))?;
                     // --duration applies to time-bounded workloads only: a
                     // run-to-completion workload cut short would have no result.
                     if !p.workload.time_bounded {
@@ -541,9 +540,8 @@ pub fn execute_with(plan: &Plan, progress: &mut Progress) -> Result<Report> {
 /// Summary rows of one (machine, workload): means, spread, change and Welch's t-test per point.
 fn summarise(cell: &Cell, info: MetricInfo, recs: Vec<Rec>, r: usize) -> Table {
     // Truncated runs (no valid metric) are left out of every statistic.
-    let valid = |pi: usize, si: usize| {
-        recs[(pi * 2 + si) * r..(pi * 2 + si + 1) * r].iter().filter(|x| x.missing.is_none()).collect::<Vec<&Rec>>()
-    };
+    let valid =
+        |pi: usize, si: usize| recs[(pi * 2 + si) * r..(pi * 2 + si + 1) * r].iter().filter(|x| x.missing.is_none()).collect::<Vec<&Rec>>();
     let mut rows = Vec::with_capacity(cell.points.len());
     for (pi, (label, _)) in cell.points.iter().enumerate() {
         let vals = |si: usize| valid(pi, si).iter().map(|x| x.metric).collect::<Vec<f64>>();

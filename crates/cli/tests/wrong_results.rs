@@ -82,7 +82,11 @@ fn compare_duration_applies_to_time_bounded_workloads_only() {
     let out = schedlab(&with);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), plain);
-    assert!(text(&out.stderr).contains("--duration applies to time-bounded workloads; hackbench runs to completion"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--duration applies to time-bounded workloads; hackbench runs to completion"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// Items 1 and 3: in compare, runs without a valid metric are left out of the
@@ -138,14 +142,30 @@ fn latency_metric_without_samples_is_refused() {
 fn html_schedstat_levels_matched_by_name() {
     let dir = tmp_dir("html");
     let toml = ok(&["machine", "show", "zen3-2s-nps1", "--toml"]);
-    let cls = toml.replacen("clusters_per_llc = 1", "clusters_per_llc = 2", 1).replacen("name = \"zen3-2s-nps1\"", "name = \"zen3-cls\"", 1);
+    let cls =
+        toml.replacen("clusters_per_llc = 1", "clusters_per_llc = 2", 1).replacen("name = \"zen3-2s-nps1\"", "name = \"zen3-cls\"", 1);
     assert_ne!(cls, toml, "the machine file has clusters_per_llc = 1");
     let m = write(&dir, "cls.toml", &cls);
     let html = dir.join("cls.html");
     let json = dir.join("cls.json");
     let args = [
-        "compare", "--machine", &m, "--workload", "hackbench", "--set", "groups=2,loops=20", "--kernel", "v5.13", "--vs", "v6.0", "--runs", "1",
-        "--html", html.to_str().unwrap(), "--json", json.to_str().unwrap(),
+        "compare",
+        "--machine",
+        &m,
+        "--workload",
+        "hackbench",
+        "--set",
+        "groups=2,loops=20",
+        "--kernel",
+        "v5.13",
+        "--vs",
+        "v6.0",
+        "--runs",
+        "1",
+        "--html",
+        html.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
     ];
     ok(&args);
     let h = std::fs::read_to_string(&html).unwrap();
@@ -195,10 +215,18 @@ fn broken_pipe_exits_quietly() {
 #[test]
 fn feature_bits_outside_the_kernel_are_errors() {
     refused(&["run", "--kernel", "v3.10", "--features", "PLACE_LAG"], &["PLACE_LAG does not exist in v3.10", "v6.6, v6.12"]);
-    refused(&["run", "--kernel", "v6.12", "--features", "NO_GENTLE_FAIR_SLEEPERS"], &["GENTLE_FAIR_SLEEPERS does not exist in v6.12", "v3.10"]);
-    refused(&["compare", "--kernel", "v6.6", "--features-b", "DELAY_DEQUEUE", "--runs", "1"], &["DELAY_DEQUEUE does not exist in v6.6", "v6.12"]);
+    refused(
+        &["run", "--kernel", "v6.12", "--features", "NO_GENTLE_FAIR_SLEEPERS"],
+        &["GENTLE_FAIR_SLEEPERS does not exist in v6.12", "v3.10"],
+    );
+    refused(
+        &["compare", "--kernel", "v6.6", "--features-b", "DELAY_DEQUEUE", "--runs", "1"],
+        &["DELAY_DEQUEUE does not exist in v6.6", "v6.12"],
+    );
     let show = ok(&["kernel", "show", "v6.12"]);
-    for gone in ["GENTLE_FAIR_SLEEPERS", "START_DEBIT", "SIS_PROP", "PICK_BUDDY", "UTIL_EST_FASTUP", "ALT_PERIOD", "BASE_SLICE", "SIS_SHORT"] {
+    for gone in
+        ["GENTLE_FAIR_SLEEPERS", "START_DEBIT", "SIS_PROP", "PICK_BUDDY", "UTIL_EST_FASTUP", "ALT_PERIOD", "BASE_SLICE", "SIS_SHORT"]
+    {
         assert!(!show.contains(gone), "kernel show v6.12 lists {gone}:\n{show}");
     }
     assert!(show.contains("DELAY_DEQUEUE"));

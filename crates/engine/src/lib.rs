@@ -569,7 +569,7 @@ impl<'a> Sim<'a> {
         }
         let end = if self.alive == 0 { self.now } else { limit.min(self.now.max(if limit == INF { self.now } else { limit })) };
         // The queue ran dry with tasks alive: none of them can ever wake.
-        self.blocked_forever = if !cut && self.alive > 0 { self.alive as u64 } else { 0 };
+        self.blocked_forever = if !cut && self.alive > 0 { self.alive } else { 0 };
         self.cut = cut && self.alive > 0;
         self.finish(end)
     }

@@ -232,7 +232,13 @@ mod tests {
         assert_eq!(release_of("v6.12"), Some((6, 12, 0)));
         let v6_12 = release_of("v6.12").unwrap();
         // Not in v6.12's features.h (issue 13 item 6).
-        for f in [SchedFeat::GENTLE_FAIR_SLEEPERS, SchedFeat::START_DEBIT, SchedFeat::SIS_PROP, SchedFeat::PICK_BUDDY, SchedFeat::UTIL_EST_FASTUP] {
+        for f in [
+            SchedFeat::GENTLE_FAIR_SLEEPERS,
+            SchedFeat::START_DEBIT,
+            SchedFeat::SIS_PROP,
+            SchedFeat::PICK_BUDDY,
+            SchedFeat::UTIL_EST_FASTUP,
+        ] {
             assert!(!f.in_release(v6_12), "{f:?}");
         }
         for f in [SchedFeat::PLACE_LAG, SchedFeat::DELAY_DEQUEUE, SchedFeat::SIS_UTIL, SchedFeat::TTWU_QUEUE] {

@@ -198,7 +198,10 @@ pub(crate) fn from_toml_str(text: &str, name: &str) -> Result<Machine, MachineEr
             "" => "a value is missing or cut off (a `key =` with nothing after it, or the file ends early)",
             m => m,
         };
-        MachineError(format!("machine file {name:?}:{} {msg}; fix the key or value (format: docs/machine-format.md)", line.unwrap_or_default()))
+        MachineError(format!(
+            "machine file {name:?}:{} {msg}; fix the key or value (format: docs/machine-format.md)",
+            line.unwrap_or_default()
+        ))
     })?;
     let name = if name.is_empty() { file.name.clone().unwrap_or_default() } else { name.to_string() };
     let cx = Ctx { text, name: &name };

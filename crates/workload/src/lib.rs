@@ -476,7 +476,9 @@ impl Workload {
         for (what, m) in [("start", start), ("end", end)] {
             if let Some(id) = m {
                 if !has(&|op| matches!(op, Op::Mark { id: x } if *x == id)) {
-                    return err(format!("the metric's {what} mark {id} is never recorded: add a \"mark id={id}\" op where the measured interval {what}s"));
+                    return err(format!(
+                        "the metric's {what} mark {id} is never recorded: add a \"mark id={id}\" op where the measured interval {what}s"
+                    ));
                 }
             }
         }
@@ -508,7 +510,9 @@ impl Workload {
             MetricSpec::LatencyMean { hist, .. } | MetricSpec::LatencyPercentile { hist, .. } => {
                 let h = *hist;
                 if !has(&|op| matches!(op, Op::WakeLatency { hist, .. } | Op::ReqEnd { hist } if *hist == h)) {
-                    return err(format!("the metric's latency histogram {h} is never recorded: add req_start/req_end hist={h} or wake_latency hist={h} ops"));
+                    return err(format!(
+                        "the metric's latency histogram {h} is never recorded: add req_start/req_end hist={h} or wake_latency hist={h} ops"
+                    ));
                 }
             }
             MetricSpec::Elapsed { .. } => {}

@@ -453,8 +453,13 @@ mod tests {
     fn writer_versions_match_the_kernels_and_read_back() {
         let m = schedlab_machine::load("x86-12").unwrap();
         for (kernel, version) in [("v2.6.38", 15), ("v3.10", 15), ("v5.13", 15), ("v6.0", 15), ("v6.6", 16), ("v6.12", 16)] {
-            let w = schedlab_workload::build("hackbench", &schedlab_workload::Params::parse("groups=2,loops=30").unwrap(), 12, &m.topology.core_groups())
-                .unwrap();
+            let w = schedlab_workload::build(
+                "hackbench",
+                &schedlab_workload::Params::parse("groups=2,loops=30").unwrap(),
+                12,
+                &m.topology.core_groups(),
+            )
+            .unwrap();
             let cfg = schedlab_engine::SimConfig {
                 seed: 1,
                 duration_ns: None,
@@ -472,10 +477,10 @@ mod tests {
             for c in &snap.cpus {
                 for d in &c.domains {
                     let want = &k.lb_stats[c.cpu as usize][d.index];
-                    for t in 0..3 {
-                        assert_eq!(d.lb[t].lb_count, want[t].lb_count, "{kernel} cpu{} domain{} type {t}", c.cpu, d.index);
-                        assert_eq!(d.lb[t].lb_gained, want[t].lb_gained, "{kernel} cpu{} domain{} type {t}", c.cpu, d.index);
-                        lb_total += want[t].lb_count;
+                    for (t, w) in want.iter().enumerate() {
+                        assert_eq!(d.lb[t].lb_count, w.lb_count, "{kernel} cpu{} domain{} type {t}", c.cpu, d.index);
+                        assert_eq!(d.lb[t].lb_gained, w.lb_gained, "{kernel} cpu{} domain{} type {t}", c.cpu, d.index);
+                        lb_total += w.lb_count;
                     }
                     assert_eq!(d.ttwu_wake_remote, k.sd_stats[c.cpu as usize][d.index].ttwu_wake_remote);
                     assert_eq!(d.alb_pushed, k.sd_stats[c.cpu as usize][d.index].alb_pushed);

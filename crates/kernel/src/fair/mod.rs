@@ -763,7 +763,9 @@ impl Kernel {
             let mut flat: Option<(Ent, u64)> = None;
             for e in cfs.queue.iter_insertion_order() {
                 let se = self.se(e);
-                if (avg as i128) >= (vdiff(se.vruntime, min) as i128) * (load as i128) && flat.is_none_or(|(_, d)| vdiff(se.deadline, d) < 0) {
+                if (avg as i128) >= (vdiff(se.vruntime, min) as i128) * (load as i128)
+                    && flat.is_none_or(|(_, d)| vdiff(se.deadline, d) < 0)
+                {
                     flat = Some((e, se.deadline));
                 }
             }
