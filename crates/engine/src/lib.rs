@@ -326,6 +326,16 @@ impl<'a> Sim<'a> {
         if cfg.trace {
             kernel.migration_log = Some(Vec::new());
         }
+        // Channels some op reads tags from (one pass over the ops: a scan per
+        // channel was quadratic in the size of hackbench-like workloads).
+        let mut tagged = vec![false; wl.channels.len()];
+        for op in wl.programs.iter().flatten() {
+            if let Op::ReadTag { chan, .. } | Op::WakeQueued { chan, .. } = *op {
+                if let Some(t) = tagged.get_mut(chan as usize) {
+                    *t = true;
+                }
+            }
+        }
         let mut s = Sim {
             kernel,
             machine,
@@ -343,11 +353,7 @@ impl<'a> Sim<'a> {
                     count: 0,
                     readers: Default::default(),
                     writers: Default::default(),
-                    tagged: wl
-                        .programs
-                        .iter()
-                        .flatten()
-                        .any(|op| matches!(*op, Op::ReadTag { chan, .. } | Op::WakeQueued { chan, .. } if chan as usize == i)),
+                    tagged: tagged[i],
                     tags: Default::default(),
                 })
                 .collect(),
