@@ -53,8 +53,8 @@ pub struct CompareArgs {
     /// Repetitions per side and point, with seeds 1..=RUNS.
     #[arg(long, default_value_t = 5)]
     pub runs: u64,
-    /// Simulated run time for time-bounded workloads (default 1s); a cap for the others.
-    #[arg(long)]
+    /// Simulated run time for time-bounded workloads (default 1s); run-to-completion workloads always run to completion.
+    #[arg(long, allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Worker threads (default: available parallelism). Results do not depend on it.
     #[arg(long)]
@@ -199,6 +199,9 @@ impl Matrix {
 #[derive(Clone, Debug)]
 pub(crate) struct Rec {
     pub(crate) metric: f64,
+    /// Why this run has no valid metric (truncated: its end was never
+    /// reached, or no latency samples); such runs are left out of the statistics.
+    pub(crate) missing: Option<String>,
     pub(crate) voluntary: u64,
     pub(crate) involuntary: u64,
     pub(crate) migrations: u64,
@@ -223,6 +226,7 @@ impl Rec {
     fn from(r: &RunResult) -> Rec {
         Rec {
             metric: r.metric_value,
+            missing: r.metric_missing.clone(),
             voluntary: r.voluntary_switches,
             involuntary: r.involuntary_switches,
             migrations: r.migrations,
@@ -324,10 +328,11 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// The runs of one point and side, seeds in order.
-    pub(crate) fn runs_of(&self, point: usize, side: usize, runs: usize) -> &[Rec] {
+    /// The valid runs of one point and side, seeds in order (truncated runs
+    /// are left out).
+    pub(crate) fn runs_of(&self, point: usize, side: usize, runs: usize) -> Vec<Rec> {
         let at = (point * 2 + side) * runs;
-        &self.recs[at..at + runs]
+        self.recs[at..at + runs].iter().filter(|x| x.missing.is_none()).cloned().collect()
     }
 }
 
@@ -351,6 +356,16 @@ impl Report {
 
 pub fn compare(args: &CompareArgs) -> Result<()> {
     let plan = plan(args)?;
+    if args.duration.is_some() {
+        let mut told: Vec<&str> = Vec::new();
+        for c in &plan.cells {
+            let w = &c.preps[0].workload;
+            if !w.time_bounded && !told.contains(&w.name.as_str()) {
+                told.push(&w.name);
+                eprintln!("schedlab: note: --duration applies to time-bounded workloads; {} runs to completion", w.name);
+            }
+        }
+    }
     let mut progress = Progress::new(plan.nr_runs());
     let report = execute_with(&plan, &mut progress)?;
     progress.finish();
@@ -444,7 +459,12 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
                         ftrace: None,
                     };
                     let at = if several { format!("{workload} on {machine}, ") } else { String::new() };
-                    let p = prepare(&ra).with_context(|| format!("{at}side {} ({}), point {label}", ["A", "B"][si], side.kernel))?;
+                    let mut p = prepare(&ra).with_context(|| format!("{at}side {} ({}), point {label}", ["A", "B"][si], side.kernel))?;
+                    // --duration applies to time-bounded workloads only: a
+                    // run-to-completion workload cut short would have no result.
+                    if !p.workload.time_bounded {
+                        p.cfg.duration_ns = None;
+                    }
                     preps.push(p);
                 }
             }
@@ -474,6 +494,34 @@ pub fn execute_with(plan: &Plan, progress: &mut Progress) -> Result<Report> {
             recs.push(rec);
         }
         let Some(info) = info else { bail!("internal error: a run result is missing") };
+        let p0 = &cell.preps[0];
+        for (i, x) in recs.iter().enumerate() {
+            if let Some(why) = &x.missing {
+                let (pi, si, k) = (i / r / 2, (i / r) % 2, i % r);
+                eprintln!(
+                    "schedlab: warning: {} on {}, side {} ({}), point {}, seed {}: run truncated, left out of the statistics: {why}",
+                    p0.workload.name,
+                    p0.machine.name,
+                    ["A", "B"][si],
+                    sides[si].kernel,
+                    cell.points[pi].0,
+                    k + 1
+                );
+            }
+        }
+        for (pi, (label, _)) in cell.points.iter().enumerate() {
+            for si in 0..2 {
+                if recs[(pi * 2 + si) * r..(pi * 2 + si + 1) * r].iter().all(|x| x.missing.is_some()) {
+                    bail!(
+                        "{} on {}, side {} ({}), point {label}: every run was truncated (see the warnings above); nothing to compare",
+                        p0.workload.name,
+                        p0.machine.name,
+                        ["A", "B"][si],
+                        sides[si].kernel
+                    );
+                }
+            }
+        }
         tables.push(summarise(cell, info, recs, r));
     }
 
@@ -491,11 +539,13 @@ pub fn execute_with(plan: &Plan, progress: &mut Progress) -> Result<Report> {
 
 /// Summary rows of one (machine, workload): means, spread, change and Welch's t-test per point.
 fn summarise(cell: &Cell, info: MetricInfo, recs: Vec<Rec>, r: usize) -> Table {
-    let rec = |pi: usize, si: usize, k: usize| &recs[(pi * 2 + si) * r + k];
+    // Truncated runs (no valid metric) are left out of every statistic.
+    let valid =
+        |pi: usize, si: usize| recs[(pi * 2 + si) * r..(pi * 2 + si + 1) * r].iter().filter(|x| x.missing.is_none()).collect::<Vec<&Rec>>();
     let mut rows = Vec::with_capacity(cell.points.len());
     for (pi, (label, _)) in cell.points.iter().enumerate() {
-        let vals = |si: usize| (0..r).map(|k| rec(pi, si, k).metric).collect::<Vec<f64>>();
-        let mean_of = |si: usize, f: &dyn Fn(&Rec) -> f64| stats::amean(&(0..r).map(|k| f(rec(pi, si, k))).collect::<Vec<_>>());
+        let vals = |si: usize| valid(pi, si).iter().map(|x| x.metric).collect::<Vec<f64>>();
+        let mean_of = |si: usize, f: &dyn Fn(&Rec) -> f64| stats::amean(&valid(pi, si).iter().map(|x| f(x)).collect::<Vec<_>>());
         let (va, vb) = (vals(0), vals(1));
         let m = |v: &[f64]| if info.higher_is_better { stats::hmean(v) } else { stats::amean(v) };
         let (am, bm) = (m(&va), m(&vb));
@@ -846,7 +896,7 @@ fn json_report(args: &CompareArgs, sides: &[Side; 2], cells: &[Cell], tables: &[
                 "param_value": t.rows[pi].value,
                 "set": cell.points[pi].1,
                 "seed": k as u64 + 1,
-                "metric": num(x.metric),
+                "metric": if x.missing.is_some() { Value::Null } else { num(x.metric) },
                 "context_switches": { "voluntary": x.voluntary, "involuntary": x.involuntary },
                 "migrations": x.migrations,
                 "wakeups": x.wakeups,
@@ -864,6 +914,9 @@ fn json_report(args: &CompareArgs, sides: &[Side; 2], cells: &[Cell], tables: &[
                 "machine_counters": COUNTERS.iter().zip(x.counters).map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
                 "simulated_ns": x.simulated_ns,
             }));
+            if let (Some(why), Some(last)) = (&x.missing, runs.last_mut()) {
+                last["truncated"] = json!(why);
+            }
         }
         for row in &t.rows {
             summary.push(json!({
@@ -937,7 +990,7 @@ fn csv_report(sides: &[Side; 2], cells: &[Cell], tables: &[Table], r: usize) -> 
                 csv_field(value),
                 k + 1,
                 csv_field(&t.info.name),
-                x.metric,
+                if x.missing.is_some() { String::new() } else { x.metric.to_string() },
                 x.voluntary,
                 x.involuntary,
                 x.migrations,

@@ -156,7 +156,7 @@ fn table_section(o: &mut String, id: usize, rep: &Report, t: &Table) {
         [0, 1].map(|si| {
             (0..t.rows.len())
                 .map(|pi| {
-                    let (lo, m, hi) = spread(t.runs_of(pi, si, r), f);
+                    let (lo, m, hi) = spread(&t.runs_of(pi, si, r), f);
                     let m = means.as_ref().map(|ms| ms[si][pi]).unwrap_or(m);
                     (lo, m, hi)
                 })
@@ -274,33 +274,68 @@ fn wakeups(o: &mut String, t: &Table, r: usize) {
         let local = |runs: &[Rec]| mean(runs, |x| pct(x.ttwu_local, x.ttwu_count));
         let _ = writeln!(
             o,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">CPU</td><td>{:.1}%</td><td>{:.1}%</td><td></td><td></td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">same CPU (ttwu_local)</td><td>{:.1}%</td><td>{:.1}%</td><td></td><td></td></tr>",
             esc(&row.label),
-            local(ra),
-            local(rb)
+            local(&ra),
+            local(&rb)
         );
-        let nl = ra[0].levels.len().max(rb[0].levels.len());
-        for li in 0..nl {
-            let name = ra[0].levels.get(li).or(rb[0].levels.get(li)).map(|l| l.0).unwrap_or("?");
-            let share = |runs: &[Rec], f: fn(&(&'static str, u64, u64)) -> u64| {
-                mean(runs, |x| x.levels.get(li).map(|l| pct(f(l), x.ttwu_count)).unwrap_or(0.0))
+        // Levels are matched by name (and occurrence, for repeated NUMA
+        // levels), not by position: the two sides may build different
+        // hierarchies (a cluster level on one side only).
+        let keys_of = |runs: &[Rec]| runs.first().map(|x| level_keys(&x.levels)).unwrap_or_default();
+        let (ka, kb) = (keys_of(&ra), keys_of(&rb));
+        for key in merge_levels(&ka, &kb) {
+            let share = |runs: &[Rec], keys: &[(&'static str, usize)], f: fn(&(&'static str, u64, u64)) -> u64| -> String {
+                match keys.iter().position(|k| *k == key) {
+                    Some(li) => format!("{:.1}%", mean(runs, |x| x.levels.get(li).map(|l| pct(f(l), x.ttwu_count)).unwrap_or(0.0))),
+                    None => "not built".to_string(),
+                }
             };
+            let name = if key.1 == 0 { key.0.to_string() } else { format!("{} ({})", key.0, key.1 + 1) };
             let _ = writeln!(
                 o,
-                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1}%</td><td>{:.1}%</td><td>{:.1}%</td><td>{:.1}%</td></tr>",
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&row.label),
-                esc(name),
-                share(ra, |l| l.1),
-                share(rb, |l| l.1),
-                share(ra, |l| l.2),
-                share(rb, |l| l.2)
+                esc(&name),
+                share(&ra, &ka, |l| l.1),
+                share(&rb, &kb, |l| l.1),
+                share(&ra, &ka, |l| l.2),
+                share(&rb, &kb, |l| l.2)
             );
         }
     }
     let _ = writeln!(
         o,
-        "</table>\n<p class=\"note\">Shares of all try_to_wake_up() calls (means over runs): woken on the waker's CPU (level CPU), on a CPU first sharing the given domain level with the waker (ttwu_wake_remote), and pulled there by wake_affine() (ttwu_move_affine).</p>"
+        "</table>\n<p class=\"note\">Shares of all try_to_wake_up() calls (means over runs): woken on the waker's own CPU (row \"same CPU\", ttwu_local), on a CPU first sharing the named domain level with the waker (ttwu_wake_remote), and pulled there by wake_affine() (ttwu_move_affine). Levels are matched by name between the sides; \"not built\" marks a level one side's kernel does not build on this machine.</p>"
     );
+}
+
+/// Domain levels bottom-up as (name, occurrence of that name so far).
+fn level_keys(levels: &[(&'static str, u64, u64)]) -> Vec<(&'static str, usize)> {
+    let mut out: Vec<(&'static str, usize)> = Vec::with_capacity(levels.len());
+    for l in levels {
+        let n = out.iter().filter(|k| k.0 == l.0).count();
+        out.push((l.0, n));
+    }
+    out
+}
+
+/// The union of two bottom-up level lists, keeping both orders: a level only
+/// B has goes right after the level B has below it.
+fn merge_levels(a: &[(&'static str, usize)], b: &[(&'static str, usize)]) -> Vec<(&'static str, usize)> {
+    let mut out = a.to_vec();
+    let mut after: Option<usize> = None;
+    for k in b {
+        match out.iter().position(|x| x == k) {
+            Some(i) => after = Some(i),
+            None => {
+                let at = after.map_or(0, |i| i + 1);
+                out.insert(at, *k);
+                after = Some(at);
+            }
+        }
+    }
+    out
 }
 
 fn migrations(o: &mut String, t: &Table, r: usize) {
@@ -312,7 +347,7 @@ fn migrations(o: &mut String, t: &Table, r: usize) {
     for (pi, row) in t.rows.iter().enumerate() {
         let (ra, rb) = (t.runs_of(pi, 0, r), t.runs_of(pi, 1, r));
         let m = |runs: &[Rec], f: fn(&Rec) -> u64| mean(runs, |x| f(x) as f64);
-        let (ma, mb) = (m(ra, |x| x.migrations), m(rb, |x| x.migrations));
+        let (ma, mb) = (m(&ra, |x| x.migrations), m(&rb, |x| x.migrations));
         let _ = writeln!(
             o,
             "<tr><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>",
@@ -320,12 +355,12 @@ fn migrations(o: &mut String, t: &Table, r: usize) {
             ma,
             mb,
             delta(ma, mb),
-            m(ra, |x| x.voluntary),
-            m(rb, |x| x.voluntary),
-            m(ra, |x| x.involuntary),
-            m(rb, |x| x.involuntary),
-            m(ra, |x| x.wakeups),
-            m(rb, |x| x.wakeups)
+            m(&ra, |x| x.voluntary),
+            m(&rb, |x| x.voluntary),
+            m(&ra, |x| x.involuntary),
+            m(&rb, |x| x.involuntary),
+            m(&ra, |x| x.wakeups),
+            m(&rb, |x| x.wakeups)
         );
     }
     let _ = writeln!(o, "</table>\n<p class=\"note\">Means over runs; change: B against A.</p>");
@@ -342,7 +377,7 @@ fn run_delay(o: &mut String, t: &Table, r: usize) {
         let _ = write!(o, "<tr><td class=\"l\">{}</td>", esc(&row.label));
         for q in 0..4 {
             for si in 0..2 {
-                let _ = write!(o, "<td>{:.1}</td>", mean(t.runs_of(pi, si, r), |x| x.run_delay_ns[q] as f64 / 1e3));
+                let _ = write!(o, "<td>{:.1}</td>", mean(&t.runs_of(pi, si, r), |x| x.run_delay_ns[q] as f64 / 1e3));
             }
         }
         let _ = writeln!(o, "</tr>");
@@ -362,7 +397,7 @@ fn counters(o: &mut String, t: &Table, r: usize) {
     let _ = writeln!(o, "</tr>");
     for (pi, row) in t.rows.iter().enumerate() {
         let means: [Vec<f64>; 2] =
-            [0, 1].map(|si| (0..COUNTERS.len()).map(|c| mean(t.runs_of(pi, si, r), |x| x.counters[c] as f64)).collect());
+            [0, 1].map(|si| (0..COUNTERS.len()).map(|c| mean(&t.runs_of(pi, si, r), |x| x.counters[c] as f64)).collect());
         for (si, m) in means.iter().enumerate() {
             let _ = write!(o, "<tr><td class=\"l\">{}</td><td class=\"l {}\">{}</td>", esc(&row.label), ["a", "b"][si], ["A", "B"][si]);
             for v in m {

@@ -137,8 +137,8 @@ pub struct RunArgs {
     pub set: Vec<String>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Simulated run time for time-bounded workloads (e.g. 2s, 500ms); a cap for the others.
-    #[arg(long)]
+    /// Simulated run time for time-bounded workloads (e.g. 2s, 500ms); for run-to-completion workloads a cap that is an error if it cuts the run.
+    #[arg(long, allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Print one JSON object.
     #[arg(long)]
@@ -146,7 +146,7 @@ pub struct RunArgs {
     /// Machine-model components to switch off for ablation: NO_CACHE,NO_SMT,NO_MEMBW,NO_NUMA,NO_LOCKS,NO_WAKELAT,NO_SWITCH,NO_SCAN.
     #[arg(long = "machine-model")]
     pub machine_model: Option<String>,
-    /// Write /proc/schedstat (version 17) as it reads at the end of the run to FILE.
+    /// Write /proc/schedstat as the modelled kernel writes it (version 15 up to v6.5, 16 for v6.6-v6.12) at the end of the run to FILE.
     #[arg(long, value_name = "FILE")]
     pub schedstat: Option<std::path::PathBuf>,
     /// Write every context switch (time, CPU, prev and next task with their task groups) to FILE.
@@ -160,7 +160,26 @@ pub struct RunArgs {
     pub ftrace: Option<std::path::PathBuf>,
 }
 
+/// Die quietly when stdout is a pipe whose reader has gone, as Unix tools do
+/// (`schedlab machines | head -1`): the Rust runtime ignores SIGPIPE, which
+/// turns the closed pipe into a panic inside `println!` (exit 101).
+#[cfg(unix)]
+fn default_sigpipe() {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13; // Linux, macOS and the BSDs
+    const SIG_DFL: usize = 0;
+    // SAFETY: restoring the default disposition of one signal, before any
+    // thread is started; no handler code is involved.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    default_sigpipe();
     let cli = Cli::parse();
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -263,6 +282,16 @@ fn dispatch(cli: Cli) -> Result<()> {
                         .with_context(|| format!("cannot write --ftrace file {}", p.display()))?;
                 }
             }
+            // A metric whose end was never reached is no result (issue 13).
+            if let Some(why) = &res.metric_missing {
+                bail!("{} on {} with {}: no result: {why}", prep.workload.name, prep.machine.name, prep.kernel.name);
+            }
+            if res.blocked_forever > 0 {
+                eprintln!(
+                    "schedlab: warning: the run ended with {} tasks blocked forever (deadlock or lost wakeup: nothing was left that could wake them)",
+                    res.blocked_forever
+                );
+            }
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&output::run_json(&prep, &args, &res))?);
             } else {
@@ -330,19 +359,21 @@ pub fn cores_of(m: &Machine) -> Vec<Vec<u16>> {
     m.topology.core_groups()
 }
 
-/// Parse a duration: `2s`, `500ms`, `250us`, `1000ns`, `1.5s`.
+/// Parse a duration: `2s`, `500ms`, `250us`, `1000ns`, `1.5s`, `2min`, `1h`.
 pub fn parse_duration(s: &str) -> Result<u64> {
     let s = s.trim();
-    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 1e6)
-    } else if let Some(n) = s.strip_suffix("us") {
-        (n, 1e3)
-    } else if let Some(n) = s.strip_suffix("ns") {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1e9)
-    } else {
-        bail!("duration {s:?} needs a unit: e.g. 2s, 500ms, 250us");
+    let num = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &s[num.len()..];
+    let mult = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "min" => 60e9,
+        "h" => 3600e9,
+        "" => bail!("duration {s:?} needs a unit: e.g. 2s, 500ms, 250us"),
+        u if num.trim().is_empty() => bail!("duration {s:?} is not a number with a unit (e.g. 2s); {u:?} has no number"),
+        u => bail!("duration {s:?} has an unknown unit {u:?}; use ns, us, ms, s, min or h (lower case)"),
     };
     let v: f64 = num.trim().parse().with_context(|| format!("duration {s:?} is not a number with a unit (e.g. 2s)"))?;
     if !v.is_finite() || v <= 0.0 {
@@ -441,5 +472,11 @@ mod tests {
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("xs").is_err());
         assert!(parse_duration("0.5ns").unwrap_err().to_string().contains("1 ns"));
+        assert_eq!(parse_duration("1h").unwrap(), 3_600_000_000_000);
+        assert_eq!(parse_duration("2min").unwrap(), 120_000_000_000);
+        assert!(parse_duration("2h").unwrap_err().to_string().contains("one simulated hour"));
+        assert!(parse_duration("1S").unwrap_err().to_string().contains("unknown unit \"S\""));
+        assert!(parse_duration("abc").unwrap_err().to_string().contains("not a number"));
+        assert!(parse_duration("-1s").unwrap_err().to_string().contains("must be positive"));
     }
 }

@@ -100,8 +100,8 @@ pub fn kernel_show(k: &KernelProfile) -> String {
         "effective on >= 8 CPUs (factor 4): base_slice {} ns, latency {} ns, min_granularity {} ns",
         e.base_slice_ns, e.latency_ns, e.min_granularity_ns
     );
-    let _ = writeln!(o, "features:");
-    for f in SchedFeat::ALL {
+    let _ = writeln!(o, "features (the bits this kernel's features.h has):");
+    for f in SchedFeat::ALL.iter().filter(|f| k.has_feature_bit(**f)) {
         let _ = writeln!(o, "  {}{}", if k.features.has(*f) { "" } else { "NO_" }, f.name());
     }
     o
@@ -191,6 +191,9 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
     let (avg, min, max) = util(r);
     let _ = writeln!(o, "  {:<22} avg {:.1}%  min {:.1}%  max {:.1}%", "CPU busy", avg * 100.0, min * 100.0, max * 100.0);
     let _ = writeln!(o, "  {:<22} {} created, {} exited, {} simulation events", "tasks", r.tasks_created, r.tasks_exited, r.events);
+    if r.blocked_forever > 0 {
+        let _ = writeln!(o, "  {:<22} {} tasks (deadlock or lost wakeup: nothing could wake them)", "blocked forever", r.blocked_forever);
+    }
     let _ = writeln!(
         o,
         "  {:<22} L2 misses {}, LLC misses {}, DRAM {:.1} MB ({:.1} MB remote), rq-lock wait {:.3} ms, idle exit {:.3} ms",
@@ -262,6 +265,15 @@ fn schedstat_json(r: &RunResult) -> Value {
 }
 
 pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
+    let mut v = run_json_fields(p, args, r);
+    if r.blocked_forever > 0 {
+        // Only when it happened: normal runs' JSON stays as it was.
+        v["tasks"]["blocked_forever"] = json!(r.blocked_forever);
+    }
+    v
+}
+
+fn run_json_fields(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
     json!({
         "schedlab_version": env!("CARGO_PKG_VERSION"),
         "kernel": p.kernel.name,
@@ -322,7 +334,7 @@ pub fn switch_log(p: &Prepared, r: &RunResult, tasks: &[(String, u32)], groups: 
     let who = |t: Option<u32>| match t {
         Some(t) => {
             let (name, g) = &tasks[t as usize];
-            (format!("{}-{}", name, 1000 + t), groups[*g as usize].as_str())
+            (format!("{}-{}", schedlab_engine::trace::escape_name(name), 1000 + t), groups[*g as usize].as_str())
         }
         None => ("<idle>-0".to_string(), "-"),
     };

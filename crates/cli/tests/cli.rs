@@ -290,7 +290,8 @@ fn bad_option_value_is_a_usage_error() {
 }
 
 /// Issue 3 / 6: schedstat levels in --json carry wakeup shares and the load-balance
-/// counters; --schedstat writes a version 17 /proc/schedstat.
+/// counters; --schedstat writes /proc/schedstat in the modelled kernel's
+/// version: v6.12 (the default) wrote version 16 (issue 13 item 10; was 17).
 #[test]
 fn schedstat_levels_and_file() {
     let dir = tmp_dir("schedstat");
@@ -306,9 +307,9 @@ fn schedstat_levels_and_file() {
     }
     assert!(levels.iter().map(|l| l["lb_count"].as_u64().unwrap()).sum::<u64>() > 0, "the balancer ran");
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.starts_with("version 17\ntimestamp "));
+    assert!(text.starts_with("version 16\ntimestamp "), "{}", &text[..40.min(text.len())]);
     let dom = text.lines().find(|l| l.starts_with("domain0 ")).expect("a domain line");
-    assert_eq!(dom.split_whitespace().count(), 3 + 45, "domain<K> NAME MASK + 45 fields: {dom}");
+    assert_eq!(dom.split_whitespace().count(), 2 + 36, "domain<K> MASK + 36 fields: {dom}");
 }
 
 /// Tidy (style guide): every `FIDELITY(F-nnn)` marker in the code has an entry in

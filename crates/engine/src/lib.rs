@@ -26,7 +26,7 @@ pub struct SimConfig {
     pub seed: u64,
     /// Machine-model components switched on (default: all).
     pub model: ModelSwitches,
-    /// Render /proc/schedstat (version 17) at the end of the run.
+    /// Render /proc/schedstat (the modelled kernel's version) at the end of the run.
     pub schedstat: bool,
     /// Stop at this simulated time (required for time-bounded workloads).
     pub duration_ns: Option<u64>,
@@ -108,8 +108,8 @@ struct TaskRt {
 #[derive(Clone, Debug)]
 struct ChanRt {
     count: u32,
-    readers: Vec<TaskId>,
-    writers: Vec<TaskId>,
+    readers: std::collections::VecDeque<TaskId>,
+    writers: std::collections::VecDeque<TaskId>,
     /// Messages carry tags (some program reads them with `ReadTag`).
     tagged: bool,
     tags: std::collections::VecDeque<u32>,
@@ -123,7 +123,7 @@ enum ChanOutcome {
 #[derive(Clone, Debug)]
 struct SemRt {
     count: u64,
-    waiters: Vec<TaskId>,
+    waiters: std::collections::VecDeque<TaskId>,
 }
 
 /// Results of one run.
@@ -131,6 +131,14 @@ struct SemRt {
 pub struct RunResult {
     pub metric_name: String,
     pub metric_value: f64,
+    /// Why the run has no valid metric value, if it has none: its marks were
+    /// not reached (a run-to-completion workload cut by `--duration`, a
+    /// deadlock), or a latency metric has no samples. `metric_value` is then
+    /// meaningless and must not be reported as a result.
+    pub metric_missing: Option<String>,
+    /// Tasks still alive when nothing was left to happen (no event could ever
+    /// wake them): a deadlock or a lost wakeup in the workload.
+    pub blocked_forever: u64,
     pub metric_unit: String,
     pub higher_is_better: bool,
     pub simulated_ns: u64,
@@ -171,7 +179,7 @@ pub struct RunResult {
     pub ttwu_local: u64,
     /// Per domain level bottom-up: wakeup and load-balance schedstat counters.
     pub levels: Vec<schedlab_kernel::stats::LevelStats>,
-    /// /proc/schedstat v17 at the end, when requested.
+    /// /proc/schedstat at the end (the modelled kernel's version), when requested.
     pub schedstat: Option<String>,
     /// Latency histograms recorded by `Op::WakeLatency` (those with samples), ns.
     pub latencies: Vec<LatencySummary>,
@@ -246,6 +254,10 @@ pub struct Sim<'a> {
     alive: u64,
     exited: u64,
     created: u64,
+    /// The run stopped at the duration limit with tasks alive.
+    cut: bool,
+    /// Tasks alive when the event queue ran dry (see [`RunResult::blocked_forever`]).
+    blocked_forever: u64,
     mm_switches: u64,
     group_switches: u64,
     switch_log: Option<Vec<SwitchRec>>,
@@ -314,6 +326,16 @@ impl<'a> Sim<'a> {
         if cfg.trace {
             kernel.migration_log = Some(Vec::new());
         }
+        // Channels some op reads tags from (one pass over the ops: a scan per
+        // channel was quadratic in the size of hackbench-like workloads).
+        let mut tagged = vec![false; wl.channels.len()];
+        for op in wl.programs.iter().flatten() {
+            if let Op::ReadTag { chan, .. } | Op::WakeQueued { chan, .. } = *op {
+                if let Some(t) = tagged.get_mut(chan as usize) {
+                    *t = true;
+                }
+            }
+        }
         let mut s = Sim {
             kernel,
             machine,
@@ -329,17 +351,13 @@ impl<'a> Sim<'a> {
             chans: (0..wl.channels.len())
                 .map(|i| ChanRt {
                     count: 0,
-                    readers: Vec::new(),
-                    writers: Vec::new(),
-                    tagged: wl
-                        .programs
-                        .iter()
-                        .flatten()
-                        .any(|op| matches!(*op, Op::ReadTag { chan, .. } | Op::WakeQueued { chan, .. } if chan as usize == i)),
+                    readers: Default::default(),
+                    writers: Default::default(),
+                    tagged: tagged[i],
                     tags: Default::default(),
                 })
                 .collect(),
-            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Vec::new() }).collect(),
+            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Default::default() }).collect(),
             marks: vec![None; 8],
             counters: vec![0; 8],
             rng: Pcg32::new(cfg.seed, 0x5c4ed1ab),
@@ -347,6 +365,8 @@ impl<'a> Sim<'a> {
             events: 0,
             alive: 0,
             exited: 0,
+            cut: false,
+            blocked_forever: 0,
             created: 0,
             mm_switches: 0,
             group_switches: 0,
@@ -437,8 +457,10 @@ impl<'a> Sim<'a> {
     /// Run to completion (every task exited) or to the duration limit.
     pub fn run(&mut self, cfg: &SimConfig) -> RunResult {
         let limit = cfg.duration_ns.unwrap_or(INF);
+        let mut cut = false;
         while let Some((slot, at)) = self.queue.pop() {
             if at > limit {
+                cut = true;
                 break;
             }
             self.now = at;
@@ -552,6 +574,9 @@ impl<'a> Sim<'a> {
             }
         }
         let end = if self.alive == 0 { self.now } else { limit.min(self.now.max(if limit == INF { self.now } else { limit })) };
+        // The queue ran dry with tasks alive: none of them can ever wake.
+        self.blocked_forever = if !cut && self.alive > 0 { self.alive } else { 0 };
+        self.cut = cut && self.alive > 0;
         self.finish(end)
     }
 
@@ -1086,7 +1111,7 @@ impl<'a> Sim<'a> {
                         s.count -= 1;
                         self.advance(t);
                     } else {
-                        s.waiters.push(t);
+                        s.waiters.push_back(t);
                         self.block(c);
                         return;
                     }
@@ -1097,7 +1122,7 @@ impl<'a> Sim<'a> {
                     let s = &mut self.sems[sem as usize];
                     let ws: Vec<TaskId> = if n == u32::MAX {
                         s.count = u64::MAX / 2;
-                        std::mem::take(&mut s.waiters)
+                        std::mem::take(&mut s.waiters).into()
                     } else {
                         let k = (n as usize).min(s.waiters.len());
                         s.count += (n as usize - k) as u64;
@@ -1186,7 +1211,7 @@ impl<'a> Sim<'a> {
                     if self.chans[chan as usize].count > 0 {
                         self.advance(t);
                     } else {
-                        self.chans[chan as usize].readers.push(t);
+                        self.chans[chan as usize].readers.push_back(t);
                         self.block(c);
                         return;
                     }
@@ -1235,7 +1260,7 @@ impl<'a> Sim<'a> {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];
         if ch.count >= spec.capacity {
-            ch.writers.push(t);
+            ch.writers.push_back(t);
             self.block(c);
             return ChanOutcome::Blocked;
         }
@@ -1244,10 +1269,10 @@ impl<'a> Sim<'a> {
             ch.tags.push_back(tag);
         }
         self.chan_writer[chan as usize] = Some(c);
-        let reader = (!ch.readers.is_empty()).then(|| ch.readers.remove(0));
+        let reader = (!ch.readers.is_empty()).then(|| ch.readers.pop_front().expect("not empty"));
         // pipe_write(): a woken writer wakes the next one if space remains.
         let next_writer = (matches!(spec.kind, ChannelKind::Pipe { .. }) && ch.count < spec.capacity && !ch.writers.is_empty())
-            .then(|| ch.writers.remove(0));
+            .then(|| ch.writers.pop_front().expect("not empty"));
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
         self.advance(t);
         let mut woke = false;
@@ -1265,7 +1290,7 @@ impl<'a> Sim<'a> {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];
         if ch.count == 0 {
-            ch.readers.push(t);
+            ch.readers.push_back(t);
             self.block(c);
             return ChanOutcome::Blocked;
         }
@@ -1281,10 +1306,10 @@ impl<'a> Sim<'a> {
         let woken: Vec<TaskId> = match spec.kind {
             // pipe_read(): one exclusive writer once a page's worth of space is free.
             ChannelKind::Pipe { msgs_per_page } if !ch.writers.is_empty() && ch.count + msgs_per_page <= spec.capacity => {
-                vec![ch.writers.remove(0)]
+                vec![ch.writers.pop_front().expect("not empty")]
             }
             // unix_write_space(): every writer once the buffer is at most a quarter full.
-            ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => std::mem::take(&mut ch.writers),
+            ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => std::mem::take(&mut ch.writers).into(),
             _ => Vec::new(),
         };
         let woke = !woken.is_empty();
@@ -1376,23 +1401,66 @@ impl<'a> Sim<'a> {
         let wakeups = self.kernel.rqs.iter().map(|r| r.ttwu_count).sum();
         let (ttwu_count, ttwu_local, levels) = self.kernel.level_stats();
         let busy: Vec<u64> = self.cpus.iter().map(|c| c.busy_ns).collect();
-        let schedstat = self.want_schedstat.then(|| self.kernel.schedstat_v17(end, &busy));
+        let schedstat = self.want_schedstat.then(|| self.kernel.schedstat(end, &busy));
+        let mark = |id: u32| self.marks[id as usize];
+        // Why marks that were asked for are missing: the run did not get there.
+        let not_reached = |what: &str, id: u32| -> String {
+            let why = if self.cut && !self.wl.time_bounded {
+                format!(
+                    "--duration {} cut the run before it completed ({} of {} tasks exited); {} runs to completion: raise --duration or drop it",
+                    fmt_dur(end),
+                    self.exited,
+                    self.wl.nr_tasks(),
+                    self.wl.name
+                )
+            } else if self.blocked_forever > 0 {
+                format!(
+                    "the run ended with {} tasks blocked forever (deadlock or lost wakeup: nothing was left that could wake them); fix the workload's waits and wakeups",
+                    self.blocked_forever
+                )
+            } else {
+                format!("no task executed `mark id={id}` before the run ended; check the workload's program")
+            };
+            format!("the metric's {what} mark (mark id={id}) was not reached: {why}")
+        };
+        let mut missing: Option<String> = None;
+        let span = |s: Option<u32>, e: Option<u32>, missing: &mut Option<String>| -> (u64, u64) {
+            let sv = match s {
+                None => 0,
+                Some(id) => mark(id).unwrap_or_else(|| {
+                    missing.get_or_insert_with(|| not_reached("start", id));
+                    0
+                }),
+            };
+            let ev = match e {
+                None => end,
+                Some(id) => mark(id).unwrap_or_else(|| {
+                    missing.get_or_insert_with(|| not_reached("end", id));
+                    end
+                }),
+            };
+            if ev < sv && missing.is_none() {
+                *missing = Some(format!(
+                    "the metric's end mark (mark id={}) was last reached before its start mark (mark id={}); the workload must mark the start first",
+                    e.unwrap_or(0),
+                    s.unwrap_or(0)
+                ));
+            }
+            (sv, ev)
+        };
         let (name, value, unit) = match &self.wl.metric {
             MetricSpec::Elapsed { name, start, end: e } => {
-                let s = self.marks[*start as usize].unwrap_or(0);
-                let f = self.marks[*e as usize].unwrap_or(end);
-                (name.clone(), (f - s) as f64 / 1e9, "s".to_string())
+                let (s, f) = span(Some(*start), Some(*e), &mut missing);
+                (name.clone(), f.saturating_sub(s) as f64 / 1e9, "s".to_string())
             }
             MetricSpec::Rate { name, unit, counter, start, end: e } => {
-                let s = start.and_then(|m| self.marks[m as usize]).unwrap_or(0);
-                let f = e.and_then(|m| self.marks[m as usize]).unwrap_or(end);
+                let (s, f) = span(*start, *e, &mut missing);
                 let secs = (f.saturating_sub(s)) as f64 / 1e9;
                 let v = if secs > 0.0 { self.counters[*counter as usize] as f64 / secs } else { 0.0 };
                 (name.clone(), v, unit.clone())
             }
             MetricSpec::ScaledRate { name, unit, counter, divisor, start, end: e } => {
-                let s = start.and_then(|m| self.marks[m as usize]).unwrap_or(0);
-                let f = e.and_then(|m| self.marks[m as usize]).unwrap_or(end);
+                let (s, f) = span(*start, *e, &mut missing);
                 let secs = (f.saturating_sub(s)) as f64 / 1e9;
                 let v = if secs > 0.0 { self.counters[*counter as usize] as f64 / *divisor as f64 / secs } else { 0.0 };
                 (name.clone(), v, unit.clone())
@@ -1403,6 +1471,24 @@ impl<'a> Sim<'a> {
             }
             MetricSpec::LatencyMean { name, hist } => (name.clone(), self.latency_mean(*hist as usize) as f64 / 1e3, "us".to_string()),
         };
+        if let MetricSpec::LatencyPercentile { hist, .. } | MetricSpec::LatencyMean { hist, .. } = &self.wl.metric {
+            if self.lat_hists.get(*hist as usize).is_none_or(|h| h.count() == 0) {
+                missing = Some(format!(
+                    "{name}: latency histogram {hist} has no samples (no request or wakeup completed within the run); run longer (--duration) or check the workload's req_start/req_end or wake_latency ops"
+                ));
+            }
+        }
+        // A run-to-completion workload cut short has no result even when its
+        // metric has no marks (e.g. a rate over the whole run).
+        if missing.is_none() && self.cut && !self.wl.time_bounded {
+            missing = Some(format!(
+                "--duration {} cut the run before it completed ({} of {} tasks exited); {} runs to completion: raise --duration or drop it",
+                fmt_dur(end),
+                self.exited,
+                self.wl.nr_tasks(),
+                self.wl.name
+            ));
+        }
         let latencies = self
             .lat_hists
             .iter()
@@ -1423,6 +1509,7 @@ impl<'a> Sim<'a> {
         RunResult {
             metric_name: name,
             metric_value: value,
+            metric_missing: missing,
             metric_unit: unit,
             higher_is_better: self.wl.metric.higher_is_better(),
             simulated_ns: end,
@@ -1438,6 +1525,7 @@ impl<'a> Sim<'a> {
             events: self.events,
             tasks_created: self.created,
             tasks_exited: self.exited,
+            blocked_forever: self.blocked_forever,
             woken_never_ran: never_ran,
             mm_switches: self.mm_switches,
             group_switches: self.group_switches,
@@ -1466,6 +1554,16 @@ impl<'a> Sim<'a> {
 }
 
 /// Build the kernel for `machine` and run `wl` under `cfg`.
+/// A duration limit for messages: `10ms`, `1s`, `250us`, `7ns`.
+fn fmt_dur(ns: u64) -> String {
+    match ns {
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
 pub fn run(machine: &Machine, profile: schedlab_kernel::profile::KernelProfile, wl: &Workload, cfg: &SimConfig) -> RunResult {
     let kernel = Kernel::new(&machine.topology, profile);
     Sim::new(machine, kernel, wl, cfg).run(cfg)
@@ -1517,7 +1615,7 @@ impl Sim<'_> {
             if s.waiters.is_empty() {
                 s.count += 1;
             } else {
-                let w = s.waiters.remove(0);
+                let w = s.waiters.pop_front().expect("not empty");
                 self.advance(w);
                 self.wake(w, c, Some(t), sf);
             }

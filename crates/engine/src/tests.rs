@@ -475,3 +475,57 @@ fn hackbench_in_cgroups_completes_everywhere() {
         }
     }
 }
+
+/// A gate: `n` children block on a semaphore, the parent opens it with one
+/// `sem_post n=all` and reaps them (the ux-reliability review's M4 reproducer).
+fn gate(n: u32) -> Workload {
+    let text = format!(
+        r#"format = 1
+name = "gate"
+[metric]
+kind = "elapsed"
+name = "t"
+start = 0
+end = 1
+[[sem]]
+initial = 0
+sync = false
+[[program]]
+ops = ["mark id=0", "fork spec=1 cost=1us repeat={n}", "run ns=1ms", "sem_post sem=0 n=all", "wait_child repeat={n}", "mark id=1"]
+[[program]]
+ops = ["sem_wait sem=0", "run ns=1us"]
+[[task]]
+name = "parent"
+program = 0
+mm = 0
+[[task]]
+name = "child{{i}}"
+program = 1
+mm = "1+i"
+start = false
+repeat = {n}
+"#
+    );
+    schedlab_workload::file::from_toml_str(&text, "gate.toml").unwrap()
+}
+
+/// Waking many tasks at once stays near-linear: the runqueue entries the
+/// kernel model examines (cfs_rq tree operations, leftmost, pick, the
+/// detach candidates of load balancing) grow like n log n with the number of
+/// tasks woken together, not like n^2 (issue 13 item 11: 40k waiters took 13 s).
+/// A structural count, not a timing: it cannot flake.
+#[test]
+fn mass_wakeup_examines_runqueues_near_linearly() {
+    let m = machine("zen3-2s-nps1");
+    let steps = |n: u32| {
+        let w = gate(n);
+        let cfg = SimConfig { seed: 1, duration_ns: None, schedstat: false, model: Default::default(), trace: false, switch_log: false };
+        let kernel = schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap());
+        let (r, k) = crate::Sim::new(&m, kernel, &w, &cfg).run_keep_kernel(&cfg);
+        assert_eq!(r.tasks_exited, n as u64 + 1);
+        k.rq_steps.get()
+    };
+    let (small, large) = (steps(1000), steps(4000));
+    // n log n: 4 * log(4000)/log(1000) ~ 4.8; quadratic: 16.
+    assert!(large < 8 * small, "runqueue steps grow quadratically: {small} at 1000 tasks, {large} at 4000");
+}

@@ -149,13 +149,42 @@ impl Trace {
     }
 }
 
-/// `name` cut to [`COMM_LEN`] bytes at a character boundary.
+/// `name` cut to [`COMM_LEN`] bytes at a character boundary (`__set_task_comm()`
+/// keeps TASK_COMM_LEN - 1 = 15 bytes), then with control characters escaped.
 pub fn comm_of(name: &str) -> String {
     let mut end = name.len().min(COMM_LEN);
     while !name.is_char_boundary(end) {
         end -= 1;
     }
-    name[..end].to_string()
+    escape_name(&name[..end])
+}
+
+/// A task name with backslashes and control characters escaped as
+/// /proc/PID/status shows a comm (`proc_task_name()`, fs/proc/array.c:
+/// `string_escape_str(..., ESCAPE_SPACE | ESCAPE_SPECIAL, "\n\\")`): `\n`,
+/// `\t`, `\\`, other control bytes as octal `\ooo`. A name can then never
+/// split a line of the ftrace text or the switch log.
+pub fn escape_name(name: &str) -> String {
+    if !name.chars().any(|c| c.is_control() || c == '\\') {
+        return name.to_string();
+    }
+    let mut o = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        match c {
+            '\n' => o.push_str("\\n"),
+            '\t' => o.push_str("\\t"),
+            '\r' => o.push_str("\\r"),
+            '\\' => o.push_str("\\\\"),
+            c if c.is_control() => {
+                let mut b = [0u8; 4];
+                for x in c.encode_utf8(&mut b).bytes() {
+                    o.push_str(&format!("\\{x:03o}"));
+                }
+            }
+            c => o.push(c),
+        }
+    }
+    o
 }
 
 /// The hooks the engine calls (only when tracing is on; cold and out of line
@@ -388,6 +417,14 @@ mod tests {
             assert_eq!(tr.comm(None, 3), "swapper/3");
             assert_eq!((tr.pid(None), tr.prio(None)), (0, 120));
         }
+    }
+
+    #[test]
+    fn names_are_escaped_so_they_cannot_split_lines() {
+        assert_eq!(escape_name("cli\nent ==> x"), "cli\\nent ==> x");
+        assert_eq!(escape_name("a\tb\\c\u{1}"), "a\\tb\\\\c\\001");
+        assert_eq!(comm_of("cli\nent"), "cli\\nent");
+        assert!(!comm_of("x\ny\rz").contains(['\n', '\r']));
     }
 
     #[test]

@@ -146,6 +146,10 @@ pub struct Kernel {
     /// `nohz.next_balance`
     pub nohz_next_balance: u64,
     pub(crate) mru_seq: u64,
+    /// Runqueue entries examined by the cfs_rq tree and cfs_tasks operations
+    /// (enqueue, dequeue, leftmost, pick, detach): a structural cost measure
+    /// whose growth with the queue length tests that these stay logarithmic.
+    pub rq_steps: std::cell::Cell<u64>,
     /// schedstat alb_pushed, summed.
     pub alb_pushed: u64,
     /// Time between a waker's idle check in select_task_rq() and its
@@ -173,6 +177,7 @@ impl Kernel {
                 cpu: CpuId(c as u16),
                 curr: None,
                 cfs: CfsRq::default(),
+                cfs_tasks: Default::default(),
                 need_resched: false,
                 idle_stamp: 0,
                 avg_idle: 2 * tun.migration_cost_ns,
@@ -235,6 +240,7 @@ impl Kernel {
             rd_overload: false,
             nohz_next_balance: 0,
             mru_seq: 0,
+            rq_steps: std::cell::Cell::new(0),
             alb_pushed: 0,
             ttwu_pending_window_ns: 0,
             sis_scratch: crate::fair::select::SisScratch::new(n),
@@ -289,6 +295,7 @@ impl Kernel {
             pcount: 0,
             last_queued: None,
             mru: 0,
+            mru_listed: None,
         });
         // task_fork_fair(): placement relative to the parent's cfs_rq.
         match self.profile.fork_placement {

@@ -78,6 +78,76 @@ sched_features! {
     SIS_SHORT = false,
 }
 
+/// A kernel release as (major, minor, patchlevel): v2.6.38 = (2, 6, 38), v6.12 = (6, 12, 0).
+pub type Release = (u16, u16, u16);
+
+/// The release a profile name such as `v2.6.38` or `v6.12` stands for.
+pub fn release_of(name: &str) -> Option<Release> {
+    let mut it = name.strip_prefix('v')?.split('.').map(|x| x.parse::<u16>().ok());
+    let (a, b) = (it.next()??, it.next()??);
+    let c = match it.next() {
+        Some(x) => x?,
+        None => 0,
+    };
+    Some((a, b, c))
+}
+
+impl SchedFeat {
+    /// The mainline releases whose kernel/sched/features.h (kernel/sched_features.h
+    /// before v3.3) has the bit: (first release with it, first release without it).
+    /// `None` as the first release: a bit of a proposed patch only (`patch()`).
+    ///
+    /// Sources (the commits that added or removed the line): EEVDF bits
+    /// 86bfbb7ce4f6 "sched/fair: Add lag based placement", 147f3efaa241 "sched/fair:
+    /// Implement an EEVDF-like scheduling policy", 63304558ba5d "sched/eevdf: Curb
+    /// wakeup-preemption" (v6.6); 5e963f2bd465 "sched/fair: Commit to EEVDF" drops
+    /// the CFS placement and slice bits (v6.6); the delayed-dequeue series, PREEMPT_SHORT
+    /// and PLACE_REL_DEADLINE (v6.12); 2f36825b176f "sched: Next buddy hint on sleep
+    /// and preempt path" adds NEXT_BUDDY (v2.6.39); 317f394160e9 TTWU_QUEUE (v3.0);
+    /// SIS_AVG_CPU (v4.11) until its removal (v5.12), SIS_PROP (v4.13) until
+    /// "sched/fair: Remove SIS_PROP" (v6.8); SIS_UTIL 70fb5ccf2ebb (v6.0); WA_* (v4.14);
+    /// UTIL_EST (v4.17), UTIL_EST_FASTUP (v5.7) until its removal (v6.9);
+    /// ALT_PERIOD/BASE_SLICE 0c2de3f054a5 (v5.13); PICK_BUDDY (v6.14).
+    pub const fn releases(self) -> (Option<Release>, Option<Release>) {
+        use SchedFeat::*;
+        match self {
+            PLACE_LAG | PLACE_DEADLINE_INITIAL | RUN_TO_PARITY => (Some((6, 6, 0)), None),
+            PLACE_REL_DEADLINE | PREEMPT_SHORT | DELAY_DEQUEUE | DELAY_ZERO => (Some((6, 12, 0)), None),
+            NEXT_BUDDY => (Some((2, 6, 39)), None),
+            PICK_BUDDY => (Some((6, 14, 0)), None),
+            LAST_BUDDY | GENTLE_FAIR_SLEEPERS | START_DEBIT => (Some((2, 6, 31)), Some((6, 6, 0))),
+            CACHE_HOT_BUDDY | WAKEUP_PREEMPTION => (Some((2, 6, 31)), None),
+            TTWU_QUEUE => (Some((3, 0, 0)), None),
+            SIS_AVG_CPU => (Some((4, 11, 0)), Some((5, 12, 0))),
+            SIS_PROP => (Some((4, 13, 0)), Some((6, 8, 0))),
+            SIS_UTIL => (Some((6, 0, 0)), None),
+            WA_IDLE | WA_WEIGHT | WA_BIAS => (Some((4, 14, 0)), None),
+            UTIL_EST => (Some((4, 17, 0)), None),
+            UTIL_EST_FASTUP => (Some((5, 7, 0)), Some((6, 9, 0))),
+            ALT_PERIOD | BASE_SLICE => (Some((5, 13, 0)), Some((6, 6, 0))),
+            SIS_SHORT => (None, None),
+        }
+    }
+
+    /// Whether mainline release `r` has the bit.
+    pub fn in_release(self, r: Release) -> bool {
+        match self.releases() {
+            (Some(first), until) => r >= first && until.is_none_or(|u| r < u),
+            (None, _) => false,
+        }
+    }
+
+    /// "v6.6 and later", "v2.6.31 to v6.5": the releases with the bit, for messages.
+    pub fn releases_text(self) -> String {
+        let v = |r: Release| if r.2 == 0 { format!("v{}.{}", r.0, r.1) } else { format!("v{}.{}.{}", r.0, r.1, r.2) };
+        match self.releases() {
+            (Some(f), None) => format!("{} and later", v(f)),
+            (Some(f), Some(u)) => format!("{} up to (not including) {}", v(f), v(u)),
+            (None, _) => "no mainline release (a proposed patch)".to_string(),
+        }
+    }
+}
+
 /// A set of feature bits.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct SchedFeatures(u64);
@@ -154,5 +224,28 @@ mod tests {
         let e = f.apply("NO_SUCH").unwrap_err();
         assert!(e.contains("RUN_TO_PARITY"), "{e}");
         assert!(f.render().contains("NO_PLACE_LAG"));
+    }
+
+    #[test]
+    fn release_ranges() {
+        assert_eq!(release_of("v2.6.38"), Some((2, 6, 38)));
+        assert_eq!(release_of("v6.12"), Some((6, 12, 0)));
+        let v6_12 = release_of("v6.12").unwrap();
+        // Not in v6.12's features.h (issue 13 item 6).
+        for f in [
+            SchedFeat::GENTLE_FAIR_SLEEPERS,
+            SchedFeat::START_DEBIT,
+            SchedFeat::SIS_PROP,
+            SchedFeat::PICK_BUDDY,
+            SchedFeat::UTIL_EST_FASTUP,
+        ] {
+            assert!(!f.in_release(v6_12), "{f:?}");
+        }
+        for f in [SchedFeat::PLACE_LAG, SchedFeat::DELAY_DEQUEUE, SchedFeat::SIS_UTIL, SchedFeat::TTWU_QUEUE] {
+            assert!(f.in_release(v6_12), "{f:?}");
+        }
+        assert!(!SchedFeat::PLACE_LAG.in_release((3, 10, 0)));
+        assert!(!SchedFeat::TTWU_QUEUE.in_release((2, 6, 38)));
+        assert!(!SchedFeat::SIS_SHORT.in_release(v6_12));
     }
 }

@@ -450,10 +450,42 @@ pub fn profile(name: &str) -> Result<KernelProfile, String> {
 }
 
 impl KernelProfile {
-    /// Apply `--features NO_X,Y` the way /sys/kernel/debug/sched/features takes them.
+    /// Whether this kernel (its release plus its patches) has feature bit `f`
+    /// in its features.h, i.e. in /sys/kernel/debug/sched/features.
+    pub fn has_feature_bit(&self, f: SchedFeat) -> bool {
+        let by_patch = match f {
+            SchedFeat::SIS_SHORT => self.has_patch(Patch::ShortrunRfc),
+            SchedFeat::NEXT_BUDDY => self.has_patch(Patch::NextBuddyHint),
+            _ => false,
+        };
+        by_patch || crate::features::release_of(self.name).is_some_and(|r| f.in_release(r))
+    }
+
+    /// Apply `--features NO_X,Y` the way /sys/kernel/debug/sched/features takes
+    /// them: a bit this kernel does not have is an error (debugfs answers EINVAL),
+    /// naming the kernels that have it.
     pub fn apply_features(&mut self, spec: &str) -> Result<(), String> {
         for tok in spec.split(',').filter(|t| !t.trim().is_empty()) {
             self.features.apply(tok)?;
+            let t = tok.trim();
+            let name = t.strip_prefix("NO_").unwrap_or(t);
+            if let Some(&f) = SchedFeat::ALL.iter().find(|f| f.name() == name) {
+                if !self.has_feature_bit(f) {
+                    let with: Vec<&str> = profiles().into_iter().filter(|p| p.has_feature_bit(f)).map(|p| p.name).collect();
+                    let patch = match f {
+                        SchedFeat::SIS_SHORT => " (--patch shortrun-rfc adds it)",
+                        SchedFeat::NEXT_BUDDY => " (--patch next-buddy-hint adds it to v2.6.38)",
+                        _ => "",
+                    };
+                    return Err(format!(
+                        "sched feature {name} does not exist in {} (features.h has it in {}{patch}); kernels that have it: {}; `schedlab kernel show {}` lists the bits it has",
+                        self.name,
+                        f.releases_text(),
+                        if with.is_empty() { "none of the profiles".to_string() } else { with.join(", ") },
+                        self.name
+                    ));
+                }
+            }
         }
         Ok(())
     }

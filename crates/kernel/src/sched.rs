@@ -202,6 +202,8 @@ pub struct Task {
     /// Position in `rq->cfs_tasks` (most recently used at the head): larger =
     /// more recently enqueued or picked. The balancer detaches from the tail.
     pub mru: u64,
+    /// Where the task is listed in `rq->cfs_tasks` order: (cpu, mru), while on_rq.
+    pub mru_listed: Option<(CpuId, u64)>,
 }
 
 impl Task {
@@ -214,9 +216,9 @@ impl Task {
 /// `struct cfs_rq`: the root one of a CPU, or a task group's on a CPU.
 #[derive(Clone, Debug, Default)]
 pub struct CfsRq {
-    /// Queued entities except `curr` (the rbtree). Kept in insertion order so
-    /// that ties break as the rbtree breaks them (later insert goes right).
-    pub queue: Vec<Ent>,
+    /// Queued entities except `curr` (the rbtree), ordered by vruntime; ties
+    /// break as the rbtree breaks them (a later insert goes right).
+    pub queue: crate::fair::tree::Timeline,
     pub curr: Option<Ent>,
     /// Sum of the weights of queued entities including curr.
     pub load_weight: u64,
@@ -252,6 +254,10 @@ pub struct Rq {
     /// `rq->curr`; `None` is the idle task.
     pub curr: Option<TaskId>,
     pub cfs: CfsRq,
+    /// `rq->cfs_tasks` ordered least recently used first: (mru, task) of every
+    /// task on_rq at any level of this CPU's hierarchy (detach_tasks() walks
+    /// it from the tail).
+    pub cfs_tasks: std::collections::BTreeSet<(u64, TaskId)>,
     /// TIF_NEED_RESCHED of `rq->curr`.
     pub need_resched: bool,
     /// `rq->idle_stamp`: when the CPU last went idle (0 = not idle).

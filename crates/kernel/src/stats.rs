@@ -1,6 +1,6 @@
 //! schedstat counters as the kernel keeps them (kernel/sched/stats.c,
 //! Documentation/scheduler/sched-stats.rst; ecosystem reference §2) and the
-//! /proc/schedstat version 17 text.
+//! /proc/schedstat text in the version of the modelled kernel (15, 16 or 17).
 
 use crate::core::Kernel;
 use schedlab_topology::CpuId;
@@ -64,10 +64,33 @@ fn cpumask_hex(m: &crate::cpumask::CpuMask, nr_cpus: usize) -> String {
 }
 
 impl Kernel {
-    /// /proc/schedstat, version 17, at time `now` (jiffies from the tick length).
-    pub fn schedstat_v17(&self, now: u64, cpu_time: &[u64]) -> String {
+    /// The /proc/schedstat version this kernel writes (kernel/sched/stats.c
+    /// SCHEDSTAT_VERSION): 15 up to v6.5; 16 from v6.6 (the cpu_idle_type
+    /// enum reordered: busy first, then idle); 17 from v6.13 (domain names,
+    /// lb_imbalance split into load/util/task/misfit).
+    pub fn schedstat_version(&self) -> u32 {
+        match self.profile.version {
+            v if v < (6, 6) => 15,
+            v if v < (6, 13) => 16,
+            _ => 17,
+        }
+    }
+
+    /// /proc/schedstat at time `now` (jiffies from the tick length), in the
+    /// version and layout this kernel writes (`show_schedstat()`):
+    /// - v15: `domain<K> <mask>`, then 8 lb fields per idle type in the order
+    ///   idle, busy, newidle (lb_count, lb_balanced, lb_failed, lb_imbalance,
+    ///   lb_gained, lb_hot_gained, lb_nobusyq, lb_nobusyg), alb/sbe/sbf x3 and
+    ///   the three ttwu fields: 36;
+    /// - v16: the same 36, idle types busy, idle, newidle;
+    /// - v17: `domain<K> <name> <mask>`, 11 lb fields per idle type (busy, idle,
+    ///   newidle; lb_imbalance_{load,util,task,misfit} for lb_imbalance): 45.
+    // FIDELITY(F-600): counters the model does not keep (lb_imbalance*, lb_hot_gained,
+    // lb_nobusyg, alb_count/failed, sbe/sbf, yld_count) are written as 0.
+    pub fn schedstat(&self, now: u64, cpu_time: &[u64]) -> String {
+        let version = self.schedstat_version();
         let mut o = String::new();
-        let _ = writeln!(o, "version 17");
+        let _ = writeln!(o, "version {version}");
         let _ = writeln!(o, "timestamp {}", now / self.tun.tick_ns);
         for (c, rq) in self.rqs.iter().enumerate() {
             let (run_delay, pcount) =
@@ -83,23 +106,32 @@ impl Kernel {
                 run_delay,
                 pcount
             );
+            // Per idle type: (fields, offsets of lb_gained and lb_nobusyq).
+            let (per, gained, nobusyq) = if version >= 17 { (11, 7, 9) } else { (8, 4, 6) };
             for (k, &id) in self.sd.per_cpu[c].iter().enumerate() {
                 let d = &self.sd.domains[id as usize];
                 let s = self.sd_stats[c][k];
-                let mut fields = vec![0u64; 42];
+                let mut fields = vec![0u64; 3 * per + 9];
                 let lb = &self.lb_stats[c][k];
-                for (t, lbt) in lb.iter().enumerate() {
-                    let base = t * 11;
+                // lb_stats is indexed busy, idle, newidle; v15 prints idle first.
+                let order: [usize; 3] = if version >= 16 { [0, 1, 2] } else { [1, 0, 2] };
+                for (slot, &t) in order.iter().enumerate() {
+                    let (lbt, base) = (&lb[t], slot * per);
                     fields[base] = lbt.lb_count;
                     fields[base + 1] = lbt.lb_balanced;
                     fields[base + 2] = lbt.lb_failed;
-                    fields[base + 7] = lbt.lb_gained;
-                    fields[base + 9] = lbt.lb_nobusyq;
+                    fields[base + gained] = lbt.lb_gained;
+                    fields[base + nobusyq] = lbt.lb_nobusyq;
                 }
-                fields[35] = s.alb_pushed;
+                fields[3 * per + 2] = s.alb_pushed;
                 fields.extend([s.ttwu_wake_remote, s.ttwu_move_affine, s.ttwu_move_balance]);
                 let f: Vec<String> = fields.iter().map(|x| x.to_string()).collect();
-                let _ = writeln!(o, "domain{k} {} {} {}", d.name, cpumask_hex(&d.span, self.nr_cpus()), f.join(" "));
+                let mask = cpumask_hex(&d.span, self.nr_cpus());
+                if version >= 17 {
+                    let _ = writeln!(o, "domain{k} {} {mask} {}", d.name, f.join(" "));
+                } else {
+                    let _ = writeln!(o, "domain{k} {mask} {}", f.join(" "));
+                }
             }
         }
         o

@@ -157,6 +157,17 @@ fn line_of(text: &str, table: Option<&str>, key: &str) -> Option<usize> {
     })
 }
 
+/// The line of `key` inside the `n`-th (from 0) `[[arr]]` table of `text`.
+fn line_in_array(text: &str, arr: &str, n: usize, key: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let hdr = format!("[[{arr}]]");
+    let start = lines.iter().enumerate().filter(|(_, l)| l.trim_start().starts_with(&hdr)).nth(n)?.0;
+    lines.iter().enumerate().skip(start + 1).take_while(|(_, l)| !l.trim_start().starts_with('[')).find_map(|(i, l)| {
+        let rest = l.trim_start().strip_prefix(key)?;
+        rest.trim_start().starts_with('=').then_some(i + 1)
+    })
+}
+
 struct Ctx<'a> {
     text: &'a str,
     name: &'a str,
@@ -169,10 +180,13 @@ impl Ctx<'_> {
             Some((t, k)) => (Some(t), k),
             None => (None, field),
         };
-        // `idle_states[2].name` -> key `name`, no single header to anchor on.
+        // `idle_states[2].name` -> key `name` after the third `[[idle_states]]` header.
         let key = key.split('[').next().unwrap_or(key);
-        let table = table.filter(|t| !t.contains('['));
-        let line = line_of(self.text, table, key).map(|l| format!(" (line {l})")).unwrap_or_default();
+        let line = match table.and_then(|t| t.split_once('[')) {
+            Some((arr, idx)) => idx.trim_end_matches(']').parse::<usize>().ok().and_then(|n| line_in_array(self.text, arr, n, key)),
+            None => line_of(self.text, table, key),
+        };
+        let line = line.map(|l| format!(" (line {l})")).unwrap_or_default();
         MachineError(format!("machine file {:?}: {field}{line}: {msg}", self.name))
     }
 }
@@ -180,10 +194,13 @@ impl Ctx<'_> {
 pub(crate) fn from_toml_str(text: &str, name: &str) -> Result<Machine, MachineError> {
     let file: FileMachine = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| format!(" line {}:", text[..s.start.min(text.len())].matches('\n').count() + 1));
+        let msg = match e.message().trim_end() {
+            "" => "a value is missing or cut off (a `key =` with nothing after it, or the file ends early)",
+            m => m,
+        };
         MachineError(format!(
-            "machine file {name:?}:{} {}; fix the key or value (format: docs/machine-format.md)",
-            line.unwrap_or_default(),
-            e.message().trim_end()
+            "machine file {name:?}:{} {msg}; fix the key or value (format: docs/machine-format.md)",
+            line.unwrap_or_default()
         ))
     })?;
     let name = if name.is_empty() { file.name.clone().unwrap_or_default() } else { name.to_string() };

@@ -61,7 +61,61 @@ fn err(name: &str, msg: impl std::fmt::Display) -> MachineError {
     MachineError(format!("hwloc file {name:?}: {msg}"))
 }
 
+/// The deepest element nesting a topology file may have: real lstopo files
+/// nest about ten levels (Machine, Package, Die, caches, Core, PU).
+const MAX_XML_DEPTH: usize = 256;
+
+/// The element nesting depth of `text`, scanning tags without building a tree
+/// (so that a hostile file cannot exhaust the stack of a recursive consumer).
+/// Stops counting at `limit + 1`.
+fn xml_depth(text: &str, limit: usize) -> usize {
+    let b = text.as_bytes();
+    let (mut i, mut depth, mut max) = (0usize, 0usize, 0usize);
+    while i < b.len() {
+        if b[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        if text[i..].starts_with("<!--") {
+            i = text[i..].find("-->").map_or(b.len(), |k| i + k + 3);
+            continue;
+        }
+        let close = b.get(i + 1) == Some(&b'/');
+        let decl = matches!(b.get(i + 1), Some(b'?') | Some(b'!'));
+        // Find the tag's end, skipping quoted attribute values.
+        let mut j = i + 1;
+        let mut quote: Option<u8> = None;
+        while j < b.len() {
+            match (quote, b[j]) {
+                (Some(q), c) if c == q => quote = None,
+                (None, b'"') | (None, b'\'') => quote = Some(b[j]),
+                (None, b'>') => break,
+                _ => {}
+            }
+            j += 1;
+        }
+        let self_closing = j > 0 && j < b.len() && b[j - 1] == b'/';
+        if close {
+            depth = depth.saturating_sub(1);
+        } else if !decl && !self_closing {
+            depth += 1;
+            max = max.max(depth);
+            if max > limit {
+                return max;
+            }
+        }
+        i = j + 1;
+    }
+    max
+}
+
 pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, MachineError> {
+    if xml_depth(text, MAX_XML_DEPTH) > MAX_XML_DEPTH {
+        return Err(err(
+            name,
+            format!("elements nested more than {MAX_XML_DEPTH} deep; an lstopo topology nests about ten levels: give the output of `lstopo --of xml`"),
+        ));
+    }
     let opts = ParsingOptions { allow_dtd: true, ..ParsingOptions::default() };
     let doc = Document::parse_with_options(text, opts)
         .map_err(|e| err(name, format!("not well-formed XML: {e}; give the output of `lstopo --of xml`")))?;
@@ -182,20 +236,34 @@ pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, Mach
 
     // Caches of PU 0.
     let pu0 = pus[&0];
-    let cache_of = |lvl: u32| {
-        pu0.ancestors().find(|a| a.is_element() && cache_level(a) == Some(lvl)).map(|a| {
-            let kib = a.attribute("cache_size").and_then(|s| s.parse::<u64>().ok()).map(|b| (b / 1024) as u32);
-            let incl = a
-                .children()
-                .any(|c| c.has_tag_name("info") && c.attribute("name") == Some("Inclusive") && c.attribute("value") == Some("1"));
-            (kib, incl)
-        })
+    let cache_of = |lvl: u32| -> Result<Option<(Option<u32>, bool)>, MachineError> {
+        let Some(a) = pu0.ancestors().find(|a| a.is_element() && cache_level(a) == Some(lvl)) else {
+            return Ok(None);
+        };
+        let kib = match a.attribute("cache_size") {
+            None => None,
+            Some(s) => match s.trim().parse::<u64>() {
+                Ok(b) if b >= 1024 => Some(u32::try_from(b / 1024).map_err(|_| err(name, format!("L{lvl} cache_size=\"{s}\" is too large")))?),
+                _ => {
+                    return Err(err(
+                        name,
+                        format!("the L{lvl} cache of PU 0 has cache_size=\"{s}\"; it must be the size in bytes, at least 1024 (lstopo writes e.g. cache_size=\"33554432\" for 32 MiB)"),
+                    ))
+                }
+            },
+        };
+        let incl =
+            a.children().any(|c| c.has_tag_name("info") && c.attribute("name") == Some("Inclusive") && c.attribute("value") == Some("1"));
+        Ok(Some((kib, incl)))
     };
-    let llc_c = llc_level.and_then(cache_of);
+    let llc_c = match llc_level {
+        Some(l) => cache_of(l)?,
+        None => None,
+    };
     let caches = CacheSizes {
-        l1d_kib: cache_of(1).and_then(|c| c.0).filter(|&k| k > 0).unwrap_or(32),
-        l2_kib: cache_of(2).and_then(|c| c.0).filter(|&k| k > 0).unwrap_or(1024),
-        llc_kib: llc_c.and_then(|c| c.0).filter(|&k| k > 0).unwrap_or(32 * 1024),
+        l1d_kib: cache_of(1)?.and_then(|c| c.0).unwrap_or(32),
+        l2_kib: cache_of(2)?.and_then(|c| c.0).unwrap_or(1024),
+        llc_kib: llc_c.and_then(|c| c.0).unwrap_or(32 * 1024),
         llc_inclusive: llc_c.is_some_and(|c| c.1),
     };
 
@@ -279,7 +347,7 @@ fn distances(doc: &Document, numa: &[(u32, Vec<u16>)]) -> Result<Option<Vec<Vec<
 mod tests {
     use super::*;
 
-    const HAND: &str = include_str!("../../../examples/machines/hwloc-2s-2c-smt2.xml");
+    pub(super) const HAND: &str = include_str!("../../../examples/machines/hwloc-2s-2c-smt2.xml");
     const LOCAL: &str = include_str!("../../../examples/machines/local-sample.xml");
 
     #[test]
@@ -365,5 +433,30 @@ mod tests {
         assert!(from_hwloc_xml_str("<topology", "x").unwrap_err().0.contains("XML"));
         let gap = HAND.replace(r#"type="PU" os_index="7""#, r#"type="PU" os_index="9""#);
         assert!(from_hwloc_xml_str(&gap, "x").unwrap_err().0.contains("without gaps"));
+    }
+}
+
+#[cfg(test)]
+mod hostile_files {
+    use super::*;
+
+    /// Issue 13 item 8: a 50,000-deep nesting is refused before any tree is
+    /// built (it overflowed the stack), and a zero or negative LLC size is an
+    /// error instead of a silent 32 MiB default.
+    #[test]
+    fn deep_nesting_and_bad_cache_sizes_are_errors() {
+        let deep = format!(
+            r#"<?xml version="1.0"?><topology version="2.0">{}{}</topology>"#,
+            r#"<object type="Group" cpuset="0x1">"#.repeat(50_000),
+            "</object>".repeat(50_000)
+        );
+        let e = from_hwloc_xml_str(&deep, "deep.xml").unwrap_err().0;
+        assert!(e.contains("nested more than"), "{e}");
+        for bad in ["0", "-5", "abc", "512"] {
+            let x = tests::HAND.replacen(r#"cache_size="#, &format!(r#"cache_size="{bad}" old_size="#), 1);
+            let e = from_hwloc_xml_str(&x, "bad.xml").unwrap_err().0;
+            assert!(e.contains(&format!(r#"cache_size="{bad}""#)), "{bad}: {e}");
+        }
+        assert_eq!(xml_depth(r#"<a x="1>2"><b/><c><d></d></c><!-- <e> --></a>"#, 10), 3);
     }
 }

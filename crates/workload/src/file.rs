@@ -558,6 +558,19 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
         let v = Vars { i, j };
         let f32 = |k: &str| get(k, &v, U32).map(|x| x as u32);
         let f64_ = |k: &str| get(k, &v, U64);
+        // Times (run, sleep, syscall costs) are finite and at most one
+        // simulated hour: `inf` is a loop count, not a time.
+        let time = |k: &str| -> Result<u64, String> {
+            let x = get(k, &v, U64)?;
+            if x > MAX_TIME_NS {
+                let shown = if x == u64::MAX { "inf".to_string() } else { x.to_string() };
+                return Err(format!(
+                    "{name} {k}={shown}: a time must be finite and at most 1 simulated hour ({MAX_TIME_NS} ns); for a task that computes forever write \"loop count=inf\", \"run ns=1ms\", \"end_loop\""
+                ));
+            }
+            Ok(x)
+        };
+        let f64_ = |k: &str| if matches!(k, "ns" | "cost") { time(k) } else { f64_(k) };
         let op = match name {
             "run" => Op::Run { ns: f64_("ns")? },
             "mem" => Op::Mem { bytes: f64_("bytes")? },
@@ -589,6 +602,10 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The longest time an op may take (run, sleep, cost): one simulated hour,
+/// as the longest `--duration`.
+pub const MAX_TIME_NS: u64 = 3_600_000_000_000;
 
 /// An op as (name, field values) in the order of [`OPS`].
 fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {

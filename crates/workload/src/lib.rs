@@ -460,6 +460,63 @@ impl Workload {
                 }
             }
         }
+        self.validate_metric_sources()
+    }
+
+    /// The marks, counter and histogram the metric reads are written by some
+    /// op, and an elapsed interval's end mark does not come before its start.
+    fn validate_metric_sources(&self) -> Result<(), WorkloadError> {
+        let err = |s: String| Err(WorkloadError(format!("workload {}: {s}", self.name)));
+        let has = |f: &dyn Fn(&Op) -> bool| self.programs.iter().any(|p| p.iter().any(f));
+        let (start, end) = match &self.metric {
+            MetricSpec::Elapsed { start, end, .. } => (Some(*start), Some(*end)),
+            MetricSpec::Rate { start, end, .. } | MetricSpec::ScaledRate { start, end, .. } => (*start, *end),
+            _ => (None, None),
+        };
+        for (what, m) in [("start", start), ("end", end)] {
+            if let Some(id) = m {
+                if !has(&|op| matches!(op, Op::Mark { id: x } if *x == id)) {
+                    return err(format!(
+                        "the metric's {what} mark {id} is never recorded: add a \"mark id={id}\" op where the measured interval {what}s"
+                    ));
+                }
+            }
+        }
+        if let (Some(s), Some(e)) = (start, end) {
+            if s == e {
+                return err(format!("the metric's start and end are the same mark {s}; give the end its own mark id"));
+            }
+            for (pi, prog) in self.programs.iter().enumerate() {
+                let first_s = prog.iter().position(|op| matches!(op, Op::Mark { id } if *id == s));
+                let last_e = prog.iter().rposition(|op| matches!(op, Op::Mark { id } if *id == e));
+                if let (Some(fs), Some(le)) = (first_s, last_e) {
+                    if le < fs {
+                        return err(format!(
+                            "program {pi}: the metric's end mark {e} (op {}) comes before its start mark {s} (op {}); swap start and end in [metric]",
+                            le + 1,
+                            fs + 1
+                        ));
+                    }
+                }
+            }
+        }
+        match &self.metric {
+            MetricSpec::Rate { counter, .. } | MetricSpec::ScaledRate { counter, .. } => {
+                let c = *counter;
+                if !has(&|op| matches!(op, Op::Count { id, .. } if *id == c)) {
+                    return err(format!("the metric's counter {c} is never counted: add a \"count id={c} n=1\" op per unit of work"));
+                }
+            }
+            MetricSpec::LatencyMean { hist, .. } | MetricSpec::LatencyPercentile { hist, .. } => {
+                let h = *hist;
+                if !has(&|op| matches!(op, Op::WakeLatency { hist, .. } | Op::ReqEnd { hist } if *hist == h)) {
+                    return err(format!(
+                        "the metric's latency histogram {h} is never recorded: add req_start/req_end hist={h} or wake_latency hist={h} ops"
+                    ));
+                }
+            }
+            MetricSpec::Elapsed { .. } => {}
+        }
         Ok(())
     }
 
@@ -606,7 +663,10 @@ fn apply_generic(w: &mut Workload, p: &Params, nr_cpus: usize) -> Result<(), Wor
                     (a, a)
                 }
             };
-            if a > b || b as usize >= nr_cpus {
+            if a > b {
+                return Err(WorkloadError(format!("pin={pin:?}: the range {a}-{b} is reversed; write the lower CPU first: {b}-{a}")));
+            }
+            if b as usize >= nr_cpus {
                 return Err(WorkloadError(format!("pin={pin:?}: CPUs {a}-{b} are not within 0-{} of this machine", nr_cpus - 1)));
             }
             cpus.extend(a..=b);

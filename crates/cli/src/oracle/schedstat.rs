@@ -445,4 +445,49 @@ mod tests {
         assert_eq!(level_name(&z.topology, 0, &llc0), Some("MC"));
         assert_eq!(level_name(&z.topology, 0, &pkg0), Some("PKG"));
     }
+
+    /// Issue 13 item 10: `--schedstat` writes the version the modelled kernel
+    /// wrote (15 up to v6.5, 16 for v6.6-v6.12), in that version's layout, and
+    /// this parser reads back exactly the counters the kernel model kept.
+    #[test]
+    fn writer_versions_match_the_kernels_and_read_back() {
+        let m = schedlab_machine::load("x86-12").unwrap();
+        for (kernel, version) in [("v2.6.38", 15), ("v3.10", 15), ("v5.13", 15), ("v6.0", 15), ("v6.6", 16), ("v6.12", 16)] {
+            let w = schedlab_workload::build(
+                "hackbench",
+                &schedlab_workload::Params::parse("groups=2,loops=30").unwrap(),
+                12,
+                &m.topology.core_groups(),
+            )
+            .unwrap();
+            let cfg = schedlab_engine::SimConfig {
+                seed: 1,
+                duration_ns: None,
+                schedstat: true,
+                model: Default::default(),
+                trace: false,
+                switch_log: false,
+            };
+            let k = schedlab_kernel::Kernel::new(&m.topology, schedlab_kernel::profile::profile(kernel).unwrap());
+            let (r, k) = schedlab_engine::Sim::new(&m, k, &w, &cfg).run_keep_kernel(&cfg);
+            let text = r.schedstat.expect("schedstat asked for");
+            let snap = parse(&text).unwrap_or_else(|e| panic!("{kernel}: {e:#}\n{text}"));
+            assert_eq!(snap.version, version, "{kernel}");
+            let mut lb_total = 0;
+            for c in &snap.cpus {
+                for d in &c.domains {
+                    let want = &k.lb_stats[c.cpu as usize][d.index];
+                    for (t, w) in want.iter().enumerate() {
+                        assert_eq!(d.lb[t].lb_count, w.lb_count, "{kernel} cpu{} domain{} type {t}", c.cpu, d.index);
+                        assert_eq!(d.lb[t].lb_gained, w.lb_gained, "{kernel} cpu{} domain{} type {t}", c.cpu, d.index);
+                        lb_total += w.lb_count;
+                    }
+                    assert_eq!(d.ttwu_wake_remote, k.sd_stats[c.cpu as usize][d.index].ttwu_wake_remote);
+                    assert_eq!(d.alb_pushed, k.sd_stats[c.cpu as usize][d.index].alb_pushed);
+                    assert_eq!(d.name.is_some(), version >= 17);
+                }
+            }
+            assert!(lb_total > 0, "{kernel}: the balancer ran");
+        }
+    }
 }

@@ -511,10 +511,18 @@ impl Kernel {
     /// `detach_tasks()` + `attach_tasks()`: move tasks from the tail of `src`'s
     /// cfs_tasks (least recently run first) until the imbalance is met.
     fn detach_attach_tasks(&mut self, src: CpuId, env: &mut LbEnv, now: u64) -> u32 {
-        let mut cands: Vec<TaskId> = Vec::new();
-        self.cfs_tasks(src, &mut cands);
-        cands.sort_by_key(|t| (self.tasks[t.idx()].mru, t.0));
-        let loop_max = cands.len().min(32);
+        // loop_max = min(sysctl_nr_migrate, nr_running): the 32 least recently used.
+        let cands: Vec<TaskId> = self.rqs[src.idx()].cfs_tasks.iter().take(32).map(|&(_, p)| p).collect();
+        self.rq_steps.set(self.rq_steps.get() + cands.len() as u64);
+        #[cfg(debug_assertions)]
+        {
+            let mut all: Vec<TaskId> = Vec::new();
+            self.cfs_tasks(src, &mut all);
+            all.sort_by_key(|t| (self.tasks[t.idx()].mru, t.0));
+            all.truncate(32);
+            assert_eq!(all, cands, "cfs_tasks list out of step on cpu {}", src.0);
+        }
+        let loop_max = cands.len();
         let mut moved = 0;
         for &p in cands.iter().take(loop_max) {
             if env.imbalance <= 0 {

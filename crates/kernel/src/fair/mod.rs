@@ -14,6 +14,7 @@
 pub mod balance;
 pub mod group;
 pub mod select;
+pub mod tree;
 
 use crate::core::Kernel;
 use crate::features::SchedFeat::*;
@@ -221,13 +222,7 @@ impl Kernel {
         if let Some(c) = curr {
             v = self.se(c).vruntime;
         }
-        let mut left: Option<u64> = None;
-        for &e in &cfs.queue {
-            let ev = self.se(e).vruntime;
-            if left.is_none_or(|l| vdiff(ev, l) < 0) {
-                left = Some(ev);
-            }
-        }
+        let left = cfs.queue.first(&self.rq_steps).map(|(_, v)| v);
         if let Some(l) = left {
             v = if curr.is_none() || vdiff(l, v) < 0 { l } else { v };
         }
@@ -244,13 +239,22 @@ impl Kernel {
 
     fn enqueue_tree(&mut self, q: CfsId, e: Ent) {
         self.avg_vruntime_add(q, e);
-        self.cfs_mut(q).queue.push(e);
+        let (v, d) = (self.se(e).vruntime, self.se(e).deadline);
+        let steps = std::mem::take(&mut self.rq_steps);
+        self.cfs_mut(q).queue.insert(e, v, d, &steps);
+        self.rq_steps = steps;
     }
 
     fn dequeue_tree(&mut self, q: CfsId, e: Ent) {
-        let queue = &mut self.cfs_mut(q).queue;
-        if let Some(pos) = queue.iter().position(|&x| x == e) {
-            queue.remove(pos);
+        let steps = std::mem::take(&mut self.rq_steps);
+        #[cfg(debug_assertions)]
+        if let Some((v, _)) = self.cfs(q).queue.stored(e) {
+            // (dequeue_entity() may already have made the deadline relative.)
+            assert_eq!(v, self.se(e).vruntime, "{e:?} changed vruntime while in the tree");
+        }
+        let removed = self.cfs_mut(q).queue.remove(e, &steps);
+        self.rq_steps = steps;
+        if removed {
             self.avg_vruntime_sub(q, e);
         }
     }
@@ -507,6 +511,7 @@ impl Kernel {
         if let Some(p) = e.task_id() {
             self.mru_seq += 1;
             self.tasks[p.idx()].mru = self.mru_seq;
+            self.cfs_tasks_list(p);
         }
         if !self.eevdf() {
             self.update_min_vruntime(q);
@@ -554,6 +559,11 @@ impl Kernel {
         }
         self.account_entity_dequeue(q, e);
         self.se_mut(e).on_rq = false;
+        if let Some(p) = e.task_id() {
+            if let Some((c, m)) = self.tasks[p.idx()].mru_listed.take() {
+                self.rqs[c.idx()].cfs_tasks.remove(&(m, p));
+            }
+        }
         if self.se(e).sched_delayed {
             self.se_mut(e).sched_delayed = false;
             self.walk_h_nr_delayed(e, false);
@@ -626,6 +636,9 @@ impl Kernel {
         if let Some(p) = e.task_id() {
             self.mru_seq += 1;
             self.tasks[p.idx()].mru = self.mru_seq;
+            if self.se(e).on_rq {
+                self.cfs_tasks_list(p);
+            }
         }
         let eevdf = self.eevdf();
         let se = self.se_mut(e);
@@ -724,7 +737,7 @@ impl Kernel {
         let cfs = self.cfs(q);
         let mut curr = cfs.curr.filter(|&c| self.se(c).on_rq);
         if cfs.nr_running == 1 {
-            return curr.or_else(|| cfs.queue.first().copied());
+            return curr.or_else(|| cfs.queue.first(&self.rq_steps).map(|(e, _)| e));
         }
         if let Some(c) = curr {
             if !self.entity_eligible(q, c) {
@@ -739,16 +752,24 @@ impl Kernel {
         }
         // Eligible entity with the earliest deadline (first inserted wins ties).
         let (avg, load) = self.avg_parts(q);
-        let mut best: Option<(Ent, u64)> = None;
-        for &e in &cfs.queue {
-            let se = self.se(e);
-            let key = vdiff(se.vruntime, cfs.min_vruntime);
-            if (avg as i128) < (key as i128) * (load as i128) {
-                continue;
+        let min = cfs.min_vruntime;
+        let best = cfs
+            .queue
+            .pick_eligible_earliest(|v| (avg as i128) >= (vdiff(v, min) as i128) * (load as i128), &self.rq_steps)
+            .map(|e| (e, self.se(e).deadline));
+        #[cfg(debug_assertions)]
+        {
+            // The flat scan the tree replaced: same answer.
+            let mut flat: Option<(Ent, u64)> = None;
+            for e in cfs.queue.iter_insertion_order() {
+                let se = self.se(e);
+                if (avg as i128) >= (vdiff(se.vruntime, min) as i128) * (load as i128)
+                    && flat.is_none_or(|(_, d)| vdiff(se.deadline, d) < 0)
+                {
+                    flat = Some((e, se.deadline));
+                }
             }
-            if best.is_none_or(|(_, d)| vdiff(se.deadline, d) < 0) {
-                best = Some((e, se.deadline));
-            }
+            assert_eq!(best, flat, "pick_eevdf: tree and flat scan disagree");
         }
         match (best, curr) {
             (None, c) => c,
@@ -794,19 +815,19 @@ impl Kernel {
     /// to the right of entities with the same vruntime.
     fn pick_next_entity_cfs(&mut self, q: CfsId, curr: Option<Ent>) -> Option<Ent> {
         let cfs = self.cfs(q);
-        let mut order: Option<(Ent, u64)> = None;
-        let mut second: Option<(Ent, u64)> = None;
-        for e in cfs.queue.iter().copied().chain(curr) {
-            let v = self.se(e).vruntime;
+        // The two leftmost of the tree, then curr as if inserted last.
+        let [mut order, mut second] = cfs.queue.first_two(&self.rq_steps);
+        if let Some(c) = curr {
+            let v = self.se(c).vruntime;
             match order {
                 Some((_, lv)) if vdiff(v, lv) >= 0 => {
                     if second.is_none_or(|(_, sv)| vdiff(v, sv) < 0) {
-                        second = Some((e, v));
+                        second = Some((c, v));
                     }
                 }
                 _ => {
                     second = order;
-                    order = Some((e, v));
+                    order = Some((c, v));
                 }
             }
         }
@@ -1087,7 +1108,7 @@ impl Kernel {
                 "{what}: cpu {} {q:?}: nr_running {} but {n} entities: queue {:?} curr {:?}",
                 cpu.0, cfs.nr_running, cfs.queue, cfs.curr
             );
-            for e in cfs.queue.iter().copied().chain(cfs.curr.filter(|&c| self.se(c).on_rq)) {
+            for e in cfs.queue.iter().chain(cfs.curr.filter(|&c| self.se(c).on_rq)) {
                 assert!(self.se(e).on_rq, "{what}: {e:?} queued but not on_rq");
                 if let Some(gq) = self.group_cfs_rq(e) {
                     assert!(self.cfs(gq).nr_running > 0, "{what}: cpu {} group {e:?} queued with an empty cfs_rq", cpu.0);
@@ -1097,21 +1118,34 @@ impl Kernel {
         }
     }
 
+    /// (Re)list on_rq task `p` in its CPU's `cfs_tasks` at its current mru
+    /// (`list_add()` at enqueue, `list_move()` at pick).
+    fn cfs_tasks_list(&mut self, p: TaskId) {
+        let t = &self.tasks[p.idx()];
+        let (cpu, mru) = (t.cpu, t.mru);
+        if let Some((c, m)) = t.mru_listed {
+            self.rqs[c.idx()].cfs_tasks.remove(&(m, p));
+        }
+        self.rqs[cpu.idx()].cfs_tasks.insert((mru, p));
+        self.tasks[p.idx()].mru_listed = Some((cpu, mru));
+    }
+
     /// The tasks queued on `cpu` at any level, running one included
     /// (`rq->cfs_tasks`), in no particular order.
+    #[cfg(debug_assertions)]
     pub(crate) fn cfs_tasks(&self, cpu: CpuId, out: &mut Vec<TaskId>) {
         out.clear();
         let root = &self.rqs[cpu.idx()].cfs;
         if self.tgs.len() == 1 {
             // No task groups: every entity is a task of the root cfs_rq.
             let curr = root.curr.filter(|&c| self.se(c).on_rq);
-            out.extend(root.queue.iter().chain(curr.iter()).map(|e| e.task_id().expect("no groups")));
+            out.extend(root.queue.iter().chain(curr).map(|e| e.task_id().expect("no groups")));
             return;
         }
         let mut stack = vec![CfsId::root(cpu)];
         while let Some(q) = stack.pop() {
             let cfs = self.cfs(q);
-            for e in cfs.queue.iter().copied().chain(cfs.curr.filter(|&c| self.se(c).on_rq)) {
+            for e in cfs.queue.iter().chain(cfs.curr.filter(|&c| self.se(c).on_rq)) {
                 match e.task_id() {
                     Some(t) => out.push(t),
                     None => stack.push(self.group_cfs_rq(e).unwrap()),
@@ -1160,7 +1194,7 @@ impl Kernel {
             return;
         }
         let cfs = self.cfs(q);
-        let Some(first) = cfs.queue.iter().copied().min_by(|a, b| vdiff(self.se(*a).vruntime, self.se(*b).vruntime).cmp(&0)) else {
+        let Some((first, _)) = cfs.queue.first(&self.rq_steps) else {
             return;
         };
         let d = vdiff(self.se(curr).vruntime, self.se(first).vruntime);

@@ -176,7 +176,7 @@ impl Kernel {
             WakeLoad::Instant => cfs.load_weight,
             WakeLoad::RunnableAvg => {
                 let mut sum = cfs.curr.filter(|&e| self.se(e).on_rq).map_or(0, |e| self.se(e).avg.load_avg);
-                for &e in &cfs.queue {
+                for e in cfs.queue.iter() {
                     sum += self.se(e).avg.load_avg;
                 }
                 sum
