@@ -138,7 +138,7 @@ impl Kernel {
         let w = &mut self.tasks[waker.idx()];
         if jiffies > w.wakee_flip_decay_ts + hz {
             match self.profile.wake_wide {
-                WakeWideVariant::V3_11 => w.wakee_flips = 0,
+                WakeWideVariant::V3_12 => w.wakee_flips = 0,
                 _ => w.wakee_flips >>= 1,
             }
             w.wakee_flip_decay_ts = jiffies;
@@ -156,7 +156,7 @@ impl Kernel {
         let (waker_flips, wakee_flips) = (self.tasks[w.idx()].wakee_flips, self.tasks[p.idx()].wakee_flips);
         match self.profile.wake_wide {
             WakeWideVariant::None => false,
-            WakeWideVariant::V3_11 => wakee_flips > factor && waker_flips > factor * wakee_flips,
+            WakeWideVariant::V3_12 => wakee_flips > factor && waker_flips > factor * wakee_flips,
             WakeWideVariant::V4_5 => {
                 let (mut master, mut slave) = (waker_flips, wakee_flips);
                 if master < slave {
@@ -189,7 +189,7 @@ impl Kernel {
     /// loads are balanced within half the imbalance_pct, or when this CPU is
     /// lightly loaded. The v3.11 form first gives up on wide wakeups.
     fn wake_affine_old(&mut self, this_cpu: CpuId, lvl: usize, p: TaskId, prev_cpu: CpuId, sync: bool, waker: Option<TaskId>) -> bool {
-        if self.profile.wake_wide == WakeWideVariant::V3_11 && self.wake_wide(p, waker, this_cpu) {
+        if self.profile.wake_wide == WakeWideVariant::V3_12 && self.wake_wide(p, waker, this_cpu) {
             return false;
         }
         let sd_id = self.sd.per_cpu[this_cpu.idx()][lvl] as usize;
