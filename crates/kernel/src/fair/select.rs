@@ -4,7 +4,7 @@
 use crate::core::{Kernel, WakeFlags};
 use crate::cpumask::CpuMask;
 use crate::features::SchedFeat::*;
-use crate::profile::{FindIdlestVariant, Patch, RecentUsedVariant, SelectShape, SisVariant, WakeAffineVariant, WakeLoad, WakeWideVariant};
+use crate::profile::{FindIdlestVariant, Patch, RecentUsedVariant, SelectShape, SisVariant, WakeAffineVariant, WakeWideVariant};
 use crate::sched::TaskId;
 use crate::topology::{SchedDomain, SD_CLUSTER, SD_NUMA, SD_SHARE_LLC, SD_WAKE_AFFINE};
 use schedlab_topology::CpuId;
@@ -39,6 +39,7 @@ struct GroupStats {
     idle_cpus: u32,
     group_util: u64,
     nr_running: u32,
+    group_weight: u32,
 }
 
 impl Kernel {
@@ -167,22 +168,12 @@ impl Kernel {
         }
     }
 
-    /// The load `wake_affine()` compares, per profile (spec §6.3): instantaneous
-    /// rq weight (pre-v3.8), runnable_load_avg (v3.8-v5.4) or load_avg (v5.5+).
-    // FIDELITY(F-013): no task groups, so effective_load(w) = w and wake_idx = 0.
+    /// The load `wake_affine()` compares: `source_load()`/`target_load()` at
+    /// wake_idx 0 = `weighted_cpuload()` (v2.6.x-v4.x; instantaneous weight up
+    /// to v3.10, runnable_load_avg v3.11+), `cpu_load()` = load_avg (v5.7+).
+    // FIDELITY(F-013): effective_load() of task groups is not modelled (w for every task).
     fn wake_cpu_load(&self, c: CpuId) -> i64 {
-        let cfs = &self.rqs[c.idx()].cfs;
-        (match self.profile.wake_load {
-            WakeLoad::Instant => cfs.load_weight,
-            WakeLoad::RunnableAvg => {
-                let mut sum = cfs.curr.filter(|&e| self.se(e).on_rq).map_or(0, |e| self.se(e).avg.load_avg);
-                for &e in &cfs.queue {
-                    sum += self.se(e).avg.load_avg;
-                }
-                sum
-            }
-            WakeLoad::LoadAvg => cfs.avg.load_avg,
-        }) as i64
+        self.weighted_cpuload(c) as i64
     }
 
     /// Old `wake_affine()` (v2.6.3x-v4.13, spec §4.3): pull to this_cpu when the
@@ -215,9 +206,7 @@ impl Kernel {
             self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
             return true;
         }
-        // tl_per_task = cpu_avg_load_per_task(this_cpu)
-        let nr = self.rqs[this_cpu.idx()].nr_running() as i64;
-        let tl_per_task = if nr > 0 { self.wake_cpu_load(this_cpu) / nr } else { 0 };
+        let tl_per_task = self.cpu_avg_load_per_task(this_cpu) as i64;
         if balanced || (this_load <= load && this_load + load <= tl_per_task) {
             self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
             return true;
@@ -525,7 +514,8 @@ impl Kernel {
     /// average idle time over the average cost of a scan.
     fn sis_prop_budget(&mut self, llc: usize, this_cpu: CpuId, now: u64) -> u64 {
         let span_weight = self.sd.domains[llc].span_weight as u64;
-        let avg_idle = if self.profile.version >= (5, 13) {
+        // v5.14+ (94aafc3ee31d): wake_avg_idle; v4.13-v5.13: this_rq()->avg_idle / 512.
+        let avg_idle = if self.profile.version >= (5, 14) {
             // wake_avg_idle, aged by halving per jiffy while busy.
             let jiffies = now / self.tun.tick_ns;
             let rq = &mut self.rqs[this_cpu.idx()];
@@ -687,7 +677,10 @@ impl Kernel {
             }
         }
         if has_idle_core {
-            let id = self.sd.sd_llc_id[target.idx()] as usize;
+            // v5.12 as released cleared the waker's LLC (set_idle_cores(this, false));
+            // fixed to target by 02dbb7246c5b (v5.13-rc2).
+            let c = if self.profile.version == (5, 12) { this_cpu } else { target };
+            let id = self.sd.sd_llc_id[c.idx()] as usize;
             self.llc_shared[id].has_idle_cores = false;
         }
         if !has_idle_core {
@@ -781,7 +774,8 @@ impl Kernel {
     fn fork_cpu_load(&self, c: CpuId) -> u64 {
         let cfs = &self.rqs[c.idx()].cfs;
         match self.profile.find_idlest {
-            FindIdlestVariant::LoadBased => cfs.load_weight,
+            // source_load()/target_load() at forkexec_idx 0 (v3.10 SD_*_INIT).
+            FindIdlestVariant::LoadBased => self.weighted_cpuload(c),
             FindIdlestVariant::GroupType => cfs.avg.load_avg,
         }
     }
@@ -829,7 +823,7 @@ impl Kernel {
         } else {
             GroupType::HasSpare
         };
-        GroupStats { group_type, avg_load: load * 1024 / cap.max(1), idle_cpus: idle, group_util: util, nr_running: nr }
+        GroupStats { group_type, avg_load: load * 1024 / cap.max(1), idle_cpus: idle, group_util: util, nr_running: nr, group_weight: weight }
     }
 
     /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form (spec §4.4).
@@ -907,6 +901,18 @@ impl Kernel {
                         Some(ig)
                     }
                     GroupType::HasSpare => {
+                        // v5.11-v5.17 allow_numa_imbalance(): keep the child on
+                        // this node while it runs < 25% of the domain (23e6082a522e:
+                        // local nr vs span_weight / 4; v5.16/17: local nr + 1 vs the
+                        // local group's weight / 4).
+                        let v = self.profile.version;
+                        if sd.flags & SD_NUMA != 0 && v >= (5, 11) && v < (5, 18) {
+                            let (running, weight) =
+                                if v < (5, 16) { (ls.nr_running, sd.span_weight) } else { (ls.nr_running + 1, ls.group_weight) };
+                            if running < weight / 4 {
+                                return None;
+                            }
+                        }
                         if sd.flags & SD_NUMA != 0 && sd.imb_numa_nr > 0 {
                             // adjust_numa_imbalance() (v5.18+ form).
                             let imbalance = ls.idle_cpus.abs_diff(is.idle_cpus);
