@@ -1137,4 +1137,117 @@ mod tests {
             );
         }
     }
+
+    // decay_load_missed() (v3.10 kernel/sched/proc.c): missed idle ticks decay
+    // cpu_load[idx] by (1 - 2^-idx) per tick from the 1/128 table; idx 1 is a
+    // plain shift; from degrade_zero_ticks on the load is 0.
+    #[test]
+    fn cpu_load_decay_follows_v3_10_table() {
+        assert_eq!(decay_load_missed(1024, 0, 2), 1024);
+        assert_eq!(decay_load_missed(1024, 3, 1), 128);
+        assert_eq!(decay_load_missed(1024, 3, 2), ((1024 * 96) >> 7) * 72 >> 7);
+        assert_eq!(decay_load_missed(1024, 32, 2), 0);
+        assert_eq!(decay_load_missed(1024, 63, 4), {
+            let mut l = 1024u64;
+            for f in [120, 112, 98, 76, 45, 16] {
+                l = (l * f) >> 7;
+            }
+            l
+        });
+    }
+
+    // v3.10 weighted_cpuload() = rq->load.weight; __update_cpu_load() averages
+    // it into cpu_load[i] with weight 2^-i per tick, rounding up while rising.
+    // With --patch runnable-load (b92486cbf2aa, v3.11) it is runnable_load_avg.
+    #[test]
+    fn v3_10_loads_are_instantaneous() {
+        let mut k = Kernel::new(&flat(2), profile("v3.10").unwrap());
+        let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+        k.wake_up_new_task(p, CpuId(0), 0);
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        assert_eq!(k.weighted_cpuload(CpuId(0)), 1024);
+        let tick = k.tun.tick_ns;
+        k.scheduler_tick(CpuId(0), tick);
+        assert_eq!(k.rqs[0].cpu_load, [1024, 512, 256, 128, 64]);
+        k.scheduler_tick(CpuId(0), 2 * tick);
+        assert_eq!(k.rqs[0].cpu_load[1], (512 + 1024 + 1) >> 1);
+        assert_eq!(k.source_load(CpuId(0), 2), k.rqs[0].cpu_load[1]);
+        assert_eq!(k.target_load(CpuId(0), 2), 1024);
+        // The task blocks: the instantaneous load is 0 at once, PELT's is not.
+        k.schedule(CpuId(0), SwitchReason::Block, 2 * tick + 1);
+        assert_eq!(k.weighted_cpuload(CpuId(0)), 0);
+        assert!(k.rqs[0].cfs.avg.load_avg > 0);
+    }
+
+    // v3.10 find_busiest_group(): a group is busiest only above its capacity
+    // (update_sd_pick_busiest(): sum_nr_running > group_capacity), so an idle
+    // CPU does not pull a CPU's only task however heavy it is.
+    #[test]
+    fn v3_10_group_at_capacity_is_not_busiest() {
+        let mut k = Kernel::new(&flat(2), profile("v3.10").unwrap());
+        let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), nice: -10, ..Default::default() }, None, CpuId(0), 0);
+        k.wake_up_new_task(p, CpuId(0), 0);
+        k.tasks[p.idx()].cpus_allowed = None;
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        let mut now = 0;
+        for _ in 0..20 {
+            now += k.tun.tick_ns;
+            k.scheduler_tick(CpuId(0), now);
+        }
+        let sd = k.sd.per_cpu[1][0] as usize;
+        let mut env = LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        let mut out = BalanceResult::default();
+        assert!(k.find_busiest_group(sd, &mut env, &mut out).is_none());
+        // A second task puts CPU 0 above its capacity of 1: now it is busiest.
+        let q = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), now);
+        k.wake_up_new_task(q, CpuId(0), now);
+        let mut env = LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        assert!(k.find_busiest_group(sd, &mut env, &mut out).is_some());
+        assert!(env.imbalance > 0);
+    }
+
+    // v3.10 SD_*_INIT tunables (include/linux/topology.h): SIBLING 1/2 ms,
+    // busy_factor 64, imbalance_pct 110, smt_gain 1178 (cpu_power 589 per
+    // thread); MC 1/4 ms, busy_factor 64, imbalance_pct 125, busy_idx 2.
+    #[test]
+    fn v3_10_domain_tunables() {
+        let cpus = (0..8u32).map(|c| CpuInfo { core: c / 2, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        let topo = CpuTopology::new(cpus, vec![vec![10]]).unwrap();
+        let k = Kernel::new(&topo, profile("v3.10").unwrap());
+        let smt = &k.sd.domains[k.sd.per_cpu[0][0] as usize];
+        let mc = &k.sd.domains[k.sd.per_cpu[0][1] as usize];
+        assert_eq!((smt.min_interval, smt.max_interval, smt.busy_factor, smt.imbalance_pct, smt.smt_gain), (1, 2, 64, 110, 1178));
+        assert_eq!((mc.min_interval, mc.max_interval, mc.busy_factor, mc.imbalance_pct, mc.load_idx), (1, 4, 64, 125, [2, 0, 0]));
+        assert_eq!(k.cpu_power_v3(CpuId(0)), 589);
+        // sd_init() (v3.16+): span-sized intervals.
+        let k6 = Kernel::new(&topo, profile("v6.6").unwrap());
+        let mc6 = &k6.sd.domains[k6.sd.per_cpu[0][1] as usize];
+        assert_eq!((mc6.min_interval, mc6.max_interval), (8, 16));
+    }
+
+    // idle_balance() of v3.10-v3.12 has no per-domain cost cutoff
+    // (max_newidle_lb_cost is 9bd721c55c8a / f48627e686a6, v3.13): with a
+    // recorded cost above avg_idle the newly idle CPU still pulls.
+    #[test]
+    fn v3_10_newidle_has_no_per_domain_cost_cutoff() {
+        let mut k = Kernel::new(&flat(2), profile("v3.11").unwrap());
+        for _ in 0..3 {
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0);
+            k.tasks[p.idx()].cpus_allowed = None;
+        }
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        let mut now = 0;
+        for _ in 0..50 {
+            now += 4_000_000;
+            k.scheduler_tick(CpuId(0), now);
+            if k.rqs[0].need_resched {
+                k.schedule(CpuId(0), SwitchReason::Preempt, now);
+            }
+        }
+        k.rqs[1].avg_idle = 10 * k.tun.migration_cost_ns;
+        k.sd_lb[1][0].max_newidle_lb_cost = 100 * k.tun.migration_cost_ns;
+        let r = k.sched_balance_newidle(CpuId(1), now + 10_000_000);
+        assert_eq!(r.pulled, 1);
+    }
 }

@@ -972,6 +972,10 @@ mod tests {
     use schedlab_topology::{CpuId, CpuInfo, CpuTopology};
 
     /// x86-12 as the preset describes it: 2 nodes x 6 cores, no SMT, SLIT 10/20.
+    pub(super) fn x86_12_topology() -> CpuTopology {
+        x86_12()
+    }
+
     fn x86_12() -> CpuTopology {
         let cpus = (0..12u32).map(|c| CpuInfo { core: c, cluster: c / 6, llc: c / 6, node: c / 6, package: c / 6 }).collect();
         CpuTopology::new(cpus, vec![vec![10, 20], vec![20, 10]]).unwrap()
@@ -1254,5 +1258,22 @@ mod placement_tests {
         };
         assert_eq!(run(true), Some(CpuId(3)), "patched: stack on the short-running target");
         assert_eq!(run(false), Some(CpuId(6)), "v6.0 scans 3 CPUs from target+1: 4, 5 busy, 6 idle");
+    }
+
+    // v5.11 find_idlest_group() at SD_NUMA with has_spare (23e6082a522e):
+    // allow_numa_imbalance(local nr, span_weight) keeps a forked child on the
+    // parent's node while that node runs < span_weight / 4 = 3 tasks (x86-12).
+    #[test]
+    fn v5_11_numa_fork_stays_local_below_quarter_span() {
+        let mut k = Kernel::new(&super::tests::x86_12_topology(), profile("v5.11").unwrap());
+        let mut nodes = Vec::new();
+        for i in 0..4u64 {
+            let now = i * 1000;
+            let p = k.sched_fork(&TaskParams::default(), None, CpuId(0), now);
+            let r = k.wake_up_new_task(p, CpuId(0), now);
+            k.schedule(r.cpu, SwitchReason::Preempt, now);
+            nodes.push(r.cpu.0 / 6);
+        }
+        assert_eq!(nodes, [0, 0, 0, 1]);
     }
 }
