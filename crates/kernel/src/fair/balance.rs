@@ -1,5 +1,5 @@
 //! Load balancing (kernel/sched/fair.c `sched_balance_*`, formerly
-//! `load_balance()` / `rebalance_domains()` / `idle_balance()`; spec §8).
+//! `load_balance()` / `rebalance_domains()` / `idle_balance()`; v2.6.38..v6.12).
 //!
 //! Two forms, chosen by the profile's `LbVariant`:
 //! - `GroupTypes` (v5.5+ rework by Vincent Guittot): group classification,
@@ -40,7 +40,7 @@ pub struct SdLbState {
     pub last_decay_max_lb_cost: u64,
 }
 
-/// `enum group_type`, low to high (spec §6.4).
+/// `enum group_type` (v5.5+), low to high.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
     HasSpare,
@@ -269,7 +269,7 @@ impl Kernel {
         let cap = s.group_capacity;
         let nr = s.sum_nr_running as u64;
         let w = s.group_weight as u64;
-        // group_is_overloaded() / group_has_capacity() (spec §6.4)
+        // group_is_overloaded() / group_has_capacity() (v5.5+)
         if nr > w && (cap * 100 < s.group_util * pct || cap * pct < s.group_runnable * 100) {
             return GroupType::Overloaded;
         }
@@ -333,7 +333,7 @@ impl Kernel {
             if idle != IdleType::NewlyIdle {
                 st.nr_balance_failed += 1;
             }
-            // need_active_balance() (spec §8.5)
+            // need_active_balance()
             let cache_nice_tries = self.sd.domains[sd_id].cache_nice_tries;
             let st = &self.sd_lb[dst.idx()][lvl];
             let generic = self.profile.lb == LbVariant::LoadIdx || env.migration_type == MigrationType::Task;
@@ -458,9 +458,7 @@ impl Kernel {
             return None;
         }
         if lt == GroupType::Overloaded
-            && (local.avg_load >= busiest_s.avg_load
-                || local.avg_load >= sds_avg
-                || 100 * busiest_s.avg_load <= pct * local.avg_load)
+            && (local.avg_load >= busiest_s.avg_load || local.avg_load >= sds_avg || 100 * busiest_s.avg_load <= pct * local.avg_load)
         {
             return None;
         }
@@ -654,7 +652,7 @@ impl Kernel {
         lvl > 0 && self.sd.domains[self.sd.per_cpu[dst.idx()][lvl - 1] as usize].flags & SD_PREFER_SIBLING != 0
     }
 
-    /// `calculate_imbalance()` (v5.5+, spec §8.2).
+    /// `calculate_imbalance()` (v5.5+, 0b0695f2b34a).
     #[allow(clippy::too_many_arguments)]
     fn calculate_imbalance(
         &self,
@@ -776,7 +774,7 @@ impl Kernel {
         best.map(|(c, _)| c)
     }
 
-    /// `task_hot()` (spec §8.4).
+    /// `task_hot()` (v2.6.x..v6.12).
     fn task_hot(&self, p: TaskId, _src: CpuId, dst: CpuId, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
         if t.policy == crate::sched::Policy::Idle {
@@ -792,7 +790,7 @@ impl Kernel {
         now.saturating_sub(t.se.exec_start) < self.tun.migration_cost_ns
     }
 
-    /// `can_migrate_task()` (spec §8.4).
+    /// `can_migrate_task()` (v2.6.x..v6.12).
     fn can_migrate_task(&self, p: TaskId, src: CpuId, env: &mut LbEnv, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
         if t.se.sched_delayed && env.migration_type != MigrationType::Load {
@@ -935,7 +933,7 @@ impl Kernel {
         out
     }
 
-    /// `sched_balance_newidle()` (spec §8.3): a CPU about to go idle pulls work.
+    /// `sched_balance_newidle()` (`idle_balance()` before v5.x): a CPU about to go idle pulls work.
     pub(crate) fn sched_balance_newidle(&mut self, cpu: CpuId, now: u64) -> BalanceResult {
         let mut out = BalanceResult::default();
         if self.rqs[cpu.idx()].ttwu_pending > 0 || self.sd.per_cpu[cpu.idx()].is_empty() {
@@ -1034,7 +1032,7 @@ mod tests {
         CpuTopology::new(cpus, vec![vec![10]]).unwrap()
     }
 
-    // spec §8.4: a queued task that ran within sysctl_sched_migration_cost is
+    // can_migrate_task()/task_hot(): a queued task that ran within sysctl_sched_migration_cost is
     // cache hot and is not pulled until the domain's nr_balance_failed exceeds
     // cache_nice_tries (1 at the LLC level).
     #[test]
@@ -1078,7 +1076,7 @@ mod tests {
         assert!(!k.can_migrate_task(curr, CpuId(0), &mut env, now));
     }
 
-    // spec §7.2 + §8.4 (v6.12): a sched_delayed sleeper moved by migrate_load
+    // detach_task()/attach_task() with delayed dequeue (v6.12): a sched_delayed sleeper moved by migrate_load
     // stays an asleep, delayed entity on the destination; the destination's
     // next pick completes its dequeue instead of running it.
     #[test]
@@ -1107,7 +1105,7 @@ mod tests {
         assert_eq!(k.rqs[1].cfs.h_nr_delayed, 0);
     }
 
-    // spec §8.2: an idle CPU pulls from a CPU with several runnable tasks.
+    // load_balance() (v3.10, v6.6): an idle CPU pulls from a CPU with several runnable tasks.
     #[test]
     fn idle_cpu_pulls_from_overloaded_cpu() {
         for kernel in ["v3.10", "v6.6"] {
@@ -1195,13 +1193,15 @@ mod tests {
             k.scheduler_tick(CpuId(0), now);
         }
         let sd = k.sd.per_cpu[1][0] as usize;
-        let mut env = LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        let mut env =
+            LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
         let mut out = BalanceResult::default();
         assert!(k.find_busiest_group(sd, &mut env, &mut out).is_none());
         // A second task puts CPU 0 above its capacity of 1: now it is busiest.
         let q = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), now);
         k.wake_up_new_task(q, CpuId(0), now);
-        let mut env = LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        let mut env =
+            LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
         assert!(k.find_busiest_group(sd, &mut env, &mut out).is_some());
         assert!(env.imbalance > 0);
     }
