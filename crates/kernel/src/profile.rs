@@ -538,6 +538,7 @@ impl KernelProfile {
                 Patch::NextBuddyHint => self.next_buddy_hint = true,
                 Patch::NoNextBuddyHint => self.next_buddy_hint = false,
                 Patch::ShortrunRfc => {}
+                // FIDELITY(F-014): the seed's series as merged, nothing else of v3.12.
                 Patch::WakeeFlips => self.wake_wide = WakeWideVariant::V3_12,
                 Patch::RunnableLoad => self.wake_load = WakeLoad::RunnableAvg,
             }

@@ -912,6 +912,7 @@ impl Kernel {
                         // this node while it runs < 25% of the domain (23e6082a522e:
                         // local nr vs span_weight / 4; v5.16/17: local nr + 1 vs the
                         // local group's weight / 4).
+                        // FIDELITY(F-621): the v5.16/17 operands are from the review, not a tree.
                         let v = self.profile.version;
                         if sd.flags & SD_NUMA != 0 && v >= (5, 11) && v < (5, 18) {
                             let (running, weight) =
