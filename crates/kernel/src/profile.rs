@@ -195,7 +195,7 @@ pub enum Patch {
     WakeeFlips,
     /// Alex Shi's runnable-load series as merged for v3.11: b92486cbf2aa
     /// (weighted_cpuload()/cpu_avg_load_per_task() read cfs.runnable_load_avg)
-    /// + a003a25b227d (move_tasks() weighs tasks by their runnable average).
+    /// and a003a25b227d (move_tasks() weighs tasks by their runnable average).
     /// In tip sched/core from 2013-06-27. Base v3.10.
     RunnableLoad,
 }

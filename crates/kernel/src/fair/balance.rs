@@ -221,11 +221,7 @@ impl Kernel {
     /// runnable_load_avg / nr_running).
     pub(crate) fn cpu_avg_load_per_task(&self, c: CpuId) -> u64 {
         let nr = self.rqs[c.idx()].nr_running() as u64;
-        if nr == 0 {
-            0
-        } else {
-            self.weighted_cpuload(c) / nr
-        }
+        self.weighted_cpuload(c).checked_div(nr).unwrap_or(0)
     }
 
     /// `power_of(cpu)` = `cpu_power` of v3.10 (`update_cpu_power()`): SMT
@@ -610,14 +606,14 @@ impl Kernel {
 
     fn fix_small_imbalance_v3(&self, dst: CpuId, this: &SgStatsV3, b: &SgStatsV3, max_load: u64, busiest_lpt: u64, imbalance: u64) -> u64 {
         let mut imbn = 2;
-        let this_lpt = if this.sum_nr_running > 0 {
-            let t = this.sum_weighted_load / this.sum_nr_running;
-            if busiest_lpt > t {
-                imbn = 1;
+        let this_lpt = match this.sum_weighted_load.checked_div(this.sum_nr_running) {
+            Some(t) => {
+                if busiest_lpt > t {
+                    imbn = 1;
+                }
+                t
             }
-            t
-        } else {
-            self.cpu_avg_load_per_task(dst)
+            None => self.cpu_avg_load_per_task(dst),
         };
         let scaled_busy_lpt = busiest_lpt * 1024 / b.power.max(1);
         if max_load.wrapping_sub(this.avg_load).wrapping_add(scaled_busy_lpt) >= scaled_busy_lpt * imbn {
@@ -1143,7 +1139,7 @@ mod tests {
     fn cpu_load_decay_follows_v3_10_table() {
         assert_eq!(decay_load_missed(1024, 0, 2), 1024);
         assert_eq!(decay_load_missed(1024, 3, 1), 128);
-        assert_eq!(decay_load_missed(1024, 3, 2), ((1024 * 96) >> 7) * 72 >> 7);
+        assert_eq!(decay_load_missed(1024, 3, 2), (((1024 * 96) >> 7) * 72) >> 7);
         assert_eq!(decay_load_missed(1024, 32, 2), 0);
         assert_eq!(decay_load_missed(1024, 63, 4), {
             let mut l = 1024u64;

@@ -914,7 +914,7 @@ impl Kernel {
                         // local group's weight / 4).
                         // FIDELITY(F-621): the v5.16/17 operands are from the review, not a tree.
                         let v = self.profile.version;
-                        if sd.flags & SD_NUMA != 0 && v >= (5, 11) && v < (5, 18) {
+                        if sd.flags & SD_NUMA != 0 && ((5, 11)..(5, 18)).contains(&v) {
                             let (running, weight) =
                                 if v < (5, 16) { (ls.nr_running, sd.span_weight) } else { (ls.nr_running + 1, ls.group_weight) };
                             if running < weight / 4 {
