@@ -215,6 +215,9 @@ fn dispatch(cli: Cli) -> Result<()> {
             for p in profile::profiles() {
                 println!("{:<8} {}", p.name, p.summary);
             }
+            for (n, base, patches, _) in profile::DEPRECATED {
+                println!("{n:<8} deprecated: {base} --patch {patches}");
+            }
             println!("\npatches (--patch NAME):");
             for (n, _, d) in profile::Patch::ALL {
                 println!("  {n:<14} {d}");
@@ -347,6 +350,9 @@ pub fn load_kernel_patched(name: &str, patch: Option<&str>, features: Option<&st
 }
 
 pub fn load_kernel(name: &str, features: Option<&str>) -> Result<KernelProfile> {
+    if let Some(note) = profile::deprecation_note(name) {
+        eprintln!("schedlab: warning: {note}");
+    }
     let mut k = profile::profile(name).map_err(anyhow::Error::msg)?;
     if let Some(f) = features {
         k.apply_features(f).map_err(anyhow::Error::msg)?;

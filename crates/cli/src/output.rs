@@ -66,6 +66,16 @@ pub fn machine_show(m: &Machine, k: &KernelProfile) -> String {
 pub fn kernel_show(k: &KernelProfile) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{}: {}", k.name, k.summary);
+    let _ = writeln!(o, "tree: {}", k.tree);
+    if k.patches.is_empty() {
+        let _ = writeln!(o, "patches: none (the release as tagged)");
+    } else {
+        let _ = writeln!(o, "patches on top:");
+        for p in &k.patches {
+            let d = schedlab_kernel::profile::Patch::ALL.iter().find(|(_, q, _)| q == p).map_or("", |(_, _, d)| *d);
+            let _ = writeln!(o, "  {} ({d})", p.name());
+        }
+    }
     let _ = writeln!(
         o,
         "pick: {:?}; sd_init: {:?}; find_idlest_group: {:?}; fork placement: {:?}",
@@ -85,9 +95,6 @@ pub fn kernel_show(k: &KernelProfile) -> String {
     );
     let _ = writeln!(o, "  recent_used_cpu             {:?}", k.recent_used);
     let _ = writeln!(o, "  TTWU_QUEUE wake lists       {:?}", k.ttwu_queue);
-    if !k.patches.is_empty() {
-        let _ = writeln!(o, "patches: {}", k.patches.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "));
-    }
     let t = &k.tunables;
     let _ = writeln!(
         o,

@@ -454,10 +454,15 @@ fn context_switch1_unpinned_rq_lock_wait_rises_past_one_task_per_cpu() {
     assert!(wait(&a84) > 0.01, "v6.12 at 84 pairs: rq-lock wait {:.4} of CPU time", wait(&a84));
     assert!(wait(&a224) > 2.0 * wait(&a56), "v6.12 wait share 56: {:e} 224: {:e}", wait(&a56), wait(&a224));
 
+    // v5.13 as released (SIS_PROP from this_rq()->avg_idle / 512, the v4.16-v5.14
+    // recent_used_cpu form): the pairs roam too, the lock wait rises but stays an
+    // order of magnitude below v6.12's (the 1.4 % the model showed before came from
+    // the v5.14/v5.15 wake_avg_idle and recent_used_cpu forms it wrongly carried).
     let b56 = run_cs("v5.13", 56);
     let b100 = run_cs("v5.13", 100);
-    assert!(wait(&b100) > 0.005, "v5.13 at 100 pairs: rq-lock wait {:.4} of CPU time", wait(&b100));
-    assert!(wait(&b100) > 100.0 * wait(&b56), "v5.13 wait share 56: {:e} 100: {:e}", wait(&b56), wait(&b100));
+    assert!(b100.migrations > 20 * b56.migrations.max(1), "v5.13 migrations 56: {} 100: {}", b56.migrations, b100.migrations);
+    assert!(wait(&b100) > 5.0 * wait(&b56), "v5.13 wait share 56: {:e} 100: {:e}", wait(&b56), wait(&b100));
+    assert!(wait(&b100) < wait(&a84), "v5.13 at 100 pairs {:e} vs v6.12 at 84 {:e}", wait(&b100), wait(&a84));
 }
 
 /// Task groups under load balancing and newly idle pulls (a pull into the

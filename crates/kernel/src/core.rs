@@ -195,6 +195,8 @@ impl Kernel {
                 active_balance: None,
                 ttwu_pending_visible_at: 0,
                 ttwu_pending_owner: CpuId(0),
+                cpu_load: [0; 5],
+                last_load_update_tick: 0,
             })
             .collect();
         let sd_stats = sd.per_cpu.iter().map(|l| vec![SdStats::default(); l.len()]).collect();
@@ -613,6 +615,10 @@ impl Kernel {
                 kick = Some(dst);
             }
         }
+        if prev.is_none() {
+            // tick_nohz_idle_exit() → update_cpu_load_nohz(): the idle ticks decay at load 0.
+            self.update_cpu_load(cpu, now, true);
+        }
         let mut next = self.pick_next_task_fair(cpu, now);
         let mut balance_examined = 0;
         if next.is_none() {
@@ -664,6 +670,8 @@ impl Kernel {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
         self.task_tick_fair(cpu, now);
+        // update_cpu_load_active() (v2.6.x-v4.x cpu_load[] indices).
+        self.update_cpu_load(cpu, now, false);
         if self.rqs[cpu.idx()].curr.is_none() {
             self.update_root_load_avg(cpu, now);
         }

@@ -14,10 +14,15 @@ pub enum PickAlgo {
     Eevdf,
 }
 
-/// How sched_init() sizes domains (spec §2.2).
+/// How the sched domains' tunables are set: the SD_*_INIT macros of
+/// include/linux/topology.h (v2.6.x-v3.15) or sd_init() (v3.16+).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SdInitVariant {
-    /// Per-arch SD_*_INIT macros of v3.x: imbalance_pct 125 (SMT 110), busy_factor 64 (NUMA 32).
+    /// SD_SIBLING_INIT / SD_MC_INIT / SD_CPU_INIT of include/linux/topology.h
+    /// (v2.6.3x-v3.15) and sd_numa_init() (v3.5-v3.15): intervals 1/2 ms (SMT)
+    /// and 1/4 ms (MC, CPU), busy_factor 64, imbalance_pct 110 (SMT) / 125,
+    /// smt_gain 1178, load indices busy 2 / idle 1 (CPU level); NUMA levels
+    /// span-sized intervals, busy_factor 32.
     V3,
     /// sd_init() v4.x-v5.9: imbalance_pct 125 (SMT 110, LLC 117), busy_factor 32.
     V4,
@@ -25,7 +30,7 @@ pub enum SdInitVariant {
     V5_10,
 }
 
-/// Which form of the fork/exec slow path (find_idlest_group) runs (spec §4.4).
+/// Which form of the fork/exec slow path (`find_idlest_group()`) runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FindIdlestVariant {
     /// Pre-v5.5: least loaded group unless the local group is within imbalance_pct.
@@ -34,7 +39,8 @@ pub enum FindIdlestVariant {
     GroupType,
 }
 
-/// Where a fork places the child's entity in EEVDF (spec §7.2 "Fork").
+/// Where a fork places the child's entity (`task_fork_fair()` /
+/// `wake_up_new_task()` → `place_entity()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ForkPlacement {
     /// CFS: task_fork_fair copies the parent's vruntime, START_DEBIT, child_runs_first.
@@ -46,20 +52,21 @@ pub enum ForkPlacement {
     EevdfWakeUpNew,
 }
 
-/// wake_wide() form (spec §4.2).
+/// `wake_wide()` form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WakeWideVariant {
-    /// Before v3.12 (our v3.11 profile carries the patch): no wakee tracking at all.
+    /// Before v3.12: no wakee tracking at all.
     None,
-    /// Michael Wang 2013 (seed 000): flips reset to 0 every second; checked inside
-    /// wake_affine(): wide iff wakee.flips > llc && waker.flips > llc * wakee.flips.
-    V3_11,
+    /// v3.12-v4.4 (Michael Wang 2013, seed 000: 62470419e993 + 7d9ffa896148;
+    /// `--patch wakee-flips` on v3.10): flips reset to 0 every second; checked
+    /// inside wake_affine(): wide iff wakee.flips > llc && waker.flips > llc * wakee.flips.
+    V3_12,
     /// Mike Galbraith v4.5+: flips halved every second; symmetric master/slave test
     /// in select_task_rq_fair() before the domain walk.
     V4_5,
 }
 
-/// wake_affine() form (spec §4.3).
+/// `wake_affine()` form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WakeAffineVariant {
     /// v2.6.3x-v4.13: load-index balance test with sync discount and tl_per_task.
@@ -70,18 +77,21 @@ pub enum WakeAffineVariant {
     V5_11,
 }
 
-/// Which load wake_affine() compares (spec §6.3).
+/// Which per-CPU load `weighted_cpuload()` / `cpu_load()` returns: the load
+/// wake_affine() and the balancer compare (and the input of the cpu_load[]
+/// indices in the LoadIdx balancer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WakeLoad {
-    /// Pre-v3.8: instantaneous rq weight (cpu_load[0]).
+    /// v2.6.x-v3.10: the instantaneous rq->load.weight.
     Instant,
-    /// v3.8-v5.4: cfs_rq->runnable_load_avg (PELT of runnable entities).
+    /// v3.11-v5.6 (b92486cbf2aa, a003a25b227d; `--patch runnable-load` on
+    /// v3.10): cfs_rq->runnable_load_avg (PELT of runnable entities).
     RunnableAvg,
     /// v5.5+: cfs_rq->avg.load_avg.
     LoadAvg,
 }
 
-/// select_idle_sibling() form (spec §5, §5.5).
+/// `select_idle_sibling()` form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SisVariant {
     /// this/prev if idle, else the first idle CPU walking up SD_SHARE_PKG_RESOURCES domains.
@@ -96,7 +106,7 @@ pub enum SisVariant {
     V5_13,
 }
 
-/// Which remote wakeups go through the wake list (spec §3.3).
+/// Which remote wakeups go through the wake list (`ttwu_queue_cond()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TtwuQueueVariant {
     /// No wake lists (before v3.0).
@@ -107,7 +117,7 @@ pub enum TtwuQueueVariant {
     IdleTarget,
 }
 
-/// How select_task_rq_fair() is shaped (spec §4 notes).
+/// How `select_task_rq_fair()` is shaped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SelectShape {
     /// v2.6.x-v3.x: affine_sd → select_idle_sibling(); without an affine
@@ -117,14 +127,14 @@ pub enum SelectShape {
     FastPath,
 }
 
-/// How recent_used_cpu is kept (spec §5 step 4).
+/// How recent_used_cpu is kept (`select_idle_sibling()`, `select_task_rq_fair()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecentUsedVariant {
     None,
-    /// v4.16-v5.12: the waker's recent_used_cpu is set to this_cpu after an
-    /// affine fast path; a successful recent pick stores prev.
+    /// v4.16-v5.14 (32e839dda3ba): the waker's recent_used_cpu is set to
+    /// this_cpu after an affine fast path; a successful recent pick stores prev.
     V5_2,
-    /// v5.13+: p->recent_used_cpu = prev on every select_idle_sibling().
+    /// v5.15+ (89aafd67f28c): p->recent_used_cpu = prev on every select_idle_sibling().
     V5_13,
 }
 
@@ -160,7 +170,7 @@ pub struct Tunables {
     pub amd_reclaim_distance_32: bool,
 }
 
-/// Load-balancer form (spec §8).
+/// Load-balancer form (`load_balance()` / `sched_balance_rq()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LbVariant {
     /// v2.6.x-v5.4: avg_load comparison, load imbalance, no NUMA allowance.
@@ -177,8 +187,17 @@ pub enum Patch {
     /// Seed 002 reverted from a kernel after it.
     NoNextBuddyHint,
     /// Chen Yu, "sched/fair: Choose the CPU where short task is running during
-    /// wake up", RFC v1 2022-09-16 on v6.0-rc4, never merged (spec §10.1).
+    /// wake up", RFC v1 2022-09-16 on v6.0-rc4, never merged.
     ShortrunRfc,
+    /// Seed 000, Michael Wang's "smart wake-affine" v3 series as merged for
+    /// v3.12: 62470419e993 (record_wakee()/wake_wide() in wake_affine()) +
+    /// 7d9ffa896148 (factor = sd_llc_size). Base v3.10.
+    WakeeFlips,
+    /// Alex Shi's runnable-load series as merged for v3.11: b92486cbf2aa
+    /// (weighted_cpuload()/cpu_avg_load_per_task() read cfs.runnable_load_avg)
+    /// and a003a25b227d (move_tasks() weighs tasks by their runnable average).
+    /// In tip sched/core from 2013-06-27. Base v3.10.
+    RunnableLoad,
 }
 
 impl Patch {
@@ -198,6 +217,16 @@ impl Patch {
             Patch::NoNextBuddyHint,
             "revert of seed 002 (next-buddy hint on the sleep and preempt paths) from a kernel that has it (v3.10 and later)",
         ),
+        (
+            "wakee-flips",
+            Patch::WakeeFlips,
+            "Michael Wang 2013 (seed 000, merged v3.12: 62470419e993 + 7d9ffa896148): wakee_flips / wake_wide() in wake_affine(); base v3.10",
+        ),
+        (
+            "runnable-load",
+            Patch::RunnableLoad,
+            "Alex Shi 2013 (merged v3.11: b92486cbf2aa + a003a25b227d; tip sched/core 2013-06-27): balancer and wake_affine loads from runnable_load_avg; base v3.10",
+        ),
     ];
     pub fn name(self) -> &'static str {
         Patch::ALL.iter().find(|(_, p, _)| *p == self).map(|(n, _, _)| *n).unwrap_or("?")
@@ -209,6 +238,8 @@ impl Patch {
 pub struct KernelProfile {
     pub name: &'static str,
     pub summary: &'static str,
+    /// Which release or tree this profile is (`schedlab kernel show`).
+    pub tree: &'static str,
     pub version: (u32, u32),
     pub features: SchedFeatures,
     pub tunables: Tunables,
@@ -273,7 +304,8 @@ fn v3_10() -> KernelProfile {
         .with(WA_BITS, false);
     KernelProfile {
         name: "v3.10",
-        summary: "CFS; blind wake_affine (no wakee_flips); select_idle_sibling idle-group walk; cross-LLC wake lists",
+        summary: "CFS; blind wake_affine (no wakee_flips) on instantaneous loads; cpu_load[] indices; select_idle_sibling idle-group walk; cross-LLC wake lists",
+        tree: "Linux v3.10 release (2013-06-30)",
         version: (3, 10),
         features,
         tunables: TUNABLES_CFS,
@@ -285,7 +317,8 @@ fn v3_10() -> KernelProfile {
         has_cluster_level: false,
         wake_wide: WakeWideVariant::None,
         wake_affine: WakeAffineVariant::LoadIdx,
-        wake_load: WakeLoad::RunnableAvg,
+        // weighted_cpuload() = rq->load.weight in v3.10; runnable_load_avg is v3.11.
+        wake_load: WakeLoad::Instant,
         sis: SisVariant::V3_10,
         select_shape: SelectShape::AffineSd,
         recent_used: RecentUsedVariant::None,
@@ -303,22 +336,13 @@ fn v2_6_38() -> KernelProfile {
     p.name = "v2.6.38";
     p.summary =
         "CFS with next/last buddies (next first, last wins); select_idle_sibling first idle CPU up the shared-cache domains; no wake lists";
+    p.tree = "Linux v2.6.38 release (2011-03-14)";
     p.version = (2, 6);
     p.features = p.features.with(&[TTWU_QUEUE], false);
     p.wake_load = WakeLoad::Instant;
     p.sis = SisVariant::V2_6_38;
     p.ttwu_queue = TtwuQueueVariant::None;
     p.next_buddy_hint = false;
-    p
-}
-
-// FIDELITY(F-014): v3.11 = v3.10 + exactly seed 000's wakee_flips patch.
-fn v3_11() -> KernelProfile {
-    let mut p = v3_10();
-    p.name = "v3.11";
-    p.summary = "v3.10 + Michael Wang's wakee_flips / wake_wide (seed 000; merged for v3.12)";
-    p.version = (3, 11);
-    p.wake_wide = WakeWideVariant::V3_11;
     p
 }
 
@@ -332,6 +356,7 @@ fn v5_11() -> KernelProfile {
         name: "v5.11",
         summary:
             "CFS; WA_IDLE/WA_WEIGHT with prev-idle clause; v5.2-form select_idle_sibling (idle core, SIS_PROP scan, idle SMT of target)",
+        tree: "Linux v5.11 release (2021-02-14)",
         version: (5, 11),
         features,
         tunables: Tunables { amd_reclaim_distance_32: true, ..TUNABLES_CFS },
@@ -359,7 +384,8 @@ fn v5_11() -> KernelProfile {
 fn v5_12() -> KernelProfile {
     let mut p = v5_11();
     p.name = "v5.12";
-    p.summary = "v5.11 with the merged select_idle_core/cpu scan; select_idle_smt removed";
+    p.summary = "v5.11 with the merged select_idle_core/cpu scan; select_idle_smt removed; has_idle_cores cleared on the waker's LLC";
+    p.tree = "Linux v5.12 release (2021-04-25)";
     p.version = (5, 12);
     p.sis = SisVariant::V5_12;
     p
@@ -368,10 +394,10 @@ fn v5_12() -> KernelProfile {
 fn v5_13() -> KernelProfile {
     let mut p = v5_12();
     p.name = "v5.13";
-    p.summary = "v5.12 + select_idle_smt(prev) (c722f35b513f), recent_used_cpu = prev, ALT_PERIOD/BASE_SLICE";
+    p.summary = "v5.12 + select_idle_smt(prev) (c722f35b513f), has_idle_cores fix, ALT_PERIOD/BASE_SLICE";
+    p.tree = "Linux v5.13 release (2021-06-27)";
     p.version = (5, 13);
     p.sis = SisVariant::V5_13;
-    p.recent_used = RecentUsedVariant::V5_13;
     p.features = p.features.with(&[ALT_PERIOD, BASE_SLICE], true);
     p
 }
@@ -380,7 +406,9 @@ fn v6_0() -> KernelProfile {
     let mut p = v5_13();
     p.name = "v6.0";
     p.summary = "CFS; SIS_UTIL replaces SIS_PROP; wake list to idle same-LLC targets (f3dd3f674555); cluster level";
+    p.tree = "Linux v6.0 release (2022-10-02)";
     p.version = (6, 0);
+    p.recent_used = RecentUsedVariant::V5_13;
     p.features = p.features.with(&[SIS_UTIL], true).with(&[SIS_PROP], false);
     p.ttwu_queue = TtwuQueueVariant::IdleTarget;
     p.has_cluster_level = true;
@@ -397,6 +425,7 @@ fn v6_6() -> KernelProfile {
     KernelProfile {
         name: "v6.6",
         summary: "first EEVDF release (lag, virtual deadlines, RUN_TO_PARITY); SIS_UTIL; select_idle_smt(prev)",
+        tree: "Linux v6.6 release (2023-10-30)",
         version: (6, 6),
         features,
         tunables: Tunables { amd_reclaim_distance_32: true, ..TUNABLES_CFS },
@@ -425,6 +454,7 @@ fn v6_12() -> KernelProfile {
     let mut p = v6_6();
     p.name = "v6.12";
     p.summary = "EEVDF with delayed dequeue, PREEMPT_SHORT, new tasks placed at wake_up_new_task; cluster-first idle scan";
+    p.tree = "Linux v6.12 release (2024-11-17)";
     p.version = (6, 12);
     p.features = p.features.with(V6_12_ONLY, true);
     p.fork_placement = ForkPlacement::EevdfWakeUpNew;
@@ -435,12 +465,33 @@ fn v6_12() -> KernelProfile {
 
 /// Every profile schedlab knows, oldest first.
 pub fn profiles() -> Vec<KernelProfile> {
-    vec![v2_6_38(), v3_10(), v3_11(), v5_11(), v5_12(), v5_13(), v6_0(), v6_6(), v6_12()]
+    vec![v2_6_38(), v3_10(), v5_11(), v5_12(), v5_13(), v6_0(), v6_6(), v6_12()]
 }
 
-/// Look a profile up by name (`v6.6`, `6.6`).
+/// Old profile names that were never the release they were named after:
+/// (name, base profile, patches, note printed on stderr when used).
+pub const DEPRECATED: &[(&str, &str, &str, &str)] = &[(
+    "v3.11",
+    "v3.10",
+    "wakee-flips",
+    "v3.11 was never this (it was v3.10 + the v3.12 wakee_flips patches, 62470419e993 + 7d9ffa896148); use --kernel v3.10 --patch wakee-flips",
+)];
+
+/// The deprecation note for an old profile name, if `name` is one.
+pub fn deprecation_note(name: &str) -> Option<&'static str> {
+    let want = name.trim().trim_start_matches('v');
+    DEPRECATED.iter().find(|(n, ..)| n.trim_start_matches('v') == want).map(|(.., note)| *note)
+}
+
+/// Look a profile up by name (`v6.6`, `6.6`). A deprecated name resolves to
+/// what it always ran (its base plus patches); see [`deprecation_note`].
 pub fn profile(name: &str) -> Result<KernelProfile, String> {
     let want = name.trim().trim_start_matches('v');
+    if let Some((_, base, patches, _)) = DEPRECATED.iter().find(|(n, ..)| n.trim_start_matches('v') == want) {
+        let mut p = profile(base)?;
+        p.apply_patches(patches)?;
+        return Ok(p);
+    }
     profiles().into_iter().find(|p| p.name.trim_start_matches('v') == want).ok_or_else(|| {
         format!(
             "unknown kernel {name:?}; known profiles: {} (see `schedlab kernels`)",
@@ -503,6 +554,9 @@ impl KernelProfile {
             if patch == Patch::ShortrunRfc && !(self.pick == PickAlgo::Cfs && self.version >= (6, 0)) {
                 return Err(format!("patch shortrun-rfc applies to v6.0 (CFS with SIS_UTIL); {} is not that base", self.name));
             }
+            if matches!(patch, Patch::WakeeFlips | Patch::RunnableLoad) && self.version != (3, 10) {
+                return Err(format!("patch {tok} applies to v3.10 (it was merged for v3.11/v3.12); {} is not that base", self.name));
+            }
             match patch {
                 Patch::NextBuddyHint if self.next_buddy_hint => {
                     return Err(format!(
@@ -516,6 +570,9 @@ impl KernelProfile {
                 Patch::NextBuddyHint => self.next_buddy_hint = true,
                 Patch::NoNextBuddyHint => self.next_buddy_hint = false,
                 Patch::ShortrunRfc => {}
+                // FIDELITY(F-014): the seed's series as merged, nothing else of v3.12.
+                Patch::WakeeFlips => self.wake_wide = WakeWideVariant::V3_12,
+                Patch::RunnableLoad => self.wake_load = WakeLoad::RunnableAvg,
             }
             if !self.patches.contains(&patch) {
                 self.patches.push(patch);
@@ -571,15 +628,171 @@ impl EffectiveTunables {
     }
 }
 
+/// Where each algorithm variant, version-gated behaviour and feature bit a
+/// profile can carry came from: (item, first release that has it, commit).
+/// Releases are (major, minor, patch-level of 2.6.x). `profile_items()` lists
+/// what a profile uses; the test `no_profile_carries_a_later_change` checks
+/// every profile against this table.
+pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
+    ("wake_wide=V3_12", (3, 12, 0), "62470419e993 + 7d9ffa896148"),
+    ("wake_wide=V4_5", (4, 5, 0), "63b0e9edceec"),
+    ("wake_affine=LoadIdx", (2, 6, 0), "(CFS, v2.6.23)"),
+    ("wake_affine=V4_14", (4, 14, 0), "(Peter Zijlstra 2017: WA_IDLE/WA_WEIGHT/WA_BIAS)"),
+    ("wake_affine=V5_11", (5, 11, 0), "d8fcb81f1acf (wake_affine_idle(): prev idle)"),
+    ("wake_load=Instant", (2, 6, 0), "(rq->load.weight)"),
+    ("wake_load=RunnableAvg", (3, 11, 0), "b92486cbf2aa + a003a25b227d"),
+    ("wake_load=LoadAvg", (5, 7, 0), "0dacee1bfa70 (runnable_load_avg removed)"),
+    ("sis=V2_6_38", (2, 6, 33), "(select_idle_sibling(), v2.6.33)"),
+    ("sis=V3_10", (3, 9, 0), "(idle-group walk from sd_llc)"),
+    ("sis=V5_2", (4, 9, 0), "10e2f1acd010 (select_idle_core/cpu/smt)"),
+    ("sis=V5_12", (5, 12, 0), "9fe1f127b913"),
+    ("sis=V5_13", (5, 13, 0), "c722f35b513f"),
+    ("select_shape=FastPath", (4, 14, 0), "(select_idle_sibling() for every wakeup)"),
+    ("recent_used=V5_2", (4, 16, 0), "32e839dda3ba"),
+    ("recent_used=V5_13", (5, 15, 0), "89aafd67f28c"),
+    ("ttwu_queue=CrossLlc", (3, 0, 0), "317f394160e9"),
+    ("ttwu_queue=IdleTarget", (6, 0, 0), "f3dd3f674555"),
+    ("sis_scan_from_next", (5, 15, 0), "56498cfb045d"),
+    ("sis_cluster_first", (6, 8, 0), "\"sched/fair: Scan cluster before scanning LLC in wake-up path\""),
+    ("lb=LoadIdx", (2, 6, 37), "(v2.6.37 find_busiest_group(): capacity, idle-CPU test)"),
+    ("lb=GroupTypes", (5, 5, 0), "0b0695f2b34a (load balance rework)"),
+    ("find_idlest=LoadBased", (2, 6, 23), "(CFS find_idlest_group())"),
+    ("find_idlest=GroupType", (5, 5, 0), "57abff067a08"),
+    ("sd_init=V4", (3, 16, 0), "143e1e28cb40 (sd_init())"),
+    ("sd_init=V5_10", (5, 10, 0), "2208cdaa56c9 / 6e7499135db7 (imbalance_pct 117, busy_factor 16)"),
+    ("pick=Eevdf", (6, 6, 0), "147f3efaa241"),
+    ("fork_placement=EevdfWakeUpNew", (6, 12, 0), "(v6.12: new tasks placed at wake_up_new_task() with ENQUEUE_INITIAL)"),
+    ("has_cluster_level", (5, 16, 0), "778c558f49a2"),
+    ("next_buddy_hint", (2, 6, 39), "2f36825b176f (seed 002)"),
+    ("amd_reclaim_distance_32", (5, 4, 0), "a55c7454a8c8"),
+    ("TTWU_QUEUE", (3, 0, 0), "317f394160e9"),
+    ("WA_IDLE", (4, 14, 0), "(WA_IDLE)"),
+    ("WA_WEIGHT", (4, 14, 0), "(WA_WEIGHT)"),
+    ("WA_BIAS", (4, 14, 0), "(WA_BIAS)"),
+    ("SIS_AVG_CPU", (4, 13, 0), "1ad3aaf3fcd2"),
+    ("SIS_PROP", (4, 13, 0), "1ad3aaf3fcd2"),
+    ("SIS_UTIL", (6, 0, 0), "70fb5ccf2ebb"),
+    ("UTIL_EST", (4, 17, 0), "7f65ea42eb00"),
+    ("UTIL_EST_FASTUP", (5, 5, 0), "(util_est faster ramp-up EWMA)"),
+    ("ALT_PERIOD", (5, 13, 0), "0c2de3f054a5"),
+    ("BASE_SLICE", (5, 13, 0), "0c2de3f054a5"),
+    ("PLACE_LAG", (6, 6, 0), "86bfbb7ce4f6"),
+    ("PLACE_DEADLINE_INITIAL", (6, 6, 0), "147f3efaa241"),
+    ("RUN_TO_PARITY", (6, 6, 0), "63304558ba5d"),
+    ("PLACE_REL_DEADLINE", (6, 12, 0), "82e9d0456e06"),
+    ("PREEMPT_SHORT", (6, 12, 0), "85e511df3cec"),
+    ("DELAY_DEQUEUE", (6, 12, 0), "152e11f6df29"),
+    ("DELAY_ZERO", (6, 12, 0), "54a58a787791"),
+    ("PICK_BUDDY", (6, 13, 0), "\"sched/fair: Add PICK_BUDDY\" (after v6.12)"),
+    ("SIS_SHORT", (99, 0, 0), "never merged (shortrun RFC)"),
+    ("NEXT_BUDDY", (2, 6, 31), "(NEXT_BUDDY)"),
+    ("LAST_BUDDY", (2, 6, 31), "(LAST_BUDDY)"),
+    ("CACHE_HOT_BUDDY", (2, 6, 30), "(CACHE_HOT_BUDDY)"),
+    ("GENTLE_FAIR_SLEEPERS", (2, 6, 32), "(GENTLE_FAIR_SLEEPERS)"),
+    ("START_DEBIT", (2, 6, 23), "(CFS)"),
+    ("WAKEUP_PREEMPTION", (2, 6, 23), "(CFS)"),
+];
+
+impl KernelProfile {
+    /// The release this profile is, as (major, minor, 2.6.x patch level).
+    pub fn release(&self) -> (u32, u32, u32) {
+        match self.version {
+            (2, 6) => (2, 6, 38),
+            (a, b) => (a, b, 0),
+        }
+    }
+
+    /// Every variant, version-gated behaviour and enabled feature bit this
+    /// profile uses, as keys of [`INTRODUCED`].
+    pub fn profile_items(&self) -> Vec<String> {
+        let mut v = vec![
+            format!("wake_affine={:?}", self.wake_affine),
+            format!("wake_load={:?}", self.wake_load),
+            format!("sis={:?}", self.sis),
+            format!("lb={:?}", self.lb),
+            format!("find_idlest={:?}", self.find_idlest),
+        ];
+        if self.wake_wide != WakeWideVariant::None {
+            v.push(format!("wake_wide={:?}", self.wake_wide));
+        }
+        if self.select_shape == SelectShape::FastPath {
+            v.push("select_shape=FastPath".into());
+        }
+        if self.recent_used != RecentUsedVariant::None {
+            v.push(format!("recent_used={:?}", self.recent_used));
+        }
+        if self.ttwu_queue != TtwuQueueVariant::None {
+            v.push(format!("ttwu_queue={:?}", self.ttwu_queue));
+        }
+        if self.sd_init != SdInitVariant::V3 {
+            v.push(format!("sd_init={:?}", self.sd_init));
+        }
+        if self.pick == PickAlgo::Eevdf {
+            v.push("pick=Eevdf".into());
+        }
+        if self.fork_placement == ForkPlacement::EevdfWakeUpNew {
+            v.push("fork_placement=EevdfWakeUpNew".into());
+        }
+        for (flag, on) in [
+            ("sis_scan_from_next", self.sis_scan_from_next),
+            ("sis_cluster_first", self.sis_cluster_first),
+            ("has_cluster_level", self.has_cluster_level),
+            ("next_buddy_hint", self.next_buddy_hint),
+            ("amd_reclaim_distance_32", self.tunables.amd_reclaim_distance_32),
+        ] {
+            if on {
+                v.push(flag.into());
+            }
+        }
+        for f in SchedFeat::ALL {
+            if self.features.has(*f) {
+                v.push(f.name().into());
+            }
+        }
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A profile named after a release contains nothing from a later one: every
+    // variant and enabled feature bit was in that release (INTRODUCED table).
+    #[test]
+    fn no_profile_carries_a_later_change() {
+        for p in profiles() {
+            for item in p.profile_items() {
+                let Some((_, rel, commit)) = INTRODUCED.iter().find(|(k, ..)| *k == item) else {
+                    panic!("{}: {item} has no entry in INTRODUCED", p.name);
+                };
+                assert!(*rel <= p.release(), "{} carries {item}, introduced in {rel:?} by {commit}", p.name);
+            }
+        }
+        // The check can fail: the old v3.11 (v3.10 + wakee-flips) carried v3.12 code.
+        let old = profile("v3.11").unwrap();
+        let rel = INTRODUCED.iter().find(|(k, ..)| *k == "wake_wide=V3_12").unwrap().1;
+        assert!(old.profile_items().contains(&"wake_wide=V3_12".to_string()) && rel > old.release());
+        assert!(old.has_patch(Patch::WakeeFlips));
+        assert!(deprecation_note("v3.11").unwrap().contains("--patch wakee-flips"));
+        assert!(deprecation_note("v3.10").is_none());
+    }
+
+    // The seed-000 overlays apply only to their v3.10 base.
+    #[test]
+    fn v3_overlays_need_v3_10() {
+        let mut p = profile("v3.10").unwrap();
+        p.apply_patches("runnable-load,wakee-flips").unwrap();
+        assert_eq!((p.wake_load, p.wake_wide), (WakeLoad::RunnableAvg, WakeWideVariant::V3_12));
+        assert_eq!(profile("v3.10").unwrap().wake_load, WakeLoad::Instant);
+        assert!(profile("v5.11").unwrap().apply_patches("wakee-flips").unwrap_err().contains("v3.10"));
+    }
     #[test]
     fn lookup_and_factor() {
         assert_eq!(profile("6.6").unwrap().pick, PickAlgo::Eevdf);
         assert_eq!(profile("v3.10").unwrap().pick, PickAlgo::Cfs);
         assert!(profile("v9.9").unwrap_err().contains("v6.12"));
-        // spec §1.3: 1 CPU:1, 2:2, 4:3, >=8:4
+        // get_update_sysctl_factor() (SCHED_TUNABLESCALING_LOG): 1 CPU:1, 2:2, 4:3, >=8:4
         assert_eq!([1, 2, 4, 8, 256].map(KernelProfile::tunable_factor), [1, 2, 3, 4, 4]);
         let t = EffectiveTunables::new(&profile("v6.6").unwrap(), 256);
         assert_eq!(t.base_slice_ns, 3_000_000);

@@ -288,6 +288,11 @@ pub struct Rq {
     /// to CPUs other than the waker that set it.
     pub ttwu_pending_visible_at: u64,
     pub ttwu_pending_owner: CpuId,
+    /// v2.6.x-v4.x `rq->cpu_load[CPU_LOAD_IDX_MAX]`: weighted_cpuload() decayed
+    /// per tick with factor (2^i - 1) / 2^i (`__update_cpu_load()`).
+    pub cpu_load: [u64; 5],
+    /// `rq->last_load_update_tick` (jiffies).
+    pub last_load_update_tick: u64,
 }
 
 impl Rq {

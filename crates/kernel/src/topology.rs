@@ -1,5 +1,5 @@
 //! Scheduling domains: what `build_sched_domains()` (kernel/sched/topology.c)
-//! builds from the firmware topology, per kernel profile (spec §2).
+//! builds from the firmware topology, per kernel profile (v2.6.38..v6.12).
 //!
 //! Levels bottom-up: SMT, CLS, MC, PKG (or NODE when a package holds several NUMA
 //! nodes), then one NUMA level per distinct SLIT distance. Useless levels are
@@ -79,6 +79,12 @@ pub struct SchedDomain {
     pub max_interval: u32,
     /// v5.18+ NUMA imbalance allowance (0 where it does not apply).
     pub imb_numa_nr: u32,
+    /// v2.6.x-v4.x load indices into rq->cpu_load[]: busy_idx, idle_idx,
+    /// newidle_idx (indexed by `IdleType`), as `get_sd_load_idx()` picks them.
+    pub load_idx: [u8; 3],
+    /// v2.6.x-v3.15 `sd->smt_gain` (SMT level only; 0 elsewhere): the
+    /// cpu_power of a core, shared by its threads (`default_scale_smt_power()`).
+    pub smt_gain: u32,
     /// The sched groups: spans of the child domains covering this span (single
     /// CPUs at the lowest level), first group the one holding the span's first CPU.
     pub groups: Vec<CpuMask>,
@@ -99,6 +105,8 @@ impl SchedDomain {
             min_interval: 1,
             max_interval: 1,
             imb_numa_nr: 0,
+            load_idx: [0; 3],
+            smt_gain: 0,
             groups: Vec::new(),
         }
     }
@@ -130,7 +138,9 @@ fn level_flags(kind: LevelKind) -> u32 {
     }
 }
 
-/// `sd_init()`: flags and tunables of one level (spec §2.2).
+/// Flags and tunables of one level: `sd_init()` (v3.16+, kernel/sched/topology.c)
+/// or, for the `V3` profiles, the SD_SIBLING_INIT / SD_MC_INIT / SD_CPU_INIT
+/// macros of include/linux/topology.h and `sd_numa_init()` (v3.10).
 fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_distance: u32) -> SchedDomain {
     let mut flags = SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING | level_flags(kind);
     let (mut imbalance_pct, mut busy_factor) = match profile.sd_init {
@@ -143,9 +153,6 @@ fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_d
         LevelKind::Smt => {
             imbalance_pct = 110;
             cache_nice_tries = 0;
-            if profile.sd_init == SdInitVariant::V3 {
-                busy_factor = 2;
-            }
         }
         LevelKind::Cls | LevelKind::Mc => {
             if profile.sd_init != SdInitVariant::V3 {
@@ -164,6 +171,31 @@ fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_d
         }
         LevelKind::Pkg | LevelKind::Node => {}
     }
+    // sd_init() (v3.16+): intervals from the span weight. v3.10's macros:
+    // SIBLING 1/2 ms, MC and CPU 1/4 ms; sd_numa_init() sd_weight/2*sd_weight.
+    let (mut min_interval, mut max_interval) = (span_weight, 2 * span_weight);
+    let mut load_idx = [0u8; 3];
+    let mut smt_gain = 0;
+    if profile.sd_init == SdInitVariant::V3 {
+        match kind {
+            LevelKind::Smt => {
+                (min_interval, max_interval) = (1, 2);
+                busy_factor = 64;
+                smt_gain = 1178;
+            }
+            // SD_MC_INIT: busy_idx 2; SD_CPU_INIT: busy_idx 2, idle_idx 1.
+            LevelKind::Cls | LevelKind::Mc => {
+                (min_interval, max_interval) = (1, 4);
+                load_idx = [2, 0, 0];
+            }
+            LevelKind::Pkg | LevelKind::Node => {
+                (min_interval, max_interval) = (1, 4);
+                load_idx = [2, 1, 0];
+            }
+            // sd_numa_init(): busy_idx 3, idle_idx 2.
+            LevelKind::Numa(_) => load_idx = [3, 2, 0],
+        }
+    }
     SchedDomain {
         name: "",
         kind,
@@ -173,9 +205,11 @@ fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_d
         imbalance_pct,
         busy_factor,
         cache_nice_tries,
-        min_interval: span_weight,
-        max_interval: 2 * span_weight,
+        min_interval,
+        max_interval,
         imb_numa_nr: 0,
+        load_idx,
+        smt_gain,
         groups: Vec::new(),
     }
 }
@@ -303,7 +337,7 @@ impl SchedDomains {
         sd
     }
 
-    /// `imb_numa_nr` (v5.18+, spec §2.5) for the domains above the LLC.
+    /// `imb_numa_nr` (v5.18+, `build_sched_domains()`) for the domains above the LLC.
     fn set_imb_numa_nr(&mut self) {
         for c in 0..self.nr_cpus {
             let lvls = self.per_cpu[c].clone();
@@ -397,7 +431,7 @@ mod tests {
         CpuTopology::new(cpus, vec![vec![10]]).unwrap().with_vendor(CpuVendor::Intel)
     }
 
-    // spec §2.1/§2.2: zen3-2s-nps4 has SMT span 2, MC span 16, then the node
+    // build_sched_domains() (v6.x): zen3-2s-nps4 has SMT span 2, MC span 16, then the node
     // (NUMA in package: NODE, 32), the socket (NUMA distance 12, 128) and the
     // machine (NUMA distance 32, 256).
     #[test]
@@ -433,7 +467,7 @@ mod tests {
         assert_eq!(sd.level_names(CpuId(0))[0], "SIBLING");
     }
 
-    // spec §2.1: spr-112 has MC span 112 and PKG degenerates into it.
+    // build_sched_domains() + sd_parent_degenerate() (v6.x): spr-112 has MC span 112 and PKG degenerates into it.
     #[test]
     fn spr112_domains() {
         let sd = SchedDomains::build(&spr112(), &profile("v6.12").unwrap());

@@ -1,5 +1,5 @@
 //! Load balancing (kernel/sched/fair.c `sched_balance_*`, formerly
-//! `load_balance()` / `rebalance_domains()` / `idle_balance()`; spec §8).
+//! `load_balance()` / `rebalance_domains()` / `idle_balance()`; v2.6.38..v6.12).
 //!
 //! Two forms, chosen by the profile's `LbVariant`:
 //! - `GroupTypes` (v5.5+ rework by Vincent Guittot): group classification,
@@ -40,7 +40,7 @@ pub struct SdLbState {
     pub last_decay_max_lb_cost: u64,
 }
 
-/// `enum group_type`, low to high (spec §6.4).
+/// `enum group_type` (v5.5+), low to high.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
     HasSpare,
@@ -90,14 +90,149 @@ pub struct BalanceResult {
     pub kicks: Vec<CpuId>,
 }
 
+/// `degrade_factor[idx][j]` of kernel/sched/proc.c (v3.10): (1 - 2^-idx)^(2^j)
+/// in 1/128ths, for `decay_load_missed()`.
+const DEGRADE_SHIFT: u32 = 7;
+const DEGRADE_ZERO_TICKS: [u64; 5] = [0, 8, 32, 64, 128];
+const DEGRADE_FACTOR: [[u64; 8]; 5] = [
+    [0, 0, 0, 0, 0, 0, 0, 0],
+    [64, 32, 8, 0, 0, 0, 0, 0],
+    [96, 72, 40, 12, 1, 0, 0, 0],
+    [112, 98, 75, 43, 15, 1, 0, 0],
+    [120, 112, 98, 76, 45, 16, 2, 0],
+];
+
+/// `decay_load_missed()` (v3.10, kernel/sched/proc.c): `load` decayed by
+/// `missed` ticks of idx's factor at zero load.
+fn decay_load_missed(mut load: u64, mut missed: u64, idx: usize) -> u64 {
+    if missed == 0 {
+        return load;
+    }
+    if missed >= DEGRADE_ZERO_TICKS[idx] {
+        return 0;
+    }
+    if idx == 1 {
+        return load >> missed;
+    }
+    let mut j = 0;
+    while missed > 0 {
+        if missed % 2 == 1 {
+            load = (load * DEGRADE_FACTOR[idx][j]) >> DEGRADE_SHIFT;
+        }
+        missed >>= 1;
+        j += 1;
+    }
+    load
+}
+
+/// v3.10 per-group statistics (`struct sg_lb_stats` of v3.10).
+#[derive(Clone, Copy, Debug, Default)]
+struct SgStatsV3 {
+    avg_load: u64,
+    group_load: u64,
+    sum_nr_running: u64,
+    sum_weighted_load: u64,
+    group_capacity: u64,
+    idle_cpus: u64,
+    group_weight: u64,
+    group_imb: bool,
+    has_capacity: bool,
+    power: u64,
+}
+
 impl Kernel {
-    /// The load the balancer compares: PELT load_avg (v3.8+), or the
-    /// instantaneous weight (v2.6.38).
-    fn lb_cpu_load(&self, c: CpuId) -> u64 {
+    /// `weighted_cpuload()`: v2.6.x-v3.10 the instantaneous `rq->load.weight`;
+    /// v3.11-v5.6 (b92486cbf2aa; `--patch runnable-load` on v3.10)
+    /// `cfs.runnable_load_avg`; v5.7+ `cpu_load()` = `cfs_rq->avg.load_avg`.
+    pub(crate) fn weighted_cpuload(&self, c: CpuId) -> u64 {
         let cfs = &self.rqs[c.idx()].cfs;
         match self.profile.wake_load {
             crate::profile::WakeLoad::Instant => cfs.load_weight,
-            _ => cfs.avg.load_avg.max(if cfs.nr_running > 0 { 1 } else { 0 }),
+            crate::profile::WakeLoad::RunnableAvg => {
+                let mut sum = cfs.curr.filter(|&e| self.se(e).on_rq).map_or(0, |e| self.se(e).avg.load_avg);
+                for e in cfs.queue.iter() {
+                    sum += self.se(e).avg.load_avg;
+                }
+                sum
+            }
+            crate::profile::WakeLoad::LoadAvg => cfs.avg.load_avg,
+        }
+    }
+
+    /// The load the v5.5+ balancer compares: PELT load_avg.
+    fn lb_cpu_load(&self, c: CpuId) -> u64 {
+        let cfs = &self.rqs[c.idx()].cfs;
+        match self.profile.lb {
+            LbVariant::LoadIdx => self.weighted_cpuload(c),
+            LbVariant::GroupTypes => cfs.avg.load_avg.max(if cfs.nr_running > 0 { 1 } else { 0 }),
+        }
+    }
+
+    /// `__update_cpu_load()` (v3.10, kernel/sched/proc.c) for the pending ticks
+    /// since `last_load_update_tick`: cpu_load[0] = load, cpu_load[i] decays
+    /// the missed ticks at zero load then averages in `load` with weight 2^-i
+    /// (rounding up while the load rises). `idle_exit` is
+    /// `update_cpu_load_nohz()`: the CPU was idle, so `load` is 0.
+    pub(crate) fn update_cpu_load(&mut self, c: CpuId, now: u64, idle_exit: bool) {
+        if self.profile.lb != LbVariant::LoadIdx {
+            return;
+        }
+        let jiffies = now / self.tun.tick_ns;
+        let pending = jiffies.saturating_sub(self.rqs[c.idx()].last_load_update_tick);
+        if pending == 0 {
+            return;
+        }
+        let load = if idle_exit { 0 } else { self.weighted_cpuload(c) };
+        let rq = &mut self.rqs[c.idx()];
+        rq.last_load_update_tick = jiffies;
+        rq.cpu_load[0] = load;
+        let mut scale = 2u64;
+        for i in 1..5 {
+            let old = decay_load_missed(rq.cpu_load[i], pending - 1, i);
+            let mut new = load;
+            if new > old {
+                new += scale - 1;
+            }
+            rq.cpu_load[i] = (old * (scale - 1) + new) >> i;
+            scale += scale;
+        }
+    }
+
+    /// `source_load()` (v3.10): a low guess of a migration source's load,
+    /// min(cpu_load[idx-1], weighted_cpuload()) (LB_BIAS), idx 0 = instantaneous.
+    pub(crate) fn source_load(&self, c: CpuId, idx: u8) -> u64 {
+        let total = self.weighted_cpuload(c);
+        if idx == 0 {
+            return total;
+        }
+        self.rqs[c.idx()].cpu_load[idx as usize - 1].min(total)
+    }
+
+    /// `target_load()` (v3.10): a high guess of a migration target's load.
+    pub(crate) fn target_load(&self, c: CpuId, idx: u8) -> u64 {
+        let total = self.weighted_cpuload(c);
+        if idx == 0 {
+            return total;
+        }
+        self.rqs[c.idx()].cpu_load[idx as usize - 1].max(total)
+    }
+
+    /// `cpu_avg_load_per_task()` (v3.10: rq->load.weight / nr_running; v3.11
+    /// runnable_load_avg / nr_running).
+    pub(crate) fn cpu_avg_load_per_task(&self, c: CpuId) -> u64 {
+        let nr = self.rqs[c.idx()].nr_running() as u64;
+        self.weighted_cpuload(c).checked_div(nr).unwrap_or(0)
+    }
+
+    /// `power_of(cpu)` = `cpu_power` of v3.10 (`update_cpu_power()`): SMT
+    /// threads share `smt_gain` (1178 / threads = 589 for two), others 1024.
+    // FIDELITY(F-006): no RT/IRQ time, so scale_rt_power() is 1024.
+    pub(crate) fn cpu_power_v3(&self, c: CpuId) -> u64 {
+        let w = self.sd.smt_mask[c.idx()].weight() as u64;
+        let smt = self.sd.per_cpu[c.idx()].first().map(|&id| &self.sd.domains[id as usize]).filter(|d| d.smt_gain > 0);
+        match smt {
+            Some(d) if w > 1 => d.smt_gain as u64 / w,
+            _ => 1024,
         }
     }
 
@@ -130,7 +265,7 @@ impl Kernel {
         let cap = s.group_capacity;
         let nr = s.sum_nr_running as u64;
         let w = s.group_weight as u64;
-        // group_is_overloaded() / group_has_capacity() (spec §6.4)
+        // group_is_overloaded() / group_has_capacity() (v5.5+)
         if nr > w && (cap * 100 < s.group_util * pct || cap * pct < s.group_runnable * 100) {
             return GroupType::Overloaded;
         }
@@ -194,7 +329,7 @@ impl Kernel {
             if idle != IdleType::NewlyIdle {
                 st.nr_balance_failed += 1;
             }
-            // need_active_balance() (spec §8.5)
+            // need_active_balance()
             let cache_nice_tries = self.sd.domains[sd_id].cache_nice_tries;
             let st = &self.sd_lb[dst.idx()][lvl];
             let generic = self.profile.lb == LbVariant::LoadIdx || env.migration_type == MigrationType::Task;
@@ -263,6 +398,9 @@ impl Kernel {
     }
 
     fn find_busiest_group_stats(&mut self, sd: &crate::topology::SchedDomain, env: &mut LbEnv, out: &mut BalanceResult) -> Option<CpuMask> {
+        if self.profile.lb == LbVariant::LoadIdx {
+            return self.find_busiest_group_v3(sd, env, out);
+        }
         let pct = sd.imbalance_pct as u64;
         let mut sg_overloaded = false;
         let mut local: Option<SgStats> = None;
@@ -283,23 +421,20 @@ impl Kernel {
             let t = Self::group_classify(pct, &s);
             let better = match &busiest {
                 None => true,
-                Some((_, b, bt)) => match self.profile.lb {
-                    LbVariant::LoadIdx => s.group_load * 1024 / s.group_capacity > b.group_load * 1024 / b.group_capacity,
-                    LbVariant::GroupTypes => {
-                        if t != *bt {
-                            t > *bt
-                        } else {
-                            match t {
-                                GroupType::Overloaded | GroupType::FullyBusy => {
-                                    s.group_load * 1024 / s.group_capacity > b.group_load * 1024 / b.group_capacity
-                                }
-                                GroupType::HasSpare => {
-                                    s.idle_cpus < b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.sum_nr_running > b.sum_nr_running)
-                                }
+                Some((_, b, bt)) => {
+                    if t != *bt {
+                        t > *bt
+                    } else {
+                        match t {
+                            GroupType::Overloaded | GroupType::FullyBusy => {
+                                s.group_load * 1024 / s.group_capacity > b.group_load * 1024 / b.group_capacity
+                            }
+                            GroupType::HasSpare => {
+                                s.idle_cpus < b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.sum_nr_running > b.sum_nr_running)
                             }
                         }
                     }
-                },
+                }
             };
             if better {
                 busiest = Some((g.clone(), s, t));
@@ -314,63 +449,197 @@ impl Kernel {
         let sds_avg = total_load * 1024 / total_cap.max(1);
         local.avg_load = local.group_load * 1024 / local.group_capacity.max(1);
         busiest_s.avg_load = busiest_s.group_load * 1024 / busiest_s.group_capacity.max(1);
-        match self.profile.lb {
-            LbVariant::LoadIdx => {
-                // v3.x find_busiest_group(): force when the local group has spare
-                // capacity and the busiest has more tasks than CPUs (SD_PREFER_SIBLING,
-                // group_has_capacity); else compare average loads.
-                let force = env.idle != IdleType::Busy
-                    && local.sum_nr_running < local.group_weight
-                    && busiest_s.sum_nr_running > busiest_s.group_weight;
-                if !force {
-                    if local.avg_load >= busiest_s.avg_load || local.avg_load >= sds_avg {
-                        return None;
-                    }
-                    if 100 * busiest_s.avg_load <= pct * local.avg_load {
-                        return None;
-                    }
-                }
-                let max_pull = busiest_s.avg_load.saturating_sub(sds_avg);
-                let imb = (max_pull * busiest_s.group_capacity).min(sds_avg.saturating_sub(local.avg_load) * local.group_capacity) / 1024;
-                env.imbalance = if force { imb.max(1024) } else { imb } as i64;
-                env.migration_type = MigrationType::Load;
-                if env.imbalance <= 0 {
-                    return None;
-                }
-                Some(bg)
+        let lt = Self::group_classify(pct, &local);
+        if lt > bt {
+            return None;
+        }
+        if lt == GroupType::Overloaded
+            && (local.avg_load >= busiest_s.avg_load || local.avg_load >= sds_avg || 100 * busiest_s.avg_load <= pct * local.avg_load)
+        {
+            return None;
+        }
+        // Try to move all excess tasks to a sibling domain of the busiest group's child.
+        let prefer_sibling = self.sd_child_prefers_sibling(env.dst, env.lvl);
+        let force = prefer_sibling && lt == GroupType::HasSpare && busiest_s.sum_nr_running > local.sum_nr_running + 1;
+        if !force && bt != GroupType::Overloaded {
+            if env.idle == IdleType::Busy {
+                return None;
             }
-            LbVariant::GroupTypes => {
-                let lt = Self::group_classify(pct, &local);
-                if lt > bt {
-                    return None;
-                }
-                if lt == GroupType::Overloaded
-                    && (local.avg_load >= busiest_s.avg_load
-                        || local.avg_load >= sds_avg
-                        || 100 * busiest_s.avg_load <= pct * local.avg_load)
-                {
-                    return None;
-                }
-                // Try to move all excess tasks to a sibling domain of the busiest group's child.
-                let prefer_sibling = self.sd_child_prefers_sibling(env.dst, env.lvl);
-                let force = prefer_sibling && lt == GroupType::HasSpare && busiest_s.sum_nr_running > local.sum_nr_running + 1;
-                if !force && bt != GroupType::Overloaded {
-                    if env.idle == IdleType::Busy {
-                        return None;
-                    }
-                    if busiest_s.group_weight > 1 && local.idle_cpus <= busiest_s.idle_cpus + 1 {
-                        return None;
-                    }
-                    if busiest_s.sum_nr_running <= 1 {
-                        return None;
-                    }
-                }
-                self.calculate_imbalance(sd, env, &local, &busiest_s, lt, bt, sds_avg);
-                if env.imbalance <= 0 {
-                    return None;
-                }
-                Some(bg)
+            if busiest_s.group_weight > 1 && local.idle_cpus <= busiest_s.idle_cpus + 1 {
+                return None;
             }
+            if busiest_s.sum_nr_running <= 1 {
+                return None;
+            }
+        }
+        self.calculate_imbalance(sd, env, &local, &busiest_s, lt, bt, sds_avg);
+        if env.imbalance <= 0 {
+            return None;
+        }
+        Some(bg)
+    }
+
+    /// `find_busiest_group()` of v2.6.37-v3.10 (`update_sd_lb_stats()`,
+    /// `update_sg_lb_stats()`, `update_sd_pick_busiest()`, `calculate_imbalance()`,
+    /// `fix_small_imbalance()`): group loads from cpu_load[idx] (source_load for
+    /// remote groups, target_load for the local one) scaled by the group's
+    /// cpu_power; a group is busiest only when it runs more tasks than its
+    /// capacity (DIV_ROUND_CLOSEST(power, 1024); 1 under SD_PREFER_SIBLING of
+    /// the child) or is internally imbalanced; CPU_IDLE compares idle-CPU
+    /// counts, the others imbalance_pct.
+    // FIDELITY(F-620): no SD_ASYM_PACKING, LBF_ALL_PINNED retries or group_power refresh timing.
+    fn find_busiest_group_v3(&mut self, sd: &crate::topology::SchedDomain, env: &mut LbEnv, out: &mut BalanceResult) -> Option<CpuMask> {
+        let load_idx = sd.load_idx[env.idle as usize];
+        let prefer_sibling = self.sd_child_prefers_sibling(env.dst, env.lvl);
+        let n = sd.groups.len();
+        let start = sd.groups.iter().position(|g| g.test(env.dst))?;
+        let (mut total_load, mut total_pwr) = (0u64, 0u64);
+        let mut this: Option<SgStatsV3> = None;
+        let mut busiest: Option<(usize, SgStatsV3)> = None;
+        let mut max_load = 0u64;
+        // The ring of groups starts at the local group (sd->groups of dst's domain).
+        for k in 0..n {
+            let gi = (start + k) % n;
+            let local = k == 0;
+            let mut sgs = self.sg_lb_stats_v3(&sd.groups[gi], local, load_idx, &mut out.examined);
+            total_load += sgs.group_load;
+            total_pwr += sgs.power;
+            if prefer_sibling && !local && this.is_some_and(|t| t.has_capacity) {
+                sgs.group_capacity = sgs.group_capacity.min(1);
+            }
+            if local {
+                this = Some(sgs);
+            } else if sgs.avg_load > max_load && (sgs.sum_nr_running > sgs.group_capacity || sgs.group_imb) {
+                // update_sd_pick_busiest()
+                max_load = sgs.avg_load;
+                busiest = Some((gi, sgs));
+            }
+        }
+        let this = this?;
+        let (bi, b) = busiest?;
+        if b.sum_nr_running == 0 {
+            return None;
+        }
+        let avg_load = 1024 * total_load / total_pwr.max(1);
+        let force = b.group_imb || (env.idle == IdleType::NewlyIdle && this.has_capacity && !b.has_capacity);
+        if !force {
+            if this.avg_load >= max_load || this.avg_load >= avg_load {
+                return None;
+            }
+            if env.idle == IdleType::Idle {
+                if this.idle_cpus <= b.idle_cpus + 1 && b.sum_nr_running <= b.group_weight {
+                    return None;
+                }
+            } else if 100 * max_load <= sd.imbalance_pct as u64 * this.avg_load {
+                return None;
+            }
+        }
+        env.imbalance = self.calculate_imbalance_v3(env.dst, &this, &b, max_load, avg_load) as i64;
+        env.migration_type = MigrationType::Load;
+        if env.imbalance <= 0 {
+            // load_balance() goes on to find_busiest_queue() with imbalance 0
+            // and moves nothing; the outcome is the same as balanced.
+            return None;
+        }
+        Some(sd.groups[bi].clone())
+    }
+
+    /// `update_sg_lb_stats()` of v3.10.
+    fn sg_lb_stats_v3(&self, g: &CpuMask, local: bool, load_idx: u8, examined: &mut u64) -> SgStatsV3 {
+        let mut s = SgStatsV3::default();
+        let (mut max_cpu_load, mut min_cpu_load) = (0u64, u64::MAX);
+        let (mut max_nr, mut min_nr) = (0u64, u64::MAX);
+        for c in g.iter() {
+            *examined += 1;
+            let nr = self.rqs[c.idx()].nr_running() as u64;
+            let load = if local {
+                self.target_load(c, load_idx)
+            } else {
+                let l = self.source_load(c, load_idx);
+                max_cpu_load = max_cpu_load.max(l);
+                min_cpu_load = min_cpu_load.min(l);
+                max_nr = max_nr.max(nr);
+                min_nr = min_nr.min(nr);
+                l
+            };
+            s.group_load += load;
+            s.sum_nr_running += nr;
+            s.sum_weighted_load += self.weighted_cpuload(c);
+            if self.idle_cpu(c) {
+                s.idle_cpus += 1;
+            }
+            s.power += self.cpu_power_v3(c);
+        }
+        s.avg_load = s.group_load * 1024 / s.power.max(1);
+        let avg_load_per_task = s.sum_weighted_load.checked_div(s.sum_nr_running).unwrap_or(0);
+        if !local && max_cpu_load.wrapping_sub(min_cpu_load) >= avg_load_per_task && max_nr.wrapping_sub(min_nr) > 1 {
+            s.group_imb = true;
+        }
+        // DIV_ROUND_CLOSEST(power, SCHED_POWER_SCALE); fix_small_capacity() only for 0.
+        s.group_capacity = ((s.power + 512) / 1024).max(1);
+        s.group_weight = g.weight() as u64;
+        s.has_capacity = s.group_capacity > s.sum_nr_running;
+        s
+    }
+
+    /// `calculate_imbalance()` + `fix_small_imbalance()` of v3.10, with the
+    /// kernel's unsigned-long arithmetic (wrapping where it wraps).
+    fn calculate_imbalance_v3(&self, dst: CpuId, this: &SgStatsV3, b: &SgStatsV3, max_load: u64, avg_load: u64) -> u64 {
+        let mut busiest_lpt = b.sum_weighted_load / b.sum_nr_running.max(1);
+        if b.group_imb {
+            busiest_lpt = busiest_lpt.min(avg_load);
+        }
+        if max_load < avg_load {
+            return self.fix_small_imbalance_v3(dst, this, b, max_load, busiest_lpt, 0);
+        }
+        let mut load_above_capacity = u64::MAX;
+        if !b.group_imb {
+            load_above_capacity = b.sum_nr_running.wrapping_sub(b.group_capacity).wrapping_mul(1024 * 1024) / b.power.max(1);
+        }
+        let max_pull = (max_load - avg_load).min(load_above_capacity);
+        let imbalance = max_pull.wrapping_mul(b.power).min(avg_load.wrapping_sub(this.avg_load).wrapping_mul(this.power)) / 1024;
+        if imbalance < busiest_lpt {
+            return self.fix_small_imbalance_v3(dst, this, b, max_load, busiest_lpt, imbalance);
+        }
+        imbalance
+    }
+
+    fn fix_small_imbalance_v3(&self, dst: CpuId, this: &SgStatsV3, b: &SgStatsV3, max_load: u64, busiest_lpt: u64, imbalance: u64) -> u64 {
+        let mut imbn = 2;
+        let this_lpt = match this.sum_weighted_load.checked_div(this.sum_nr_running) {
+            Some(t) => {
+                if busiest_lpt > t {
+                    imbn = 1;
+                }
+                t
+            }
+            None => self.cpu_avg_load_per_task(dst),
+        };
+        let scaled_busy_lpt = busiest_lpt * 1024 / b.power.max(1);
+        if max_load.wrapping_sub(this.avg_load).wrapping_add(scaled_busy_lpt) >= scaled_busy_lpt * imbn {
+            return busiest_lpt;
+        }
+        // Not enough imbalance to move a task, unless moving one raises the
+        // total CPU power used.
+        let mut pwr_now = b.power * busiest_lpt.min(max_load);
+        pwr_now += this.power * this_lpt.min(this.avg_load);
+        pwr_now /= 1024;
+        let mut pwr_move = 0;
+        let tmp = busiest_lpt * 1024 / b.power.max(1);
+        if max_load > tmp {
+            pwr_move += b.power * busiest_lpt.min(max_load - tmp);
+        }
+        let tmp = if max_load * b.power < busiest_lpt * 1024 {
+            max_load * b.power / this.power.max(1)
+        } else {
+            busiest_lpt * 1024 / this.power.max(1)
+        };
+        pwr_move += this.power * this_lpt.min(this.avg_load + tmp);
+        pwr_move /= 1024;
+        if pwr_move > pwr_now {
+            busiest_lpt
+        } else {
+            imbalance
         }
     }
 
@@ -379,7 +648,7 @@ impl Kernel {
         lvl > 0 && self.sd.domains[self.sd.per_cpu[dst.idx()][lvl - 1] as usize].flags & SD_PREFER_SIBLING != 0
     }
 
-    /// `calculate_imbalance()` (v5.5+, spec §8.2).
+    /// `calculate_imbalance()` (v5.5+, 0b0695f2b34a).
     #[allow(clippy::too_many_arguments)]
     fn calculate_imbalance(
         &self,
@@ -409,14 +678,28 @@ impl Kernel {
             } else {
                 (local.idle_cpus as i64 - busiest.idle_cpus as i64).max(0)
             };
+            let v = self.profile.version;
+            if sd.flags & SD_NUMA != 0 && v < (5, 18) {
+                // v5.11-v5.17 (7d2b5dd0bcc4): halve first, then adjust_numa_imbalance()
+                // on the halved value with allow_numa_imbalance(): v5.11-v5.15
+                // busiest->sum_nr_running < busiest->group_weight / 4; v5.16/17
+                // local->sum_nr_running + 1 < local->group_weight / 4.
+                env.imbalance >>= 1;
+                let (running, weight) = if v < (5, 16) {
+                    (busiest.sum_nr_running, busiest.group_weight)
+                } else {
+                    (local.sum_nr_running + 1, local.group_weight)
+                };
+                if running < weight / 4 && env.imbalance <= 2 {
+                    env.imbalance = 0;
+                }
+                return;
+            }
             if sd.flags & SD_NUMA != 0 {
-                // adjust_numa_imbalance(): allow a small imbalance while the
-                // destination is lightly used, keeping communicating tasks together.
-                // v5.18+: dst_running <= imb_numa_nr; v5.11-v5.17: < 25% of the span.
-                let dst_running = local.sum_nr_running + 1;
-                let allowed =
-                    if self.profile.version >= (5, 18) { dst_running <= sd.imb_numa_nr } else { dst_running < sd.span_weight / 4 };
-                if allowed && env.imbalance <= 2 {
+                // v5.18+ adjust_numa_imbalance(): allow a small imbalance while the
+                // destination runs at most imb_numa_nr tasks, keeping communicating
+                // tasks together.
+                if local.sum_nr_running < sd.imb_numa_nr && env.imbalance <= 2 {
                     env.imbalance = 0;
                 }
             }
@@ -450,6 +733,19 @@ impl Kernel {
             if nr == 0 {
                 continue;
             }
+            if self.profile.lb == LbVariant::LoadIdx {
+                // v3.10: skip a single task heavier than the imbalance; rank by
+                // weighted_cpuload() scaled by the CPU's power.
+                let wl = self.weighted_cpuload(c);
+                if nr == 1 && wl as i64 > env.imbalance {
+                    continue;
+                }
+                let wl = wl * 1024 / self.cpu_power_v3(c);
+                if best.is_none_or(|(_, m)| wl > m) {
+                    best = Some((c, wl));
+                }
+                continue;
+            }
             let metric = match env.migration_type {
                 MigrationType::Load => {
                     let load = self.lb_cpu_load(c);
@@ -474,7 +770,7 @@ impl Kernel {
         best.map(|(c, _)| c)
     }
 
-    /// `task_hot()` (spec §8.4).
+    /// `task_hot()` (v2.6.x..v6.12).
     fn task_hot(&self, p: TaskId, _src: CpuId, dst: CpuId, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
         if t.policy == crate::sched::Policy::Idle {
@@ -490,7 +786,7 @@ impl Kernel {
         now.saturating_sub(t.se.exec_start) < self.tun.migration_cost_ns
     }
 
-    /// `can_migrate_task()` (spec §8.4).
+    /// `can_migrate_task()` (v2.6.x..v6.12).
     fn can_migrate_task(&self, p: TaskId, src: CpuId, env: &mut LbEnv, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
         if t.se.sched_delayed && env.migration_type != MigrationType::Load {
@@ -531,11 +827,17 @@ impl Kernel {
             if !self.can_migrate_task(p, src, env, now) {
                 continue;
             }
-            let load = self.task_h_load(p).max(1) as i64;
+            let load = match self.profile.wake_load {
+                // v3.10 task_h_load() without groups: p->se.load.weight.
+                crate::profile::WakeLoad::Instant => self.tasks[p.idx()].se.weight as i64,
+                _ => self.task_h_load(p).max(1) as i64,
+            };
             match env.migration_type {
                 MigrationType::Load => {
                     let failed = self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed;
-                    if (load >> failed.min(63)) > env.imbalance {
+                    // move_tasks() v3.x: skip if load / 2 > imbalance; v5.10+ shr_bound(load, failed).
+                    let eff = if self.profile.lb == LbVariant::LoadIdx { load / 2 } else { load >> failed.min(63) };
+                    if eff > env.imbalance {
                         continue;
                     }
                     env.imbalance -= load;
@@ -635,7 +937,7 @@ impl Kernel {
         out
     }
 
-    /// `sched_balance_newidle()` (spec §8.3): a CPU about to go idle pulls work.
+    /// `sched_balance_newidle()` (`idle_balance()` before v5.x): a CPU about to go idle pulls work.
     pub(crate) fn sched_balance_newidle(&mut self, cpu: CpuId, now: u64) -> BalanceResult {
         let mut out = BalanceResult::default();
         if self.rqs[cpu.idx()].ttwu_pending > 0 || self.sd.per_cpu[cpu.idx()].is_empty() {
@@ -651,7 +953,8 @@ impl Kernel {
         let mut curr_cost = 0u64;
         for lvl in 0..self.sd.per_cpu[cpu.idx()].len() {
             let sd = &self.sd.domains[self.sd.per_cpu[cpu.idx()][lvl] as usize];
-            if self.profile.version >= (3, 11) && avg_idle < curr_cost + self.sd_lb[cpu.idx()][lvl].max_newidle_lb_cost {
+            // Per-domain cost cutoff: 9bd721c55c8a / f48627e686a6 (v3.13).
+            if self.profile.version >= (3, 13) && avg_idle < curr_cost + self.sd_lb[cpu.idx()][lvl].max_newidle_lb_cost {
                 break;
             }
             if sd.flags & SD_BALANCE_NEWIDLE == 0 {
@@ -705,6 +1008,10 @@ impl Kernel {
                 continue;
             }
             if now >= self.rqs[c.idx()].next_balance {
+                // update_idle_cpu_load() (v3.10): an empty rq's cpu_load[] decays at load 0.
+                if self.rqs[c.idx()].cfs.load_weight == 0 {
+                    self.update_cpu_load(c, now, true);
+                }
                 let r = self.sched_balance_domains(c, IdleType::Idle, now);
                 all.pulled += r.pulled;
                 all.examined += r.examined;
@@ -729,7 +1036,7 @@ mod tests {
         CpuTopology::new(cpus, vec![vec![10]]).unwrap()
     }
 
-    // spec §8.4: a queued task that ran within sysctl_sched_migration_cost is
+    // can_migrate_task()/task_hot(): a queued task that ran within sysctl_sched_migration_cost is
     // cache hot and is not pulled until the domain's nr_balance_failed exceeds
     // cache_nice_tries (1 at the LLC level).
     #[test]
@@ -773,7 +1080,7 @@ mod tests {
         assert!(!k.can_migrate_task(curr, CpuId(0), &mut env, now));
     }
 
-    // spec §7.2 + §8.4 (v6.12): a sched_delayed sleeper moved by migrate_load
+    // detach_task()/attach_task() with delayed dequeue (v6.12): a sched_delayed sleeper moved by migrate_load
     // stays an asleep, delayed entity on the destination; the destination's
     // next pick completes its dequeue instead of running it.
     #[test]
@@ -802,7 +1109,7 @@ mod tests {
         assert_eq!(k.rqs[1].cfs.h_nr_delayed, 0);
     }
 
-    // spec §8.2: an idle CPU pulls from a CPU with several runnable tasks.
+    // load_balance() (v3.10, v6.6): an idle CPU pulls from a CPU with several runnable tasks.
     #[test]
     fn idle_cpu_pulls_from_overloaded_cpu() {
         for kernel in ["v3.10", "v6.6"] {
@@ -831,5 +1138,120 @@ mod tests {
                 k.rqs[1].nr_running()
             );
         }
+    }
+
+    // decay_load_missed() (v3.10 kernel/sched/proc.c): missed idle ticks decay
+    // cpu_load[idx] by (1 - 2^-idx) per tick from the 1/128 table; idx 1 is a
+    // plain shift; from degrade_zero_ticks on the load is 0.
+    #[test]
+    fn cpu_load_decay_follows_v3_10_table() {
+        assert_eq!(decay_load_missed(1024, 0, 2), 1024);
+        assert_eq!(decay_load_missed(1024, 3, 1), 128);
+        assert_eq!(decay_load_missed(1024, 3, 2), (((1024 * 96) >> 7) * 72) >> 7);
+        assert_eq!(decay_load_missed(1024, 32, 2), 0);
+        assert_eq!(decay_load_missed(1024, 63, 4), {
+            let mut l = 1024u64;
+            for f in [120, 112, 98, 76, 45, 16] {
+                l = (l * f) >> 7;
+            }
+            l
+        });
+    }
+
+    // v3.10 weighted_cpuload() = rq->load.weight; __update_cpu_load() averages
+    // it into cpu_load[i] with weight 2^-i per tick, rounding up while rising.
+    // With --patch runnable-load (b92486cbf2aa, v3.11) it is runnable_load_avg.
+    #[test]
+    fn v3_10_loads_are_instantaneous() {
+        let mut k = Kernel::new(&flat(2), profile("v3.10").unwrap());
+        let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+        k.wake_up_new_task(p, CpuId(0), 0);
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        assert_eq!(k.weighted_cpuload(CpuId(0)), 1024);
+        let tick = k.tun.tick_ns;
+        k.scheduler_tick(CpuId(0), tick);
+        assert_eq!(k.rqs[0].cpu_load, [1024, 512, 256, 128, 64]);
+        k.scheduler_tick(CpuId(0), 2 * tick);
+        assert_eq!(k.rqs[0].cpu_load[1], (512 + 1024 + 1) >> 1);
+        assert_eq!(k.source_load(CpuId(0), 2), k.rqs[0].cpu_load[1]);
+        assert_eq!(k.target_load(CpuId(0), 2), 1024);
+        // The task blocks: the instantaneous load is 0 at once, PELT's is not.
+        k.schedule(CpuId(0), SwitchReason::Block, 2 * tick + 1);
+        assert_eq!(k.weighted_cpuload(CpuId(0)), 0);
+        assert!(k.rqs[0].cfs.avg.load_avg > 0);
+    }
+
+    // v3.10 find_busiest_group(): a group is busiest only above its capacity
+    // (update_sd_pick_busiest(): sum_nr_running > group_capacity), so an idle
+    // CPU does not pull a CPU's only task however heavy it is.
+    #[test]
+    fn v3_10_group_at_capacity_is_not_busiest() {
+        let mut k = Kernel::new(&flat(2), profile("v3.10").unwrap());
+        let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), nice: -10, ..Default::default() }, None, CpuId(0), 0);
+        k.wake_up_new_task(p, CpuId(0), 0);
+        k.tasks[p.idx()].cpus_allowed = None;
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        let mut now = 0;
+        for _ in 0..20 {
+            now += k.tun.tick_ns;
+            k.scheduler_tick(CpuId(0), now);
+        }
+        let sd = k.sd.per_cpu[1][0] as usize;
+        let mut env =
+            LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        let mut out = BalanceResult::default();
+        assert!(k.find_busiest_group(sd, &mut env, &mut out).is_none());
+        // A second task puts CPU 0 above its capacity of 1: now it is busiest.
+        let q = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), now);
+        k.wake_up_new_task(q, CpuId(0), now);
+        let mut env =
+            LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        assert!(k.find_busiest_group(sd, &mut env, &mut out).is_some());
+        assert!(env.imbalance > 0);
+    }
+
+    // v3.10 SD_*_INIT tunables (include/linux/topology.h): SIBLING 1/2 ms,
+    // busy_factor 64, imbalance_pct 110, smt_gain 1178 (cpu_power 589 per
+    // thread); MC 1/4 ms, busy_factor 64, imbalance_pct 125, busy_idx 2.
+    #[test]
+    fn v3_10_domain_tunables() {
+        let cpus = (0..8u32).map(|c| CpuInfo { core: c / 2, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        let topo = CpuTopology::new(cpus, vec![vec![10]]).unwrap();
+        let k = Kernel::new(&topo, profile("v3.10").unwrap());
+        let smt = &k.sd.domains[k.sd.per_cpu[0][0] as usize];
+        let mc = &k.sd.domains[k.sd.per_cpu[0][1] as usize];
+        assert_eq!((smt.min_interval, smt.max_interval, smt.busy_factor, smt.imbalance_pct, smt.smt_gain), (1, 2, 64, 110, 1178));
+        assert_eq!((mc.min_interval, mc.max_interval, mc.busy_factor, mc.imbalance_pct, mc.load_idx), (1, 4, 64, 125, [2, 0, 0]));
+        assert_eq!(k.cpu_power_v3(CpuId(0)), 589);
+        // sd_init() (v3.16+): span-sized intervals.
+        let k6 = Kernel::new(&topo, profile("v6.6").unwrap());
+        let mc6 = &k6.sd.domains[k6.sd.per_cpu[0][1] as usize];
+        assert_eq!((mc6.min_interval, mc6.max_interval), (8, 16));
+    }
+
+    // idle_balance() of v3.10-v3.12 has no per-domain cost cutoff
+    // (max_newidle_lb_cost is 9bd721c55c8a / f48627e686a6, v3.13): with a
+    // recorded cost above avg_idle the newly idle CPU still pulls.
+    #[test]
+    fn v3_10_newidle_has_no_per_domain_cost_cutoff() {
+        let mut k = Kernel::new(&flat(2), profile("v3.11").unwrap());
+        for _ in 0..3 {
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0);
+            k.tasks[p.idx()].cpus_allowed = None;
+        }
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        let mut now = 0;
+        for _ in 0..50 {
+            now += 4_000_000;
+            k.scheduler_tick(CpuId(0), now);
+            if k.rqs[0].need_resched {
+                k.schedule(CpuId(0), SwitchReason::Preempt, now);
+            }
+        }
+        k.rqs[1].avg_idle = 10 * k.tun.migration_cost_ns;
+        k.sd_lb[1][0].max_newidle_lb_cost = 100 * k.tun.migration_cost_ns;
+        let r = k.sched_balance_newidle(CpuId(1), now + 10_000_000);
+        assert_eq!(r.pulled, 1);
     }
 }

@@ -1,10 +1,10 @@
 //! Wakeup and fork CPU selection: `select_task_rq_fair()` and the slow path
-//! `find_idlest_cpu()` (spec §4).
+//! `find_idlest_cpu()` (kernel/sched/fair.c, v2.6.38..v6.12).
 
 use crate::core::{Kernel, WakeFlags};
 use crate::cpumask::CpuMask;
 use crate::features::SchedFeat::*;
-use crate::profile::{FindIdlestVariant, Patch, RecentUsedVariant, SelectShape, SisVariant, WakeAffineVariant, WakeLoad, WakeWideVariant};
+use crate::profile::{FindIdlestVariant, Patch, RecentUsedVariant, SelectShape, SisVariant, WakeAffineVariant, WakeWideVariant};
 use crate::sched::TaskId;
 use crate::topology::{SchedDomain, SD_CLUSTER, SD_NUMA, SD_SHARE_LLC, SD_WAKE_AFFINE};
 use schedlab_topology::CpuId;
@@ -24,7 +24,7 @@ impl SisScratch {
     }
 }
 
-/// Group classification used by the v5.5+ slow path (spec §6.4), low to high.
+/// Group classification used by the v5.5+ slow path (`enum group_type`, v5.5+), low to high.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
     HasSpare,
@@ -39,12 +39,13 @@ struct GroupStats {
     idle_cpus: u32,
     group_util: u64,
     nr_running: u32,
+    group_weight: u32,
 }
 
 impl Kernel {
     /// Pick the CPU a waking or forked fair task will be enqueued on.
     ///
-    /// Kernel: `select_task_rq_fair()`, kernel/sched/fair.c, v2.6.38..v6.12 (spec §4).
+    /// Kernel: `select_task_rq_fair()`, kernel/sched/fair.c, v2.6.38..v6.12.
     ///
     /// Why: wakeup placement trades cache locality against queueing delay. The
     /// kernel tries the cheap answers first: stay near the waker when the pair
@@ -127,7 +128,7 @@ impl Kernel {
         }
     }
 
-    /// `record_wakee()` (spec §4.1): the waker counts how often it switches wakee.
+    /// `record_wakee()` (v3.12+, 62470419e993): the waker counts how often it switches wakee.
     /// v3.11 form resets the count every second, v4.5+ halves it.
     fn record_wakee(&mut self, waker: TaskId, p: TaskId, now: u64) {
         if self.profile.wake_wide == WakeWideVariant::None {
@@ -138,7 +139,7 @@ impl Kernel {
         let w = &mut self.tasks[waker.idx()];
         if jiffies > w.wakee_flip_decay_ts + hz {
             match self.profile.wake_wide {
-                WakeWideVariant::V3_11 => w.wakee_flips = 0,
+                WakeWideVariant::V3_12 => w.wakee_flips = 0,
                 _ => w.wakee_flips >>= 1,
             }
             w.wakee_flip_decay_ts = jiffies;
@@ -149,14 +150,14 @@ impl Kernel {
         }
     }
 
-    /// `wake_wide()` (spec §4.2), both forms; factor = sd_llc_size of the waker's CPU.
+    /// `wake_wide()`, v3.12 (62470419e993 + 7d9ffa896148) and v4.5+ (63b0e9edceec) forms; factor = sd_llc_size of the waker's CPU.
     pub fn wake_wide(&self, p: TaskId, waker: Option<TaskId>, this_cpu: CpuId) -> bool {
         let Some(w) = waker else { return false };
         let factor = self.sd.sd_llc_size[this_cpu.idx()];
         let (waker_flips, wakee_flips) = (self.tasks[w.idx()].wakee_flips, self.tasks[p.idx()].wakee_flips);
         match self.profile.wake_wide {
             WakeWideVariant::None => false,
-            WakeWideVariant::V3_11 => wakee_flips > factor && waker_flips > factor * wakee_flips,
+            WakeWideVariant::V3_12 => wakee_flips > factor && waker_flips > factor * wakee_flips,
             WakeWideVariant::V4_5 => {
                 let (mut master, mut slave) = (waker_flips, wakee_flips);
                 if master < slave {
@@ -167,29 +168,19 @@ impl Kernel {
         }
     }
 
-    /// The load `wake_affine()` compares, per profile (spec §6.3): instantaneous
-    /// rq weight (pre-v3.8), runnable_load_avg (v3.8-v5.4) or load_avg (v5.5+).
-    // FIDELITY(F-013): no task groups, so effective_load(w) = w and wake_idx = 0.
+    /// The load `wake_affine()` compares: `source_load()`/`target_load()` at
+    /// wake_idx 0 = `weighted_cpuload()` (v2.6.x-v4.x; instantaneous weight up
+    /// to v3.10, runnable_load_avg v3.11+), `cpu_load()` = load_avg (v5.7+).
+    // FIDELITY(F-013): effective_load() of task groups is not modelled (w for every task).
     fn wake_cpu_load(&self, c: CpuId) -> i64 {
-        let cfs = &self.rqs[c.idx()].cfs;
-        (match self.profile.wake_load {
-            WakeLoad::Instant => cfs.load_weight,
-            WakeLoad::RunnableAvg => {
-                let mut sum = cfs.curr.filter(|&e| self.se(e).on_rq).map_or(0, |e| self.se(e).avg.load_avg);
-                for e in cfs.queue.iter() {
-                    sum += self.se(e).avg.load_avg;
-                }
-                sum
-            }
-            WakeLoad::LoadAvg => cfs.avg.load_avg,
-        }) as i64
+        self.weighted_cpuload(c) as i64
     }
 
-    /// Old `wake_affine()` (v2.6.3x-v4.13, spec §4.3): pull to this_cpu when the
+    /// Old `wake_affine()` (v2.6.3x-v4.13): pull to this_cpu when the
     /// loads are balanced within half the imbalance_pct, or when this CPU is
     /// lightly loaded. The v3.11 form first gives up on wide wakeups.
     fn wake_affine_old(&mut self, this_cpu: CpuId, lvl: usize, p: TaskId, prev_cpu: CpuId, sync: bool, waker: Option<TaskId>) -> bool {
-        if self.profile.wake_wide == WakeWideVariant::V3_11 && self.wake_wide(p, waker, this_cpu) {
+        if self.profile.wake_wide == WakeWideVariant::V3_12 && self.wake_wide(p, waker, this_cpu) {
             return false;
         }
         let sd_id = self.sd.per_cpu[this_cpu.idx()][lvl] as usize;
@@ -215,9 +206,7 @@ impl Kernel {
             self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
             return true;
         }
-        // tl_per_task = cpu_avg_load_per_task(this_cpu)
-        let nr = self.rqs[this_cpu.idx()].nr_running() as i64;
-        let tl_per_task = if nr > 0 { self.wake_cpu_load(this_cpu) / nr } else { 0 };
+        let tl_per_task = self.cpu_avg_load_per_task(this_cpu) as i64;
         if balanced || (this_load <= load && this_load + load <= tl_per_task) {
             self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
             return true;
@@ -225,7 +214,7 @@ impl Kernel {
         false
     }
 
-    /// `wake_affine()` v4.14+ (spec §4.3): WA_IDLE then WA_WEIGHT; returns this_cpu or prev_cpu.
+    /// `wake_affine()` v4.14+: WA_IDLE then WA_WEIGHT; returns this_cpu or prev_cpu.
     fn wake_affine(&mut self, this_cpu: CpuId, lvl: usize, p: TaskId, prev_cpu: CpuId, sync: bool, waker: Option<TaskId>) -> CpuId {
         let mut target = None;
         if self.feats.has(WA_IDLE) {
@@ -306,14 +295,14 @@ impl Kernel {
         (this_eff < prev_eff).then_some(this_cpu)
     }
 
-    /// `is_short_task()` of the 2022 RFC (spec §10.1): average run per voluntary
+    /// `is_short_task()` of Chen Yu's 2022 RFC v1 (on v6.0-rc4): average run per voluntary
     /// switch at most sysctl_sched_min_granularity.
     pub fn is_short_task(&self, t: TaskId) -> bool {
         let task = &self.tasks[t.idx()];
         task.se.sum_exec_runtime <= task.nvcsw * self.tun.min_granularity_ns
     }
 
-    /// `available_idle_cpu()` (spec §3.4; no vCPU preemption).
+    /// `available_idle_cpu()` (v5.1+; no vCPU preemption modelled).
     #[inline]
     pub fn available_idle_cpu(&self, c: CpuId) -> bool {
         self.idle_cpu(c)
@@ -331,7 +320,7 @@ impl Kernel {
         self.available_idle_cpu(c) || (self.profile.version >= (5, 4) && self.sched_idle_cpu(c))
     }
 
-    /// `select_idle_sibling()` in the profile's form (spec §5, §5.5). Counts the
+    /// `select_idle_sibling()` in the profile's form (v2.6.38, v3.10, v5.2-v6.12). Counts the
     /// CPUs it examines in `self.last_scan`.
     fn select_idle_sibling(&mut self, p: TaskId, prev: CpuId, target: CpuId, this_cpu: CpuId) -> CpuId {
         match self.profile.sis {
@@ -414,7 +403,7 @@ impl Kernel {
         target
     }
 
-    /// v5.2..v6.12 `select_idle_sibling()` (spec §5 order of checks).
+    /// v5.2..v6.12 `select_idle_sibling()` (target, prev, recent_used_cpu, SMT, select_idle_cpu).
     fn sis_modern(&mut self, p: TaskId, prev: CpuId, target: CpuId, _this_cpu: CpuId) -> CpuId {
         self.last_scan += 1;
         if self.idle_candidate(target) {
@@ -426,7 +415,7 @@ impl Kernel {
                 return prev;
             }
         }
-        // recent_used_cpu (spec §5 step 4)
+        // recent_used_cpu (v4.16+, 32e839dda3ba)
         let recent = self.tasks[p.idx()].recent_used_cpu;
         if self.profile.recent_used == RecentUsedVariant::V5_13 {
             self.tasks[p.idx()].recent_used_cpu = prev;
@@ -521,11 +510,12 @@ impl Kernel {
         None
     }
 
-    /// SIS_PROP scan budget (spec §5.2): proportional to the waker CPU's
+    /// SIS_PROP scan budget (`select_idle_cpu()` v4.13-v5.19, 1ad3aaf3fcd2): proportional to the waker CPU's
     /// average idle time over the average cost of a scan.
     fn sis_prop_budget(&mut self, llc: usize, this_cpu: CpuId, now: u64) -> u64 {
         let span_weight = self.sd.domains[llc].span_weight as u64;
-        let avg_idle = if self.profile.version >= (5, 13) {
+        // v5.14+ (94aafc3ee31d): wake_avg_idle; v4.13-v5.13: this_rq()->avg_idle / 512.
+        let avg_idle = if self.profile.version >= (5, 14) {
             // wake_avg_idle, aged by halving per jiffy while busy.
             let jiffies = now / self.tun.tick_ns;
             let rq = &mut self.rqs[this_cpu.idx()];
@@ -687,7 +677,10 @@ impl Kernel {
             }
         }
         if has_idle_core {
-            let id = self.sd.sd_llc_id[target.idx()] as usize;
+            // v5.12 as released cleared the waker's LLC (set_idle_cores(this, false));
+            // fixed to target by 02dbb7246c5b (v5.13-rc2).
+            let c = if self.profile.version == (5, 12) { this_cpu } else { target };
+            let id = self.sd.sd_llc_id[c.idx()] as usize;
             self.llc_shared[id].has_idle_cores = false;
         }
         if !has_idle_core {
@@ -705,7 +698,7 @@ impl Kernel {
         (child.flags & SD_CLUSTER != 0).then(|| child.span.clone())
     }
 
-    /// `update_idle_cpu_scan()` (v6.0+, spec §5.3): SIS_UTIL's budget for the LLC
+    /// `update_idle_cpu_scan()` (v6.0+, 70fb5ccf2ebb): SIS_UTIL's budget for the LLC
     /// of `cpu` from the summed utilisation of its CPUs.
     pub fn update_idle_cpu_scan(&mut self, cpu: CpuId) {
         let Some(llc) = self.sd.sd_llc(cpu) else {
@@ -731,7 +724,7 @@ impl Kernel {
         u.min(1024)
     }
 
-    /// `find_idlest_cpu()` / `sched_balance_find_dst_cpu()` (spec §4.4): descend
+    /// `find_idlest_cpu()` / `sched_balance_find_dst_cpu()` (v2.6.x..v6.12): descend
     /// from `sd` through the idlest groups to the idlest CPU.
     fn find_idlest_cpu(&self, sd_id: u32, p: TaskId, mut cpu: CpuId, prev_cpu: CpuId, sd_flag: u32) -> CpuId {
         let task = &self.tasks[p.idx()];
@@ -781,7 +774,8 @@ impl Kernel {
     fn fork_cpu_load(&self, c: CpuId) -> u64 {
         let cfs = &self.rqs[c.idx()].cfs;
         match self.profile.find_idlest {
-            FindIdlestVariant::LoadBased => cfs.load_weight,
+            // source_load()/target_load() at forkexec_idx 0 (v3.10 SD_*_INIT).
+            FindIdlestVariant::LoadBased => self.weighted_cpuload(c),
             FindIdlestVariant::GroupType => cfs.avg.load_avg,
         }
     }
@@ -819,7 +813,7 @@ impl Kernel {
         let weight = g.weight();
         let cap = 1024 * weight as u64;
         let pct = sd.imbalance_pct as u64;
-        // group_is_overloaded() / group_has_capacity() (spec §6.4)
+        // group_is_overloaded() / group_has_capacity() (v5.5+)
         let overloaded = nr > weight && (cap * 100 < util * pct || cap * pct < runnable * 100);
         let has_capacity = nr < weight || (cap * pct >= runnable * 100 && cap * 100 > util * pct);
         let group_type = if overloaded {
@@ -829,10 +823,17 @@ impl Kernel {
         } else {
             GroupType::HasSpare
         };
-        GroupStats { group_type, avg_load: load * 1024 / cap.max(1), idle_cpus: idle, group_util: util, nr_running: nr }
+        GroupStats {
+            group_type,
+            avg_load: load * 1024 / cap.max(1),
+            idle_cpus: idle,
+            group_util: util,
+            nr_running: nr,
+            group_weight: weight,
+        }
     }
 
-    /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form (spec §4.4).
+    /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form.
     fn find_idlest_group<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> Option<&'a CpuMask> {
         let task = &self.tasks[p.idx()];
         let mut local: Option<(&CpuMask, GroupStats)> = None;
@@ -907,6 +908,19 @@ impl Kernel {
                         Some(ig)
                     }
                     GroupType::HasSpare => {
+                        // v5.11-v5.17 allow_numa_imbalance(): keep the child on
+                        // this node while it runs < 25% of the domain (23e6082a522e:
+                        // local nr vs span_weight / 4; v5.16/17: local nr + 1 vs the
+                        // local group's weight / 4).
+                        // FIDELITY(F-621): the v5.16/17 operands are from the review, not a tree.
+                        let v = self.profile.version;
+                        if sd.flags & SD_NUMA != 0 && ((5, 11)..(5, 18)).contains(&v) {
+                            let (running, weight) =
+                                if v < (5, 16) { (ls.nr_running, sd.span_weight) } else { (ls.nr_running + 1, ls.group_weight) };
+                            if running < weight / 4 {
+                                return None;
+                            }
+                        }
                         if sd.flags & SD_NUMA != 0 && sd.imb_numa_nr > 0 {
                             // adjust_numa_imbalance() (v5.18+ form).
                             let imbalance = ls.idle_cpus.abs_diff(is.idle_cpus);
@@ -966,12 +980,16 @@ mod tests {
     use schedlab_topology::{CpuId, CpuInfo, CpuTopology};
 
     /// x86-12 as the preset describes it: 2 nodes x 6 cores, no SMT, SLIT 10/20.
+    pub(super) fn x86_12_topology() -> CpuTopology {
+        x86_12()
+    }
+
     fn x86_12() -> CpuTopology {
         let cpus = (0..12u32).map(|c| CpuInfo { core: c, cluster: c / 6, llc: c / 6, node: c / 6, package: c / 6 }).collect();
         CpuTopology::new(cpus, vec![vec![10, 20], vec![20, 10]]).unwrap()
     }
 
-    // spec §4.4: fork balancing (SD_BALANCE_FORK on every level within
+    // find_idlest_cpu() (v3.10, v6.6, v6.12): fork balancing (SD_BALANCE_FORK on every level within
     // RECLAIM_DISTANCE) sends successive busy children to idle CPUs: 12 forks
     // from cpu0 land on 12 different CPUs, in both slow-path forms.
     #[test]
@@ -1043,7 +1061,7 @@ mod placement_tests {
         p
     }
 
-    // spec §5 / §5.1 (c722f35b513f): with no idle core in the LLC, v5.13 returns
+    // select_idle_sibling() v5.13 (c722f35b513f): with no idle core in the LLC, v5.13 returns
     // prev's idle SMT sibling; v5.12 (no select_idle_smt) scans the LLC from
     // target and takes the first idle CPU.
     #[test]
@@ -1064,7 +1082,7 @@ mod placement_tests {
         assert_eq!(picks, vec![4, 5], "v5.12 scans to cpu4 (first idle from target 0); v5.13 takes prev(1)'s sibling 5");
     }
 
-    // spec §5.3: update_idle_cpu_scan() on a 16-CPU LLC: x=512 -> 10, x>=876 -> 0.
+    // v6.0 update_idle_cpu_scan() on a 16-CPU LLC: x=512 -> 10, x>=876 -> 0.
     // The spec's x=768 -> 4 is rounded; the kernel's integer steps give
     // 1024 - 768^2*117^2/(10000*1024) = 236, 236*16/1024 = 3.
     #[test]
@@ -1079,7 +1097,7 @@ mod placement_tests {
         }
     }
 
-    // spec §5.2: select_idle_cpu() examines exactly nr_idle_scan CPUs when none
+    // v6.0 select_idle_cpu() (SIS_UTIL): examines exactly nr_idle_scan CPUs when none
     // is idle, and none at all when the LLC is above ~85.5% utilisation.
     #[test]
     fn sis_util_examines_exactly_nr_idle_scan() {
@@ -1101,7 +1119,7 @@ mod placement_tests {
         }
     }
 
-    // spec §4.2 (v4.5+): wide iff slave >= llc_size AND master >= slave * llc_size.
+    // wake_wide() v4.5+ (63b0e9edceec): wide iff slave >= llc_size AND master >= slave * llc_size.
     #[test]
     fn wake_wide_needs_both_inequalities() {
         let mut k = Kernel::new(&flat_llc(8), profile("v6.6").unwrap());
@@ -1136,7 +1154,7 @@ mod placement_tests {
         assert!(!wide(7, 43), "not symmetric in v3.11");
     }
 
-    // spec §12: v3.10 keeps no wakee history: record_wakee() does nothing and
+    // v3.10 (before 62470419e993) keeps no wakee history: record_wakee() does nothing and
     // wake_wide() is never true, whatever the counts.
     #[test]
     fn v3_10_never_consults_wakee_flips() {
@@ -1152,7 +1170,7 @@ mod placement_tests {
         assert_eq!(k.tasks[w.idx()].last_wakee, None);
     }
 
-    // spec §4.1: record_wakee() counts switches of wakee; the once-per-second
+    // record_wakee() (v3.12 reset / v4.5+ halving): counts switches of wakee; the once-per-second
     // decay resets to 0 in v3.11 and halves from v4.5.
     #[test]
     fn record_wakee_decay_forms() {
@@ -1170,7 +1188,7 @@ mod placement_tests {
         }
     }
 
-    // spec §5.4: has_idle_cores is set when a CPU goes idle with all its
+    // __update_idle_core() (v4.9+): has_idle_cores is set when a CPU goes idle with all its
     // siblings idle, and cleared by a core scan that finds no idle core.
     #[test]
     fn idle_core_tracking() {
@@ -1191,7 +1209,7 @@ mod placement_tests {
         assert!(!k.llc_shared[0].has_idle_cores, "failed core scan clears the hint");
     }
 
-    // spec §3.3: which wakeups use the wake list, per version.
+    // ttwu_queue_cond() (v3.0 317f394160e9, v6.0 f3dd3f674555): which wakeups use the wake list, per version.
     #[test]
     fn ttwu_queue_cond_per_version() {
         // 2 LLCs of 2 CPUs.
@@ -1212,7 +1230,7 @@ mod placement_tests {
         assert!(queued("v6.12", 2));
     }
 
-    // spec §4.3: v5.11+ wake_affine_idle() returns an idle prev; v4.14-form
+    // wake_affine_idle(): v5.11+ returns an idle prev; v4.14-form
     // kernels would fall through to the weight test. Sync wakeups from a CPU
     // whose only task is the waker pull to this_cpu.
     #[test]
@@ -1226,7 +1244,7 @@ mod placement_tests {
         let _ = w;
     }
 
-    // RFC v1 (spec §10.1): with the patch, a short wakee goes to a target running
+    // Chen Yu's RFC v1 (2022-09-16): with the patch, a short wakee goes to a target running
     // a short task when SIS_UTIL says the LLC is over ~half busy.
     #[test]
     fn shortrun_rfc_stacks_short_tasks() {
@@ -1248,5 +1266,22 @@ mod placement_tests {
         };
         assert_eq!(run(true), Some(CpuId(3)), "patched: stack on the short-running target");
         assert_eq!(run(false), Some(CpuId(6)), "v6.0 scans 3 CPUs from target+1: 4, 5 busy, 6 idle");
+    }
+
+    // v5.11 find_idlest_group() at SD_NUMA with has_spare (23e6082a522e):
+    // allow_numa_imbalance(local nr, span_weight) keeps a forked child on the
+    // parent's node while that node runs < span_weight / 4 = 3 tasks (x86-12).
+    #[test]
+    fn v5_11_numa_fork_stays_local_below_quarter_span() {
+        let mut k = Kernel::new(&super::tests::x86_12_topology(), profile("v5.11").unwrap());
+        let mut nodes = Vec::new();
+        for i in 0..4u64 {
+            let now = i * 1000;
+            let p = k.sched_fork(&TaskParams::default(), None, CpuId(0), now);
+            let r = k.wake_up_new_task(p, CpuId(0), now);
+            k.schedule(r.cpu, SwitchReason::Preempt, now);
+            nodes.push(r.cpu.0 / 6);
+        }
+        assert_eq!(nodes, [0, 0, 0, 1]);
     }
 }
