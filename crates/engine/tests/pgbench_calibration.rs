@@ -56,7 +56,7 @@ const BACKGROUND_TASKS: u32 = 6;
 fn model(clients: u32, db_size: u64) -> Real {
     let text = std::fs::read_to_string(format!("{DATA}pgbench-local-machine.toml")).unwrap();
     let m = schedlab_machine::from_toml_str(&text, "pgbench-local-machine.toml").unwrap();
-    let p = Params::parse(&format!("clients={clients},mode=select,cpu=epyc-guest,db_size={db_size}")).unwrap();
+    let p = Params::parse(&format!("clients={clients},mode=select,cpu=epyc-guest,pg=15,db_size={db_size}")).unwrap();
     let mut w = build("pgbench", &p, m.topology.nr_cpus(), &m.topology.core_groups()).unwrap();
     w.programs.push(vec![Op::Loop { count: u64::MAX }, Op::Run { ns: 3_000_000 }, Op::EndLoop]);
     for b in 0..BACKGROUND_TASKS {
@@ -87,9 +87,9 @@ fn model(clients: u32, db_size: u64) -> Real {
     }
 }
 
-fn check(file: &str, db_size: u64, figures: &[(&str, fn(&Real) -> f64, f64)]) {
+fn check(file: &str, db_size: u64, min_clients: u32, figures: &[(&str, fn(&Real) -> f64, f64)]) {
     let mut bad = Vec::new();
-    for real in load_real(file) {
+    for real in load_real(file).into_iter().filter(|r| r.clients >= min_clients) {
         let m = model(real.clients, db_size);
         eprintln!("{file} clients={}: real {real:?}\n{:>28} model {m:?}", real.clients, "");
         for &(name, f, tol) in figures {
@@ -107,6 +107,7 @@ fn select_only_scale1_matches_the_real_program() {
     check(
         "pgbench-local-scale1.txt",
         22,
+        1,
         &[
             ("backend CPU us/txn", |r| r.be_cpu_us, 0.15),
             ("client CPU us/txn", |r| r.cl_cpu_us, 0.15),
@@ -118,4 +119,48 @@ fn select_only_scale1_matches_the_real_program() {
             ("wakeups/txn", |r| r.wakeups, 0.20),
         ],
     );
+}
+
+/// Scale 50 (792 MB, shared_buffers 128 MB): 1.68 page reads per select in the
+/// model. The 1-client run is left out: its backend CPU (197 us/txn) and client
+/// CPU (42 us/txn) are double the 2-8 client runs' and the scale-1 client's, a
+/// disturbed run (the first reads after `pgbench -i`), not a trend. Wakeups
+/// are not checked here: in these runs the real client was switched out 0.5-0.8
+/// times per transaction but woken by a backend only 0.26-0.35 times, i.e. it
+/// was mostly preempted by the guest's other load rather than asleep, which the
+/// fixed background of this test does not reproduce (real 1.2-1.3 wakeups per
+/// transaction, model 1.5-1.8; docs/CALIBRATION.md).
+#[test]
+fn select_only_scale50_matches_the_real_program() {
+    check(
+        "pgbench-local-scale50.txt",
+        792,
+        2,
+        &[
+            ("backend CPU us/txn", |r| r.be_cpu_us, 0.15),
+            ("backend switches/txn", |r| r.be_cs, 0.15),
+        ],
+    );
+}
+
+/// v3.11 `wake_wide()` needs the backends' own `wakee_flips` above the LLC
+/// size. Backends only ever wake their pgbench thread except when they wake
+/// each other through an LWLock: with the database larger than
+/// shared_buffers, BufFreelistLock hand-overs give them flips; at 22 MB
+/// nothing does (docs/CALIBRATION.md "pgbench": why the 22 MB gain is not
+/// reproduced).
+#[test]
+fn backend_wakee_flips_come_from_buffer_replacement() {
+    let m = schedlab_machine::load("x86-12").unwrap();
+    let flips = |db: u64| {
+        let p = Params::parse(&format!("clients=16,mode=select,db_size={db}")).unwrap();
+        let w = build("pgbench", &p, m.topology.nr_cpus(), &m.topology.core_groups()).unwrap();
+        let cfg = SimConfig { seed: 1, duration_ns: Some(100_000_000), schedstat: false, model: Default::default(), trace: false, switch_log: false };
+        let k = Kernel::new(&m.topology, profile("v3.11").unwrap());
+        let (_, k) = Sim::new(&m, k, &w, &cfg).run_keep_kernel(&cfg);
+        (0..16).map(|i| k.tasks[i].wakee_flips).max().unwrap()
+    };
+    let llc = 6;
+    assert!(flips(22) <= 1, "22 MB: a backend wakes only its pgbench thread");
+    assert!(flips(7484) > llc, "7484 MB: BufFreelistLock hand-overs must give backends flips above the LLC size");
 }

@@ -27,6 +27,7 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "mode", default: "tpcb", help: "tpcb (7 round trips) or select (-S, 1 round trip)" },
         ParamDoc { key: "db_size", default: "22", help: "database size in MB (pg_database_size; 22 = -s 1, 7484 = -s 500): pages outside shared_buffers are read from the page cache" },
         ParamDoc { key: "shared_buffers", default: "128", help: "PostgreSQL shared_buffers in MB" },
+        ParamDoc { key: "pg", default: "9.3", help: "PostgreSQL major version: 9.3 (seed 000's era; buffer replacement under BufFreelistLock, 8.3-9.4) or 15 (lock-free clock sweep, 9.5+)" },
         ParamDoc { key: "cpu", default: "x5650", help: "per-operation CPU costs of: x5650 (seed 000's Westmere-EP server) or epyc-guest (the 2-vCPU EPYC guest they were measured on)" },
         ParamDoc { key: "metric", default: "tps", help: "reported figure: tps or latency_{avg,p50,p90,p95,p99,p99.9}" },
     ],
@@ -72,8 +73,11 @@ const SEL_CL_SEND_NS: u64 = 3_000;
 const SEL_CL_RECV_NS: u64 = 2_000;
 /// One 8 KiB page read from the OS page cache into shared_buffers (pread
 /// syscall + buffer mapping + the copy's CPU part); the copy's memory traffic
-/// is an `Op::Mem` the machine model charges.
-const PAGE_READ_NS: u64 = 9_000;
+/// is an `Op::Mem` the machine model charges. Measured on the guest:
+/// pgbench-local-scale50.txt, 2-8 clients (docs/CALIBRATION.md).
+const PAGE_READ_EPYC_GUEST_NS: u64 = 28_000;
+/// Calibration (base column, 7484 MB, 1 client: 8,951 tps, 1.97 page reads per select).
+const PAGE_READ_X5650_NS: u64 = 8_000;
 /// Hold time of BufFreelistLock while the clock sweep finds a victim buffer
 /// (StrategyGetBuffer() took it exclusively in PostgreSQL 8.3-9.4).
 /// [assumed] 1 us: a few buffer-header checks on a 12-CPU box.
@@ -89,6 +93,8 @@ const READ_CYCLE: u64 = 16;
 pub struct CpuScale {
     pub backend_pm: u64,
     pub client_pm: u64,
+    /// One page read from the page cache (pread + buffer replacement), ns.
+    pub page_read_ns: u64,
 }
 
 /// `cpu=` values. x5650: calibrated on seed 000's base (unpatched) column only:
@@ -97,13 +103,21 @@ pub struct CpuScale {
 // FIDELITY(F-680): per-operation costs follow a `cpu=` parameter, not `--machine`.
 pub fn cpu_scale(name: &str) -> Result<CpuScale, WorkloadError> {
     match name {
-        "x5650" => Ok(CpuScale { backend_pm: BACKEND_X5650_PM, client_pm: CLIENT_X5650_PM }),
-        "epyc-guest" => Ok(CpuScale { backend_pm: 1000, client_pm: 1000 }),
+        "x5650" => Ok(CpuScale {
+            backend_pm: BACKEND_X5650_PM,
+            client_pm: CLIENT_X5650_PM,
+            page_read_ns: PAGE_READ_X5650_NS,
+        }),
+        "epyc-guest" => Ok(CpuScale { backend_pm: 1000, client_pm: 1000, page_read_ns: PAGE_READ_EPYC_GUEST_NS }),
         c => Err(WorkloadError(format!("cpu={c:?}: expected x5650 (seed 000's server) or epyc-guest (where the costs were measured)"))),
     }
 }
-const BACKEND_X5650_PM: u64 = 1000;
-const CLIENT_X5650_PM: u64 = 1000;
+/// Calibration (seed 000 base column, 22 MB, 1 client: 10,598 tps): the
+/// backend's work takes 0.72 x the guest-measured time on the X5650.
+const BACKEND_X5650_PM: u64 = 720;
+/// Calibration (base column, 22 MB, 8 clients: 51,253 tps, the peak, where the
+/// one pgbench thread is saturated): the client's work takes 1.4 x.
+const CLIENT_X5650_PM: u64 = 1400;
 
 /// Expected pages read from the page cache per select: the index leaf and the
 /// heap page of a random aid, each found in shared_buffers with probability
@@ -128,6 +142,12 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     };
     let db_size = p.u64_in("db_size", 22, 1, 1 << 24)?;
     let shared_buffers = p.u64_in("shared_buffers", 128, 1, 1 << 24)?;
+    let pg = p.get("pg").unwrap_or("9.3");
+    let freelist_lock = match pg {
+        "9.3" => true,
+        "15" => false,
+        v => return Err(WorkloadError(format!("pg={v:?}: expected 9.3 (BufFreelistLock, PostgreSQL 8.3-9.4) or 15 (lock-free clock sweep, 9.5+)"))),
+    };
     let cpu = p.get("cpu").unwrap_or("x5650");
     let scale = cpu_scale(cpu)?;
     let be = |ns: u64| ns * scale.backend_pm / 1000;
@@ -143,6 +163,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             ("mode".into(), mode.to_string()),
             ("db_size".into(), db_size.to_string()),
             ("shared_buffers".into(), shared_buffers.to_string()),
+            ("pg".into(), pg.to_string()),
             ("cpu".into(), cpu.to_string()),
             ("metric".into(), metric_key),
         ],
@@ -181,15 +202,14 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 prog.extend([Op::Read { chan: req0 + i, cost: be(SEL_BE_RECV_NS) }, Op::Run { ns: be(SEL_BE_QUERY_NS) }]);
                 let reads = (k + 1) * cycle_reads / READ_CYCLE - k * cycle_reads / READ_CYCLE;
                 for _ in 0..reads {
-                    // ReadBuffer miss: BufferAlloc -> StrategyGetBuffer under
-                    // BufFreelistLock, then smgrread (pread from the page cache).
-                    prog.extend([
-                        Op::SemWait { sem: 1 },
-                        Op::Run { ns: be(FREELIST_HOLD_NS) },
-                        Op::SemPost { sem: 1, n: 1 },
-                        Op::Run { ns: be(PAGE_READ_NS) },
-                        Op::Mem { bytes: PAGE_BYTES },
-                    ]);
+                    // ReadBuffer miss: BufferAlloc -> StrategyGetBuffer (under
+                    // BufFreelistLock before 9.5), then smgrread (pread from the page cache).
+                    if freelist_lock {
+                        prog.extend([Op::SemWait { sem: 1 }, Op::Run { ns: be(FREELIST_HOLD_NS) }, Op::SemPost { sem: 1, n: 1 }]);
+                    } else {
+                        prog.push(Op::Run { ns: be(FREELIST_HOLD_NS) });
+                    }
+                    prog.extend([Op::Run { ns: scale.page_read_ns }, Op::Mem { bytes: PAGE_BYTES }]);
                 }
                 prog.extend([
                     reply,
