@@ -70,12 +70,14 @@ fn model(clients: u32, db_size: u64) -> Real {
             group: 0,
         });
     }
-    let cfg = SimConfig { seed: 1, duration_ns: Some(400_000_000), schedstat: false, model: Default::default(), trace: false, switch_log: false };
+    let cfg =
+        SimConfig { seed: 1, duration_ns: Some(400_000_000), schedstat: false, model: Default::default(), trace: false, switch_log: false };
     let k = Kernel::new(&m.topology, profile("v6.12").unwrap());
     let (r, k) = Sim::new(&m, k, &w, &cfg).run_keep_kernel(&cfg);
     let n = r.metric_value * r.simulated_ns as f64 / 1e9;
     let c = clients as usize;
-    let sum = |range: std::ops::Range<usize>, f: &dyn Fn(&schedlab_kernel::sched::Task) -> u64| range.map(|i| f(&k.tasks[i])).sum::<u64>() as f64;
+    let sum =
+        |range: std::ops::Range<usize>, f: &dyn Fn(&schedlab_kernel::sched::Task) -> u64| range.map(|i| f(&k.tasks[i])).sum::<u64>() as f64;
     Real {
         clients,
         be_cpu_us: sum(0..c, &|t| t.se.sum_exec_runtime) / 1000.0 / n,
@@ -136,10 +138,7 @@ fn select_only_scale50_matches_the_real_program() {
         "pgbench-local-scale50.txt",
         792,
         2,
-        &[
-            ("backend CPU us/txn", |r| r.be_cpu_us, 0.15),
-            ("backend switches/txn", |r| r.be_cs, 0.15),
-        ],
+        &[("backend CPU us/txn", |r| r.be_cpu_us, 0.15), ("backend switches/txn", |r| r.be_cs, 0.15)],
     );
 }
 
@@ -155,7 +154,14 @@ fn backend_wakee_flips_come_from_buffer_replacement() {
     let flips = |db: u64| {
         let p = Params::parse(&format!("clients=16,mode=select,db_size={db}")).unwrap();
         let w = build("pgbench", &p, m.topology.nr_cpus(), &m.topology.core_groups()).unwrap();
-        let cfg = SimConfig { seed: 1, duration_ns: Some(100_000_000), schedstat: false, model: Default::default(), trace: false, switch_log: false };
+        let cfg = SimConfig {
+            seed: 1,
+            duration_ns: Some(100_000_000),
+            schedstat: false,
+            model: Default::default(),
+            trace: false,
+            switch_log: false,
+        };
         let k = Kernel::new(&m.topology, profile("v3.11").unwrap());
         let (_, k) = Sim::new(&m, k, &w, &cfg).run_keep_kernel(&cfg);
         (0..16).map(|i| k.tasks[i].wakee_flips).max().unwrap()

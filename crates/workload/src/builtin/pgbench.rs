@@ -103,11 +103,7 @@ pub struct CpuScale {
 // FIDELITY(F-680): per-operation costs follow a `cpu=` parameter, not `--machine`.
 pub fn cpu_scale(name: &str) -> Result<CpuScale, WorkloadError> {
     match name {
-        "x5650" => Ok(CpuScale {
-            backend_pm: BACKEND_X5650_PM,
-            client_pm: CLIENT_X5650_PM,
-            page_read_ns: PAGE_READ_X5650_NS,
-        }),
+        "x5650" => Ok(CpuScale { backend_pm: BACKEND_X5650_PM, client_pm: CLIENT_X5650_PM, page_read_ns: PAGE_READ_X5650_NS }),
         "epyc-guest" => Ok(CpuScale { backend_pm: 1000, client_pm: 1000, page_read_ns: PAGE_READ_EPYC_GUEST_NS }),
         c => Err(WorkloadError(format!("cpu={c:?}: expected x5650 (seed 000's server) or epyc-guest (where the costs were measured)"))),
     }
@@ -146,7 +142,11 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let freelist_lock = match pg {
         "9.3" => true,
         "15" => false,
-        v => return Err(WorkloadError(format!("pg={v:?}: expected 9.3 (BufFreelistLock, PostgreSQL 8.3-9.4) or 15 (lock-free clock sweep, 9.5+)"))),
+        v => {
+            return Err(WorkloadError(format!(
+                "pg={v:?}: expected 9.3 (BufFreelistLock, PostgreSQL 8.3-9.4) or 15 (lock-free clock sweep, 9.5+)"
+            )))
+        }
     };
     let cpu = p.get("cpu").unwrap_or("x5650");
     let scale = cpu_scale(cpu)?;
@@ -295,5 +295,70 @@ mod tests {
         assert_ne!(w.tasks[0].mm, w.tasks[1].mm);
         assert!(crate::build("pgbench", &Params::parse("clients=2,threads=3").unwrap(), 12, &[]).is_err());
         assert!(crate::build("pgbench", &Params::parse("mode=x").unwrap(), 12, &[]).is_err());
+    }
+
+    fn programs(set: &str) -> Workload {
+        crate::build("pgbench", &Params::parse(set).unwrap(), 12, &[]).unwrap()
+    }
+    fn count(prog: &[Op], f: impl Fn(&Op) -> bool) -> usize {
+        prog.iter().filter(|o| f(o)).count()
+    }
+
+    #[test]
+    fn page_reads_follow_db_size_over_shared_buffers() {
+        assert_eq!(page_reads_per_select(22, 128), 0.0);
+        assert_eq!(page_reads_per_select(128, 128), 0.0);
+        assert!((page_reads_per_select(256, 128) - 1.0).abs() < 1e-9);
+        assert!(page_reads_per_select(7484, 128) > 1.95 && page_reads_per_select(15000, 128) < 2.0);
+        // 22 MB: one transaction per loop, no page read, no lock.
+        let w = programs("clients=2,mode=select");
+        assert_eq!(count(&w.programs[0], |o| matches!(o, Op::Count { .. })), 1);
+        assert_eq!(count(&w.programs[0], |o| matches!(o, Op::Mem { .. } | Op::SemWait { .. })), 0);
+        // 7484 MB: round(16 * 1.966) = 31 page reads per 16 transactions, each
+        // under BufFreelistLock with an 8 KiB copy.
+        let w = programs("clients=2,mode=select,db_size=7484");
+        let be = &w.programs[0];
+        assert_eq!(count(be, |o| matches!(o, Op::Count { .. })), 16);
+        assert_eq!(count(be, |o| matches!(o, Op::Mem { bytes: 8192 })), 31);
+        assert_eq!(count(be, |o| matches!(o, Op::SemWait { sem: 1 })), 31);
+        // PostgreSQL 15: the clock sweep takes no lock (9.5+).
+        let w = programs("clients=2,mode=select,db_size=7484,pg=15");
+        assert_eq!(count(&w.programs[0], |o| matches!(o, Op::SemWait { .. })), 0);
+        assert_eq!(count(&w.programs[0], |o| matches!(o, Op::Mem { .. })), 31);
+        assert!(crate::build("pgbench", &Params::parse("pg=12").unwrap(), 12, &[]).is_err());
+    }
+
+    #[test]
+    fn client_cost_grows_with_the_connections_it_polls() {
+        let run_of = |w: &Workload| {
+            let cl = w.programs.last().unwrap();
+            let l = cl.iter().position(|o| matches!(o, Op::Loop { .. })).unwrap();
+            match cl[l + 2] {
+                Op::Run { ns } => ns,
+                ref o => panic!("expected the client's per-reply Run, found {o:?}"),
+            }
+        };
+        let (one, many) = (run_of(&programs("clients=1,mode=select")), run_of(&programs("clients=32,mode=select")));
+        assert_eq!(many - one, 31 * SEL_CL_POLL_PER_FD_NS * CLIENT_X5650_PM / 1000);
+        // Two threads split the connections: each polls half.
+        assert_eq!(run_of(&programs("clients=32,threads=2,mode=select")), one + 15 * SEL_CL_POLL_PER_FD_NS * CLIENT_X5650_PM / 1000);
+    }
+
+    #[test]
+    fn cpu_scale_converts_the_measured_costs() {
+        let be_query = |set: &str| {
+            let w = programs(set);
+            w.programs[0]
+                .iter()
+                .find_map(|o| match o {
+                    Op::Run { ns } => Some(*ns),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        assert_eq!(be_query("mode=select,cpu=epyc-guest"), SEL_BE_QUERY_NS);
+        assert_eq!(be_query("mode=select"), SEL_BE_QUERY_NS * BACKEND_X5650_PM / 1000);
+        let e = crate::build("pgbench", &Params::parse("cpu=m1").unwrap(), 12, &[]).unwrap_err();
+        assert!(e.0.contains("x5650") && e.0.contains("epyc-guest"), "{e}");
     }
 }
