@@ -4,7 +4,13 @@
 //! serialised on the WAL write lock) or select-only (1 round trip).
 //!
 //! Wakeups: client -> backend and backend -> client over sockets (WF_SYNC);
-//! backend -> backend through the WAL lock's futex (not sync).
+//! backend -> backend through the WAL lock's futex and (select-only, pg=9.3,
+//! database larger than shared_buffers) BufFreelistLock (not sync).
+//!
+//! Select-only costs come from the real program measured on a 2-vCPU EPYC
+//! guest (crates/workload/tests/data/pgbench-local-*.txt, with the script that
+//! recorded them) and are scaled to seed 000's Westmere box by `cpu=x5650`, a
+//! calibration on the seed's base column (docs/CALIBRATION.md "pgbench").
 //!
 //! Transaction latency (histogram 1) is taken at each backend from one
 //! transaction's final reply to the next one's (`ReqEnd` then `ReqStart`):
@@ -55,6 +61,7 @@ const RECV_NS: u64 = 1_000;
 const SEL_BE_RECV_NS: u64 = 3_000;
 /// Backend: parse, plan, executor start, index scan of pgbench_accounts_pkey
 /// and heap fetch, result formatting, commit of the read-only transaction.
+// FIDELITY(F-683): the same at any number of concurrent backends (no shared-line contention).
 const SEL_BE_QUERY_NS: u64 = 61_000;
 /// Backend: sendto of RowDescription + DataRow + CommandComplete + ReadyForQuery.
 const SEL_BE_SEND_NS: u64 = 4_000;
@@ -65,6 +72,7 @@ const SEL_BE_POST_NS: u64 = 6_000;
 /// Client per transaction: pgbench's state machine, libpq PQsendQuery /
 /// PQgetResult parsing, and the poll() call that found the reply.
 const SEL_CL_TXN_NS: u64 = 8_000;
+// FIDELITY(F-684): one reply handled per poll(); the poll cost is charged per reply.
 /// Client poll() cost per connection it scans (sock_poll of one AF_UNIX fd).
 /// [assumed] 50 ns: pgbench passes every connection of the thread to poll()/select().
 const SEL_CL_POLL_PER_FD_NS: u64 = 50;
@@ -191,7 +199,9 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     }
     // Page reads per READ_CYCLE transactions (select-only), spread evenly.
     let cycle_reads = (page_reads_per_select(db_size, shared_buffers) * READ_CYCLE as f64).round() as u64;
-    // Backends.
+    // Backends. A backend wakes only its pgbench thread and, with pg=9.3 and
+    // page reads, BufFreelistLock waiters.
+    // FIDELITY(F-685): no stats-collector messages or interrupt-context wakeups.
     for i in 0..clients {
         let t = i % threads;
         let mut prog = vec![Op::ReqStart { hist: HIST_REQUEST }, Op::Loop { count: u64::MAX }];
