@@ -89,7 +89,10 @@ fn model(clients: u32, db_size: u64) -> Real {
     }
 }
 
-fn check(file: &str, db_size: u64, min_clients: u32, figures: &[(&str, fn(&Real) -> f64, f64)]) {
+/// A checked figure: name, how to read it, relative tolerance.
+type Figure = (&'static str, fn(&Real) -> f64, f64);
+
+fn check(file: &str, db_size: u64, min_clients: u32, figures: &[Figure]) {
     let mut bad = Vec::new();
     for real in load_real(file).into_iter().filter(|r| r.clients >= min_clients) {
         let m = model(real.clients, db_size);
