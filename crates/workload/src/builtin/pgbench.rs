@@ -4,7 +4,13 @@
 //! serialised on the WAL write lock) or select-only (1 round trip).
 //!
 //! Wakeups: client -> backend and backend -> client over sockets (WF_SYNC);
-//! backend -> backend through the WAL lock's futex (not sync).
+//! backend -> backend through the WAL lock's futex and (select-only, pg=9.3,
+//! database larger than shared_buffers) BufFreelistLock (not sync).
+//!
+//! Select-only costs come from the real program measured on a 2-vCPU EPYC
+//! guest (crates/workload/tests/data/pgbench-local-*.txt, with the script that
+//! recorded them) and are scaled to seed 000's Westmere box by `cpu=x5650`, a
+//! calibration on the seed's base column (docs/CALIBRATION.md "pgbench").
 //!
 //! Transaction latency (histogram 1) is taken at each backend from one
 //! transaction's final reply to the next one's (`ReqEnd` then `ReqStart`):
@@ -25,7 +31,10 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "clients", default: "1", help: "connections = backend processes (-c)" },
         ParamDoc { key: "threads", default: "1", help: "pgbench client threads (-j); connections are split among them" },
         ParamDoc { key: "mode", default: "tpcb", help: "tpcb (7 round trips) or select (-S, 1 round trip)" },
-        ParamDoc { key: "db_size", default: "22", help: "database size in MB (footprint for the cache model)" },
+        ParamDoc { key: "db_size", default: "22", help: "database size in MB (pg_database_size; 22 = -s 1, 7484 = -s 500): pages outside shared_buffers are read from the page cache" },
+        ParamDoc { key: "shared_buffers", default: "128", help: "PostgreSQL shared_buffers in MB" },
+        ParamDoc { key: "pg", default: "9.3", help: "PostgreSQL major version: 9.3 (seed 000's era; buffer replacement under BufFreelistLock, 8.3-9.4) or 15 (lock-free clock sweep, 9.5+)" },
+        ParamDoc { key: "cpu", default: "x5650", help: "per-operation CPU costs of: x5650 (seed 000's Westmere-EP server) or epyc-guest (the 2-vCPU EPYC guest they were measured on)" },
         ParamDoc { key: "metric", default: "tps", help: "reported figure: tps or latency_{avg,p50,p90,p95,p99,p99.9}" },
     ],
     build,
@@ -35,19 +44,94 @@ pub const BUILTIN: Builtin = Builtin {
 /// accounts, SELECT, UPDATE tellers, UPDATE branches, INSERT history, END.
 /// Derived from seed 000's 1-client figure (10.6 ktps ~ 94 us per transaction)
 /// less client and switch costs; see docs/CALIBRATION.md.
+// FIDELITY(F-682): the TPC-B-like costs are not re-measured (select-only is seed 000's run).
 const TPCB_STMT_NS: [u64; 7] = [3_000, 12_000, 6_000, 10_000, 10_000, 8_000, 8_000];
 /// WAL write under WALWriteLock at commit.
 const WAL_WRITE_NS: u64 = 5_000;
-/// Select-only statement.
-const SELECT_NS: u64 = 20_000;
-/// Client (pgbench thread) CPU per statement: libpq send + result parsing.
+/// Client (pgbench thread) CPU per TPC-B statement: libpq send + result parsing.
 const CLIENT_STMT_NS: u64 = 3_000;
-/// Socket send/receive syscall costs of one small message.
+/// Socket send/receive syscall costs of one small message (TPC-B mode).
 const SEND_NS: u64 = 1_500;
 const RECV_NS: u64 = 1_000;
 
-// FIDELITY(F-660): under v3.10's blind wake_affine the stacked backends cost little here, so
-// seed 000's base collapse past 8 clients (and the patch's +20-40%) is not reproduced.
+/// Select-only (`-S`) costs as measured on the 2-vCPU EPYC guest
+/// (crates/workload/tests/data/pgbench-local-scale1.txt, docs/CALIBRATION.md
+/// "pgbench"), in ns of that machine; [`CpuScale`] converts them.
+/// Backend: recvfrom of the query (with the EAGAIN retry before it).
+const SEL_BE_RECV_NS: u64 = 3_000;
+/// Backend: parse, plan, executor start, index scan of pgbench_accounts_pkey
+/// and heap fetch, result formatting, commit of the read-only transaction.
+// FIDELITY(F-683): the same at any number of concurrent backends (no shared-line contention).
+const SEL_BE_QUERY_NS: u64 = 61_000;
+/// Backend: sendto of RowDescription + DataRow + CommandComplete + ReadyForQuery.
+const SEL_BE_SEND_NS: u64 = 4_000;
+/// Backend after the reply: pgstat / idle bookkeeping, recvfrom (EAGAIN) and
+/// epoll_wait entry before it blocks (PostgreSQL 9.5+ waits in a WaitEventSet;
+/// 9.x before blocked in recv()).
+const SEL_BE_POST_NS: u64 = 6_000;
+/// Client per transaction: pgbench's state machine, libpq PQsendQuery /
+/// PQgetResult parsing, and the poll() call that found the reply.
+const SEL_CL_TXN_NS: u64 = 8_000;
+// FIDELITY(F-684): one reply handled per poll(); the poll cost is charged per reply.
+/// Client poll() cost per connection it scans (sock_poll of one AF_UNIX fd).
+/// [assumed] 50 ns: pgbench passes every connection of the thread to poll()/select().
+const SEL_CL_POLL_PER_FD_NS: u64 = 50;
+/// Client sendto / recvfrom of one query / reply.
+const SEL_CL_SEND_NS: u64 = 3_000;
+const SEL_CL_RECV_NS: u64 = 2_000;
+/// One 8 KiB page read from the OS page cache into shared_buffers (pread
+/// syscall + buffer mapping + the copy's CPU part); the copy's memory traffic
+/// is an `Op::Mem` the machine model charges. Measured on the guest:
+/// pgbench-local-scale50.txt, 2-8 clients (docs/CALIBRATION.md).
+const PAGE_READ_EPYC_GUEST_NS: u64 = 28_000;
+/// Calibration (base column, 7484 MB, 1 client: 8,951 tps, 1.97 page reads per select).
+const PAGE_READ_X5650_NS: u64 = 8_000;
+/// Hold time of BufFreelistLock while the clock sweep finds a victim buffer
+/// (StrategyGetBuffer() took it exclusively in PostgreSQL 8.3-9.4).
+/// [assumed] 1 us: a few buffer-header checks on a 12-CPU box.
+const FREELIST_HOLD_NS: u64 = 1_000;
+/// Bytes copied per page read.
+const PAGE_BYTES: u64 = 8192;
+/// Transactions per cycle of the backend program over which page reads are spread evenly.
+const READ_CYCLE: u64 = 16;
+
+/// Per-machine CPU scale of the measured costs (per mille of the EPYC-guest
+/// figure), separately for the backend and the pgbench client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuScale {
+    pub backend_pm: u64,
+    pub client_pm: u64,
+    /// One page read from the page cache (pread + buffer replacement), ns.
+    pub page_read_ns: u64,
+}
+
+/// `cpu=` values. x5650: calibrated on seed 000's base (unpatched) column only:
+/// the backend scale from the 1-client point and the client scale from the
+/// 8-client peak, where one pgbench thread is saturated (docs/CALIBRATION.md).
+// FIDELITY(F-680): per-operation costs follow a `cpu=` parameter, not `--machine`.
+pub fn cpu_scale(name: &str) -> Result<CpuScale, WorkloadError> {
+    match name {
+        "x5650" => Ok(CpuScale { backend_pm: BACKEND_X5650_PM, client_pm: CLIENT_X5650_PM, page_read_ns: PAGE_READ_X5650_NS }),
+        "epyc-guest" => Ok(CpuScale { backend_pm: 1000, client_pm: 1000, page_read_ns: PAGE_READ_EPYC_GUEST_NS }),
+        c => Err(WorkloadError(format!("cpu={c:?}: expected x5650 (seed 000's server) or epyc-guest (where the costs were measured)"))),
+    }
+}
+/// Calibration (seed 000 base column, 22 MB, 1 client: 10,598 tps): the
+/// backend's work takes 0.72 x the guest-measured time on the X5650.
+const BACKEND_X5650_PM: u64 = 720;
+/// Calibration (base column, 22 MB, 8 clients: 51,253 tps, the peak, where the
+/// one pgbench thread is saturated): the client's work takes 1.4 x.
+const CLIENT_X5650_PM: u64 = 1400;
+
+/// Expected pages read from the page cache per select: the index leaf and the
+/// heap page of a random aid, each found in shared_buffers with probability
+/// shared_buffers / db_size (a uniformly random cached subset).
+// FIDELITY(F-681): buffer hits as a uniform random subset; no usage-count preference for index pages.
+pub fn page_reads_per_select(db_size_mb: u64, shared_buffers_mb: u64) -> f64 {
+    let hit = (shared_buffers_mb as f64 / db_size_mb as f64).min(1.0);
+    2.0 * (1.0 - hit)
+}
+
 fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let clients = p.u64_in("clients", 1, 1, 10_000)? as u32;
     let threads = p.u64_in("threads", 1, 1, 10_000)? as u32;
@@ -61,6 +145,21 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         m => return Err(WorkloadError(format!("mode={m:?}: expected tpcb or select"))),
     };
     let db_size = p.u64_in("db_size", 22, 1, 1 << 24)?;
+    let shared_buffers = p.u64_in("shared_buffers", 128, 1, 1 << 24)?;
+    let pg = p.get("pg").unwrap_or("9.3");
+    let freelist_lock = match pg {
+        "9.3" => true,
+        "15" => false,
+        v => {
+            return Err(WorkloadError(format!(
+                "pg={v:?}: expected 9.3 (BufFreelistLock, PostgreSQL 8.3-9.4) or 15 (lock-free clock sweep, 9.5+)"
+            )))
+        }
+    };
+    let cpu = p.get("cpu").unwrap_or("x5650");
+    let scale = cpu_scale(cpu)?;
+    let be = |ns: u64| ns * scale.backend_pm / 1000;
+    let cl = |ns: u64| ns * scale.client_pm / 1000;
     let tps = MetricSpec::Rate { name: "tps".into(), unit: "tps".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "tps", tps, &[("latency", HIST_REQUEST)])?;
     let sock = ChannelSpec { capacity: 256, sync: true, kind: ChannelKind::Socket };
@@ -71,13 +170,16 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             ("threads".into(), threads.to_string()),
             ("mode".into(), mode.to_string()),
             ("db_size".into(), db_size.to_string()),
+            ("shared_buffers".into(), shared_buffers.to_string()),
+            ("pg".into(), pg.to_string()),
+            ("cpu".into(), cpu.to_string()),
             ("metric".into(), metric_key),
         ],
         programs: Vec::new(),
         tasks: Vec::new(),
         channels: Vec::new(),
-        // sem 0: WALWriteLock (a futex-based LWLock: not sync)
-        sems: vec![SemSpec { initial: 1, sync: false }],
+        // sem 0: WALWriteLock, sem 1: BufFreelistLock (futex-based LWLocks: not sync)
+        sems: vec![SemSpec { initial: 1, sync: false }, SemSpec { initial: 1, sync: false }],
         metric,
         time_bounded: true,
         groups: Vec::new(),
@@ -95,14 +197,40 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     for _ in 0..threads {
         w.channels.push(sock.clone());
     }
-    // Backends.
+    // Page reads per READ_CYCLE transactions (select-only), spread evenly.
+    let cycle_reads = (page_reads_per_select(db_size, shared_buffers) * READ_CYCLE as f64).round() as u64;
+    // Backends. A backend wakes only its pgbench thread and, with pg=9.3 and
+    // page reads, BufFreelistLock waiters.
+    // FIDELITY(F-685): no stats-collector messages or interrupt-context wakeups.
     for i in 0..clients {
         let t = i % threads;
-        let reply = Op::WriteTag { chan: resp0 + t, cost: SEND_NS, tag: i };
         let mut prog = vec![Op::ReqStart { hist: HIST_REQUEST }, Op::Loop { count: u64::MAX }];
         if select_only {
-            prog.extend([Op::Read { chan: req0 + i, cost: RECV_NS }, Op::Run { ns: SELECT_NS }, reply]);
+            let reply = Op::WriteTag { chan: resp0 + t, cost: be(SEL_BE_SEND_NS), tag: i };
+            let txns = if cycle_reads == 0 { 1 } else { READ_CYCLE };
+            for k in 0..txns {
+                prog.extend([Op::Read { chan: req0 + i, cost: be(SEL_BE_RECV_NS) }, Op::Run { ns: be(SEL_BE_QUERY_NS) }]);
+                let reads = (k + 1) * cycle_reads / READ_CYCLE - k * cycle_reads / READ_CYCLE;
+                for _ in 0..reads {
+                    // ReadBuffer miss: BufferAlloc -> StrategyGetBuffer (under
+                    // BufFreelistLock before 9.5), then smgrread (pread from the page cache).
+                    if freelist_lock {
+                        prog.extend([Op::SemWait { sem: 1 }, Op::Run { ns: be(FREELIST_HOLD_NS) }, Op::SemPost { sem: 1, n: 1 }]);
+                    } else {
+                        prog.push(Op::Run { ns: be(FREELIST_HOLD_NS) });
+                    }
+                    prog.extend([Op::Run { ns: scale.page_read_ns }, Op::Mem { bytes: PAGE_BYTES }]);
+                }
+                prog.extend([
+                    reply,
+                    Op::ReqEnd { hist: HIST_REQUEST },
+                    Op::ReqStart { hist: HIST_REQUEST },
+                    Op::Count { id: COUNTER_OPS, n: 1 },
+                    Op::Run { ns: be(SEL_BE_POST_NS) },
+                ]);
+            }
         } else {
+            let reply = Op::WriteTag { chan: resp0 + t, cost: SEND_NS, tag: i };
             for (k, &c) in TPCB_STMT_NS.iter().enumerate() {
                 prog.push(Op::Read { chan: req0 + i, cost: RECV_NS });
                 if k == TPCB_STMT_NS.len() - 1 {
@@ -112,9 +240,9 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 prog.push(Op::Run { ns: c });
                 prog.push(reply);
             }
+            prog.extend([Op::ReqEnd { hist: HIST_REQUEST }, Op::ReqStart { hist: HIST_REQUEST }]);
+            prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
         }
-        prog.extend([Op::ReqEnd { hist: HIST_REQUEST }, Op::ReqStart { hist: HIST_REQUEST }]);
-        prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
         prog.push(Op::EndLoop);
         w.programs.push(prog);
         w.tasks.push(TaskSpec {
@@ -130,16 +258,22 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     // Client threads: send the first statement on each own connection, then
     // for every reply: parse it and send the next statement on that connection.
     for t in 0..threads {
+        let conns = (0..clients).filter(|i| i % threads == t).count() as u64;
+        let (stmt, send, recv) = if select_only {
+            (cl(SEL_CL_TXN_NS + SEL_CL_POLL_PER_FD_NS * conns), cl(SEL_CL_SEND_NS), cl(SEL_CL_RECV_NS))
+        } else {
+            (CLIENT_STMT_NS, SEND_NS, RECV_NS)
+        };
         let mut prog = Vec::new();
         for i in (0..clients).filter(|i| i % threads == t) {
-            prog.push(Op::Run { ns: CLIENT_STMT_NS });
-            prog.push(Op::Write { chan: req0 + i, cost: SEND_NS });
+            prog.push(Op::Run { ns: stmt });
+            prog.push(Op::Write { chan: req0 + i, cost: send });
         }
         prog.extend([
             Op::Loop { count: u64::MAX },
-            Op::ReadTag { chan: resp0 + t, cost: RECV_NS },
-            Op::Run { ns: CLIENT_STMT_NS },
-            Op::WriteReg { chan_base: req0, cost: SEND_NS },
+            Op::ReadTag { chan: resp0 + t, cost: recv },
+            Op::Run { ns: stmt },
+            Op::WriteReg { chan_base: req0, cost: send },
             Op::EndLoop,
         ]);
         w.programs.push(prog);
@@ -171,5 +305,70 @@ mod tests {
         assert_ne!(w.tasks[0].mm, w.tasks[1].mm);
         assert!(crate::build("pgbench", &Params::parse("clients=2,threads=3").unwrap(), 12, &[]).is_err());
         assert!(crate::build("pgbench", &Params::parse("mode=x").unwrap(), 12, &[]).is_err());
+    }
+
+    fn programs(set: &str) -> Workload {
+        crate::build("pgbench", &Params::parse(set).unwrap(), 12, &[]).unwrap()
+    }
+    fn count(prog: &[Op], f: impl Fn(&Op) -> bool) -> usize {
+        prog.iter().filter(|o| f(o)).count()
+    }
+
+    #[test]
+    fn page_reads_follow_db_size_over_shared_buffers() {
+        assert_eq!(page_reads_per_select(22, 128), 0.0);
+        assert_eq!(page_reads_per_select(128, 128), 0.0);
+        assert!((page_reads_per_select(256, 128) - 1.0).abs() < 1e-9);
+        assert!(page_reads_per_select(7484, 128) > 1.95 && page_reads_per_select(15000, 128) < 2.0);
+        // 22 MB: one transaction per loop, no page read, no lock.
+        let w = programs("clients=2,mode=select");
+        assert_eq!(count(&w.programs[0], |o| matches!(o, Op::Count { .. })), 1);
+        assert_eq!(count(&w.programs[0], |o| matches!(o, Op::Mem { .. } | Op::SemWait { .. })), 0);
+        // 7484 MB: round(16 * 1.966) = 31 page reads per 16 transactions, each
+        // under BufFreelistLock with an 8 KiB copy.
+        let w = programs("clients=2,mode=select,db_size=7484");
+        let be = &w.programs[0];
+        assert_eq!(count(be, |o| matches!(o, Op::Count { .. })), 16);
+        assert_eq!(count(be, |o| matches!(o, Op::Mem { bytes: 8192 })), 31);
+        assert_eq!(count(be, |o| matches!(o, Op::SemWait { sem: 1 })), 31);
+        // PostgreSQL 15: the clock sweep takes no lock (9.5+).
+        let w = programs("clients=2,mode=select,db_size=7484,pg=15");
+        assert_eq!(count(&w.programs[0], |o| matches!(o, Op::SemWait { .. })), 0);
+        assert_eq!(count(&w.programs[0], |o| matches!(o, Op::Mem { .. })), 31);
+        assert!(crate::build("pgbench", &Params::parse("pg=12").unwrap(), 12, &[]).is_err());
+    }
+
+    #[test]
+    fn client_cost_grows_with_the_connections_it_polls() {
+        let run_of = |w: &Workload| {
+            let cl = w.programs.last().unwrap();
+            let l = cl.iter().position(|o| matches!(o, Op::Loop { .. })).unwrap();
+            match cl[l + 2] {
+                Op::Run { ns } => ns,
+                ref o => panic!("expected the client's per-reply Run, found {o:?}"),
+            }
+        };
+        let (one, many) = (run_of(&programs("clients=1,mode=select")), run_of(&programs("clients=32,mode=select")));
+        assert_eq!(many - one, 31 * SEL_CL_POLL_PER_FD_NS * CLIENT_X5650_PM / 1000);
+        // Two threads split the connections: each polls half.
+        assert_eq!(run_of(&programs("clients=32,threads=2,mode=select")), one + 15 * SEL_CL_POLL_PER_FD_NS * CLIENT_X5650_PM / 1000);
+    }
+
+    #[test]
+    fn cpu_scale_converts_the_measured_costs() {
+        let be_query = |set: &str| {
+            let w = programs(set);
+            w.programs[0]
+                .iter()
+                .find_map(|o| match o {
+                    Op::Run { ns } => Some(*ns),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        assert_eq!(be_query("mode=select,cpu=epyc-guest"), SEL_BE_QUERY_NS);
+        assert_eq!(be_query("mode=select"), SEL_BE_QUERY_NS * BACKEND_X5650_PM / 1000);
+        let e = crate::build("pgbench", &Params::parse("cpu=m1").unwrap(), 12, &[]).unwrap_err();
+        assert!(e.0.contains("x5650") && e.0.contains("epyc-guest"), "{e}");
     }
 }
