@@ -15,12 +15,13 @@ use schedlab_topology::CpuId;
 pub struct SisScratch {
     cpus: CpuMask,
     skip: CpuMask,
-    order: Vec<CpuId>,
+    /// The target's cluster span (v6.8+ cluster-first scan).
+    cls: CpuMask,
 }
 
 impl SisScratch {
     pub fn new(nr_cpus: usize) -> Self {
-        SisScratch { cpus: CpuMask::new(nr_cpus), skip: CpuMask::new(nr_cpus), order: Vec::with_capacity(nr_cpus) }
+        SisScratch { cpus: CpuMask::new(nr_cpus), skip: CpuMask::new(nr_cpus), cls: CpuMask::new(nr_cpus) }
     }
 }
 
@@ -635,17 +636,20 @@ impl Kernel {
         let before = self.last_scan;
         let mut idle_cpu: Option<CpuId> = None;
         let start = if self.profile.sis_scan_from_next { CpuId(((target.0 as usize + 1) % self.nr_cpus()) as u16) } else { target };
-        // v6.8+: the target's cluster first, when the LLC's children are clusters.
-        sc.order.clear();
-        let cls = if self.profile.sis_cluster_first { self.cluster_span(target, llc) } else { None };
-        if let Some(cls) = &cls {
-            sc.order.extend(cls.iter_wrap(start).filter(|c| sc.cpus.test(*c)));
-        }
-        sc.order.extend(sc.cpus.iter_wrap(start).filter(|c| cls.as_ref().is_none_or(|m| !m.test(*c))));
+        // v6.8+: the target's cluster first, when the LLC's children are clusters;
+        // then the rest of the LLC. Both walks are for_each_cpu_wrap(): lazy, so a
+        // scan that stops at its budget has not looked at the CPUs after it.
+        let cls_on = self.profile.sis_cluster_first && self.cluster_span_into(target, llc, &mut sc.cls);
         sc.skip.clear_all();
-        for i in 0..sc.order.len() {
-            let c = sc.order[i];
-            if sc.skip.test(c) {
+        let (cpus, cls, skip) = (&sc.cpus, &sc.cls, &mut sc.skip);
+        let first = if cls_on { Some(cls.iter_wrap(start)) } else { None };
+        let order = first
+            .into_iter()
+            .flatten()
+            .filter(|c| cpus.test(*c))
+            .chain(cpus.iter_wrap(start).filter(|c| !cls_on || !cls.test(*c)));
+        for c in order {
+            if skip.test(c) {
                 continue;
             }
             if has_idle_core {
@@ -656,7 +660,7 @@ impl Kernel {
                     if !self.available_idle_cpu(s) {
                         idle = false;
                         if idle_cpu.is_none() {
-                            if self.sched_idle_cpu(s) && sc.cpus.test(s) {
+                            if self.sched_idle_cpu(s) && cpus.test(s) {
                                 idle_cpu = Some(s);
                                 break;
                             }
@@ -664,7 +668,7 @@ impl Kernel {
                         }
                         break;
                     }
-                    if idle_cpu.is_none() && sc.cpus.test(s) {
+                    if idle_cpu.is_none() && cpus.test(s) {
                         idle_cpu = Some(s);
                     }
                 }
@@ -672,7 +676,7 @@ impl Kernel {
                     self.update_scan_cost(this_cpu, self.last_scan - before);
                     return Some(c);
                 }
-                sc.skip.or_with(&self.sd.smt_mask[c.idx()]);
+                skip.or_with(&self.sd.smt_mask[c.idx()]);
             } else {
                 nr -= 1;
                 if nr == 0 {
@@ -696,13 +700,18 @@ impl Kernel {
         idle_cpu
     }
 
-    /// The span of the cluster domain below the LLC holding `target`, if the
-    /// machine has a cluster level.
-    fn cluster_span(&self, target: CpuId, llc: usize) -> Option<CpuMask> {
+    /// Copy the span of the cluster domain below the LLC holding `target` into
+    /// `out`; false (and `out` untouched) if the machine has no cluster level.
+    fn cluster_span_into(&self, target: CpuId, llc: usize, out: &mut CpuMask) -> bool {
         let lvls = &self.sd.per_cpu[target.idx()];
-        let pos = lvls.iter().position(|&x| x as usize == llc)?;
-        let child = &self.sd.domains[lvls.get(pos.checked_sub(1)?)?.to_owned() as usize];
-        (child.flags & SD_CLUSTER != 0).then(|| child.span.clone())
+        let Some(pos) = lvls.iter().position(|&x| x as usize == llc) else { return false };
+        let Some(&child) = pos.checked_sub(1).and_then(|i| lvls.get(i)) else { return false };
+        let child = &self.sd.domains[child as usize];
+        if child.flags & SD_CLUSTER == 0 {
+            return false;
+        }
+        out.copy_from(&child.span);
+        true
     }
 
     /// `update_idle_cpu_scan()` (v6.0+, spec §5.3): SIS_UTIL's budget for the LLC
