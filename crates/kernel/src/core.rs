@@ -97,12 +97,14 @@ pub struct TickResult {
 }
 
 /// What `schedule()` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SwitchResult {
     pub prev: Option<TaskId>,
     pub next: Option<TaskId>,
-    /// Active balance moved `prev` to this CPU, which must reschedule.
+    /// Active balance moved a task from this CPU to that one, which must reschedule.
     pub kick: Option<CpuId>,
+    /// Busiest CPUs whose stopper newly idle balancing kicked (they must reschedule).
+    pub balance_kicks: Vec<CpuId>,
     /// CPUs examined by newly-idle balancing (the hardware charges for it).
     pub balance_examined: u64,
     /// How long `next` waited on the runqueue for this switch-in (sched_info run delay).
@@ -194,11 +196,11 @@ impl Kernel {
             .collect();
         let sd_stats = sd.per_cpu.iter().map(|l| vec![SdStats::default(); l.len()]).collect();
         let lb_stats = sd.per_cpu.iter().map(|l| vec![[LbStats::default(); 3]; l.len()]).collect();
-        let mut llc_shared = vec![LlcShared::default(); n];
-        for c in 0..n {
-            // sd_init(): SIS_UTIL starts with a full scan of the LLC.
-            llc_shared[sd.sd_llc_id[c] as usize].nr_idle_scan = sd.sd_llc_size[c];
-        }
+        // sched_domain_shared is zero-allocated (__sdt_alloc(); sd_init() sets
+        // only nr_busy_cpus): SIS_UTIL's nr_idle_scan is 0, so no idle scan at
+        // all, until the first periodic balance of the LLC runs
+        // update_idle_cpu_scan() (v6.0+).
+        let llc_shared = vec![LlcShared::default(); n];
         let smt_active = topo.threads_per_core() > 1;
         let sd_lb = sd
             .per_cpu
@@ -289,6 +291,7 @@ impl Kernel {
             pcount: 0,
             last_queued: None,
             mru: 0,
+            util_est_queued: None,
         });
         // task_fork_fair(): placement relative to the parent's cfs_rq.
         match self.profile.fork_placement {
@@ -417,17 +420,6 @@ impl Kernel {
         debug_assert_eq!(self.tasks[p.idx()].cpu, cpu);
         self.enqueue_task_fair(p, flags, now);
         self.note_nr_running(cpu);
-        let rq = &mut self.rqs[cpu.idx()];
-        // update_avg_idle: the CPU was idle since idle_stamp (spec §3.5).
-        if rq.idle_stamp != 0 {
-            let delta = now.saturating_sub(rq.idle_stamp);
-            let max = 2 * rq.max_idle_balance_cost;
-            let ai = rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8;
-            rq.avg_idle = (ai.max(0) as u64).min(max);
-            rq.idle_stamp = 0;
-            // v5.13+ ttwu_do_wakeup(): SIS_PROP's estimate restarts from avg_idle.
-            rq.wake_avg_idle = rq.avg_idle / 2;
-        }
         let t = &mut self.tasks[p.idx()];
         t.state = TaskState::Runnable;
         t.last_queued = Some(now);
@@ -448,6 +440,9 @@ impl Kernel {
         if t.se.on_rq {
             // ttwu_runnable(): a sched_delayed task is still queued: requeue, no CPU selection.
             debug_assert!(t.se.sched_delayed);
+            // enqueue_task_fair(ENQUEUE_DELAYED): util_est_enqueue() (it left at
+            // the sleep), then requeue_delayed_entity().
+            self.util_est_enqueue(p);
             self.requeue_delayed_entity(p, now);
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Runnable;
@@ -510,6 +505,45 @@ impl Kernel {
             self.tasks[p.idx()].last_queued = Some(q.min(now));
         }
         self.check_preempt_wakeup(cpu, p, false, now);
+        self.update_avg_idle(cpu, now);
+    }
+
+    /// The idle-time average at the end of a wakeup onto an idle CPU; only a
+    /// wakeup does this (`wake_up_new_task()` and load-balance attaches leave
+    /// `idle_stamp` alone).
+    ///
+    /// Kernel: the `rq->idle_stamp` block of ttwu_do_wakeup() (v3.10-v5.x) /
+    /// ttwu_do_activate() (v6.x), kernel/sched/core.c:
+    /// - before v3.13: `max = 2 * sysctl_sched_migration_cost`, and a delta
+    ///   above max sets avg_idle to max instead of averaging;
+    /// - v3.13+ (Jason Low, "sched: Reduce overestimating rq->avg_idle"):
+    ///   `update_avg(&rq->avg_idle, delta)`, then clamp to `2 * max_idle_balance_cost`;
+    /// - v5.14+ (94aafc3ee31d): `wake_stamp = jiffies; wake_avg_idle = avg_idle / 2`
+    ///   together, so select_idle_cpu()'s per-jiffy aging starts from now.
+    fn update_avg_idle(&mut self, cpu: CpuId, now: u64) {
+        let old_form = self.profile.version < (3, 13);
+        let migration_cost = self.tun.migration_cost_ns;
+        let jiffies = now / self.tun.tick_ns;
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.idle_stamp == 0 {
+            return;
+        }
+        let delta = now.saturating_sub(rq.idle_stamp);
+        if old_form {
+            let max = 2 * migration_cost;
+            if delta > max {
+                rq.avg_idle = max;
+            } else {
+                rq.avg_idle = (rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8).max(0) as u64;
+            }
+        } else {
+            let max = 2 * rq.max_idle_balance_cost;
+            let ai = rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8;
+            rq.avg_idle = (ai.max(0) as u64).min(max);
+        }
+        rq.idle_stamp = 0;
+        rq.wake_stamp = jiffies;
+        rq.wake_avg_idle = rq.avg_idle / 2;
     }
 
     /// `ttwu_queue_cond()` per version (spec §3.3).
@@ -593,25 +627,29 @@ impl Kernel {
             }
         }
         let mut kick = None;
-        if let (Some(pv), Some(dst), SwitchReason::Preempt) = (prev, self.rqs[cpu.idx()].active_balance.take(), reason) {
-            // The stopper preempted pv: push it to dst (active_load_balance_cpu_stop()).
-            if self.tasks[pv.idx()].se.on_rq && self.tasks[pv.idx()].allowed(dst) && self.task_is_cfs_curr(pv) {
+        if let Some(dst) = self.rqs[cpu.idx()].active_balance.take() {
+            // The stopper runs first (active_load_balance_cpu_stop()): prev,
+            // if still queued, goes back to the queue; the stopper then moves
+            // the least recently run movable task, which is prev only when
+            // nothing else is queued.
+            if let Some(pv) = prev.filter(|&pv| self.tasks[pv.idx()].se.on_rq && self.task_is_cfs_curr(pv)) {
                 self.put_prev_task_fair(pv, now);
                 self.rqs[cpu.idx()].curr = None;
-                self.migrate_queued_task(pv, cpu, dst, now);
-                if let Some(l) = self.sd.per_cpu[dst.idx()].iter().position(|&id| self.sd.domains[id as usize].span.test(cpu)) {
-                    self.sd_stats[dst.idx()][l].alb_pushed += 1;
+                if self.active_load_balance_cpu_stop(cpu, dst, now).is_some() {
+                    kick = Some(dst);
                 }
-                self.alb_pushed += 1;
+            } else if self.active_load_balance_cpu_stop(cpu, dst, now).is_some() {
                 kick = Some(dst);
             }
         }
         let mut next = self.pick_next_task_fair(cpu, now);
         let mut balance_examined = 0;
+        let mut balance_kicks = Vec::new();
         if next.is_none() {
             // pick_next_task_fair(): no task → sched_balance_newidle(), then retry.
             let r = self.sched_balance_newidle(cpu, now);
             balance_examined = r.examined;
+            balance_kicks = r.kicks;
             if r.pulled > 0 {
                 next = self.pick_next_task_fair(cpu, now);
             }
@@ -649,7 +687,7 @@ impl Kernel {
             rq.sched_goidle += 1;
             self.update_idle_core(cpu);
         }
-        SwitchResult { prev, next, kick, balance_examined, next_run_delay }
+        SwitchResult { prev, next, kick, balance_kicks, balance_examined, next_run_delay }
     }
 
     /// `scheduler_tick()` → `task_tick_fair()`. Returns true if the current task must be preempted.

@@ -152,8 +152,7 @@ mod tests {
         for bits in [vec![], vec![0], vec![63], vec![0, 63, 64, 127, 128, 129], vec![1, 64, 65, 129], (0..130).collect::<Vec<u16>>()] {
             let m = CpuMask::from_cpus(130, bits.iter().map(|&b| CpuId(b)));
             for s in 0..130u16 {
-                let want: Vec<u16> =
-                    m.iter().filter(|c| c.0 >= s).chain(m.iter().filter(|c| c.0 < s)).map(|c| c.0).collect();
+                let want: Vec<u16> = m.iter().filter(|c| c.0 >= s).chain(m.iter().filter(|c| c.0 < s)).map(|c| c.0).collect();
                 assert_eq!(m.iter_wrap(CpuId(s)).map(|c| c.0).collect::<Vec<_>>(), want, "bits {bits:?} start {s}");
             }
         }

@@ -179,6 +179,13 @@ pub enum Patch {
     /// Chen Yu, "sched/fair: Choose the CPU where short task is running during
     /// wake up", RFC v1 2022-09-16 on v6.0-rc4, never merged (spec §10.1).
     ShortrunRfc,
+    /// The delayed-dequeue accounting of later kernels on v6.12: h_nr_delayed
+    /// ("sched/eevdf: More PELT vs DELAYED_DEQUEUE", v6.14: the runnable
+    /// signal and the balancer's task counts exclude delayed tasks),
+    /// 61b82dfb6b7e (v6.14: can_migrate_task() moves a delayed task only for
+    /// migrate_load) and aa3ee4f0b754 (v6.15: wake_affine_idle()'s sync test
+    /// subtracts delayed tasks).
+    DelayedAccounting,
 }
 
 impl Patch {
@@ -187,6 +194,11 @@ impl Patch {
             "shortrun-rfc",
             Patch::ShortrunRfc,
             "Chen Yu 2022 RFC v1: wake short tasks on the CPU where a short task runs (wake_affine_idle, select_idle_cpu); base v6.0",
+        ),
+        (
+            "delayed-accounting",
+            Patch::DelayedAccounting,
+            "v6.14/v6.15 delayed-dequeue accounting (h_nr_delayed in runnable, balancer counts, wake_affine_idle; delayed tasks move for load only); base v6.12",
         ),
         (
             "next-buddy-hint",
@@ -483,7 +495,10 @@ impl KernelProfile {
                 }
                 Patch::NextBuddyHint => self.next_buddy_hint = true,
                 Patch::NoNextBuddyHint => self.next_buddy_hint = false,
-                Patch::ShortrunRfc => {}
+                Patch::DelayedAccounting if !self.features.has(DELAY_DEQUEUE) => {
+                    return Err(format!("patch delayed-accounting needs a kernel with delayed dequeue (v6.12); {} has none", self.name));
+                }
+                Patch::ShortrunRfc | Patch::DelayedAccounting => {}
             }
             if !self.patches.contains(&patch) {
                 self.patches.push(patch);

@@ -202,6 +202,10 @@ pub struct Task {
     /// Position in `rq->cfs_tasks` (most recently used at the head): larger =
     /// more recently enqueued or picked. The balancer detaches from the tail.
     pub mru: u64,
+    /// What `util_est_enqueue()` added to the root cfs_rq's util_est for this
+    /// task (None while not counted): `util_est_dequeue()` takes exactly that
+    /// back, as the kernel's does (the task's util_est only changes at a sleep).
+    pub util_est_queued: Option<u64>,
 }
 
 impl Task {

@@ -17,6 +17,10 @@ pub struct SdStats {
     pub ttwu_move_balance: u64,
     /// Active balancing pushed a running task to this CPU at this level.
     pub alb_pushed: u64,
+    /// active_load_balance_cpu_stop() runs for this CPU at this level.
+    pub alb_count: u64,
+    /// ... that found no task to move.
+    pub alb_failed: u64,
 }
 
 /// One domain level's schedstat summed over CPUs (and idle types for lb_*).
@@ -96,6 +100,8 @@ impl Kernel {
                     fields[base + 7] = lbt.lb_gained;
                     fields[base + 9] = lbt.lb_nobusyq;
                 }
+                fields[33] = s.alb_count;
+                fields[34] = s.alb_failed;
                 fields[35] = s.alb_pushed;
                 fields.extend([s.ttwu_wake_remote, s.ttwu_move_affine, s.ttwu_move_balance]);
                 let f: Vec<String> = fields.iter().map(|x| x.to_string()).collect();

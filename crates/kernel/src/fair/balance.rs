@@ -17,7 +17,7 @@ use crate::features::SchedFeat::*;
 use crate::profile::LbVariant;
 use crate::sched::{TaskId, TaskState};
 use crate::stats::LbStats;
-use crate::topology::{SD_BALANCE_NEWIDLE, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_LLC};
+use crate::topology::{SD_BALANCE_NEWIDLE, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_LLC};
 use schedlab_topology::CpuId;
 
 /// `enum cpu_idle_type`, in the v16+ schedstat order.
@@ -77,6 +77,8 @@ struct LbEnv {
     imbalance: i64,
     migration_type: MigrationType,
     all_pinned: bool,
+    /// `LBF_ACTIVE_LB`: the env of active_load_balance_cpu_stop().
+    active: bool,
 }
 
 /// Outcome of balancing that the engine must act on.
@@ -101,12 +103,25 @@ impl Kernel {
         }
     }
 
+    /// Delayed-dequeue tasks the balancer leaves out of a CPU's task count:
+    /// none in v6.12.0 (update_sg_lb_stats() sums rq->nr_running and
+    /// find_busiest_queue() reads cfs.h_nr_running, both counting delayed
+    /// sleepers); `h_nr_delayed` with `--patch delayed-accounting` (v6.14
+    /// h_nr_runnable).
+    fn lb_delayed(&self, c: CpuId) -> u32 {
+        if self.profile.has_patch(crate::profile::Patch::DelayedAccounting) {
+            self.rqs[c.idx()].cfs.h_nr_delayed
+        } else {
+            0
+        }
+    }
+
     fn lb_group_stats(&mut self, sd_pct: u64, g: &CpuMask, env_dst: CpuId, examined: &mut u64, sg_overloaded: &mut bool) -> SgStats {
         let mut s = SgStats::default();
         for c in g.iter() {
             *examined += 1;
             let rq = &self.rqs[c.idx()];
-            let nr = rq.nr_running() - rq.cfs.h_nr_delayed;
+            let nr = rq.nr_running() - self.lb_delayed(c);
             s.group_load += self.lb_cpu_load(c);
             s.group_util += self.cpu_util_cfs(c);
             s.group_runnable += rq.cfs.avg.runnable_avg;
@@ -161,24 +176,38 @@ impl Kernel {
 
     /// `sched_balance_rq()` / `load_balance()` at level `lvl` of `dst`'s domains.
     /// Returns (pulled, continue_balancing).
+    ///
+    /// The exits, as load_balance() takes them (v3.10..v6.12):
+    /// - `should_we_balance()` false, no busiest group or queue: `out_balanced`
+    ///   — nr_balance_failed = 0 (newly idle too), then the interval doubles
+    ///   (not for newly idle balancing since 3f130a37c442, v5.8);
+    /// - nothing moved: nr_balance_failed++ (not when newly idle); if
+    ///   need_active_balance(), kick the busiest CPU's stopper unless its
+    ///   running task may not run on dst (`out_one_pinned`: the interval
+    ///   doubles). Before v5.13 the kick sets nr_balance_failed to
+    ///   cache_nice_tries + 1; v5.13+ (23fb06d9602b) leaves it for the stopper
+    ///   to reset when it moved a task;
+    /// - then the interval goes back to min_interval unless a stopper was
+    ///   kicked and need_active_balance() no longer holds.
     // FIDELITY(F-008): no misfit, asym packing, group_imbalanced retries or SD_SERIALIZE token.
     pub(crate) fn sched_balance_rq(&mut self, dst: CpuId, lvl: usize, idle: IdleType, now: u64, out: &mut BalanceResult) -> (u32, bool) {
         let sd_id = self.sd.per_cpu[dst.idx()][lvl] as usize;
         self.lb_stats[dst.idx()][lvl][idle as usize].lb_count += 1;
         if !self.should_we_balance(dst, lvl, idle) {
+            self.lb_out_balanced(dst, lvl, idle);
             return (0, false);
         }
-        let mut env = LbEnv { dst, lvl, idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        let mut env = LbEnv { dst, lvl, idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true, active: false };
         let Some(busiest_group) = self.find_busiest_group(sd_id, &mut env, out) else {
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_balanced += 1;
-            self.lb_balanced_interval(dst, lvl, idle);
+            self.lb_out_balanced(dst, lvl, idle);
             return (0, true);
         };
         let Some(src) = self.find_busiest_queue(&busiest_group, &env, out) else {
             let st: &mut LbStats = &mut self.lb_stats[dst.idx()][lvl][idle as usize];
             st.lb_nobusyq += 1;
             st.lb_balanced += 1;
-            self.lb_balanced_interval(dst, lvl, idle);
+            self.lb_out_balanced(dst, lvl, idle);
             return (0, true);
         };
         let pulled = if self.rqs[src.idx()].nr_running() > 1 {
@@ -188,51 +217,109 @@ impl Kernel {
         } else {
             0
         };
-        let st = &mut self.sd_lb[dst.idx()][lvl];
+        let cache_nice_tries = self.sd.domains[sd_id].cache_nice_tries;
+        let v5_13 = self.profile.version >= (5, 13);
+        let mut kicked = false;
         if pulled == 0 {
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_failed += 1;
             if idle != IdleType::NewlyIdle {
-                st.nr_balance_failed += 1;
+                self.sd_lb[dst.idx()][lvl].nr_balance_failed += 1;
             }
-            // need_active_balance() (spec §8.5)
-            let cache_nice_tries = self.sd.domains[sd_id].cache_nice_tries;
-            let st = &self.sd_lb[dst.idx()][lvl];
-            let generic = self.profile.lb == LbVariant::LoadIdx || env.migration_type == MigrationType::Task;
-            if idle != IdleType::NewlyIdle && generic && st.nr_balance_failed > cache_nice_tries + 2 {
-                if let Some(curr) = self.rqs[src.idx()].curr {
-                    if self.rqs[src.idx()].nr_running() == 1
-                        && self.tasks[curr.idx()].allowed(dst)
-                        && self.rqs[src.idx()].active_balance.is_none()
-                    {
-                        self.rqs[src.idx()].active_balance = Some(dst);
-                        self.resched_curr(src);
-                        out.kicks.push(src);
-                        self.lb_stats[dst.idx()][lvl][idle as usize].lb_failed += 0;
-                        self.sd_lb[dst.idx()][lvl].nr_balance_failed = cache_nice_tries + 1;
-                    }
+            if self.need_active_balance(dst, lvl, &env) {
+                let curr_allowed = self.rqs[src.idx()].curr.is_some_and(|c| self.tasks[c.idx()].allowed(dst));
+                if !curr_allowed {
+                    // out_one_pinned
+                    self.lb_tune_interval(dst, lvl, idle);
+                    out.pulled += pulled;
+                    return (0, true);
+                }
+                if self.rqs[src.idx()].active_balance.is_none() {
+                    self.rqs[src.idx()].active_balance = Some(dst);
+                    self.resched_curr(src);
+                    out.kicks.push(src);
+                    kicked = true;
+                }
+                if !v5_13 {
+                    // "We've kicked active balancing, force task migration."
+                    self.sd_lb[dst.idx()][lvl].nr_balance_failed = cache_nice_tries + 1;
                 }
             }
         } else {
-            st.nr_balance_failed = 0;
+            self.sd_lb[dst.idx()][lvl].nr_balance_failed = 0;
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_gained += pulled as u64;
-            // Imbalanced: back to the minimum interval.
+        }
+        if !kicked || self.need_active_balance(dst, lvl, &env) {
+            // We were unbalanced: back to the minimum interval.
             self.sd_lb[dst.idx()][lvl].balance_interval = self.sd.domains[sd_id].min_interval as u64;
         }
         out.pulled += pulled;
         (pulled, true)
     }
 
-    fn lb_balanced_interval(&mut self, dst: CpuId, lvl: usize, idle: IdleType) {
-        if idle == IdleType::NewlyIdle {
+    /// `need_active_balance()`: enough periodic attempts failed (> cache_nice_tries
+    /// + 2). v5.10+ (e9b9734b7465) asks this only for migrate_task imbalances
+    /// (`imbalanced_active_balance()`); the LoadIdx balancer for any.
+    fn need_active_balance(&self, dst: CpuId, lvl: usize, env: &LbEnv) -> bool {
+        let sd = &self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize];
+        let generic = self.profile.lb == LbVariant::LoadIdx || env.migration_type == MigrationType::Task;
+        generic && self.sd_lb[dst.idx()][lvl].nr_balance_failed > sd.cache_nice_tries + 2
+    }
+
+    /// `out_balanced` of load_balance(): clear the failure count, then tune the interval.
+    fn lb_out_balanced(&mut self, dst: CpuId, lvl: usize, idle: IdleType) {
+        self.sd_lb[dst.idx()][lvl].nr_balance_failed = 0;
+        self.lb_tune_interval(dst, lvl, idle);
+    }
+
+    /// `out_one_pinned` of load_balance(): double balance_interval up to
+    /// max_interval; newly idle balancing leaves it alone from v5.8
+    /// (3f130a37c442), earlier kernels double it there too.
+    fn lb_tune_interval(&mut self, dst: CpuId, lvl: usize, idle: IdleType) {
+        if idle == IdleType::NewlyIdle && self.profile.version >= (5, 8) {
             return;
         }
         let sd = &self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize];
         let max = sd.max_interval as u64;
         let st = &mut self.sd_lb[dst.idx()][lvl];
-        st.nr_balance_failed = 0;
         if st.balance_interval < max {
             st.balance_interval = (st.balance_interval * 2).min(max);
         }
+    }
+
+    /// `active_load_balance_cpu_stop()` on `src` (its stopper now runs; the
+    /// preempted task is back in the queue): detach_one_task() takes the first
+    /// task from the tail of cfs_tasks (least recently run) that
+    /// can_migrate_task() allows — v5.13+ (23fb06d9602b, `LBF_ACTIVE_LB`)
+    /// without the hotness test, before that with the kick's forced
+    /// nr_balance_failed — and attaches it to `dst`. v5.13+ resets the
+    /// failure count of dst's domain only when a task moved.
+    /// Returns the task moved.
+    pub(crate) fn active_load_balance_cpu_stop(&mut self, src: CpuId, dst: CpuId, now: u64) -> Option<TaskId> {
+        // Is there any task to move? (busiest_rq->nr_running <= 1 counts the stopper.)
+        if self.rqs[src.idx()].nr_running() == 0 || src == dst {
+            return None;
+        }
+        let lvl = self.sd.per_cpu[dst.idx()].iter().position(|&id| self.sd.domains[id as usize].span.test(src))?;
+        self.sd_stats[dst.idx()][lvl].alb_count += 1;
+        let mut env =
+            LbEnv { dst, lvl, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true, active: true };
+        let mut cands: Vec<TaskId> = Vec::new();
+        self.cfs_tasks(src, &mut cands);
+        cands.sort_by_key(|t| (self.tasks[t.idx()].mru, t.0));
+        let p = cands.into_iter().find(|&p| self.can_migrate_task(p, src, &mut env, now));
+        match p {
+            Some(p) => {
+                self.migrate_queued_task(p, src, dst, now);
+                self.sd_stats[dst.idx()][lvl].alb_pushed += 1;
+                self.lb_stats[dst.idx()][lvl][IdleType::Idle as usize].lb_gained += 1;
+                self.alb_pushed += 1;
+                if self.profile.version >= (5, 13) {
+                    self.sd_lb[dst.idx()][lvl].nr_balance_failed = 0;
+                }
+            }
+            None => self.sd_stats[dst.idx()][lvl].alb_failed += 1,
+        }
+        p
     }
 
     /// `find_busiest_group()` (`sched_balance_find_src_group()`): returns the
@@ -440,13 +527,23 @@ impl Kernel {
         env.imbalance = (pull.min(push) / 1024) as i64;
     }
 
+    /// `cpu_util_cfs_boost()` (v6.5+): max(util_avg, runnable_avg), then util_est, capped.
+    fn cpu_util_cfs_boost(&self, c: CpuId) -> u64 {
+        let cfs = &self.rqs[c.idx()].cfs;
+        let mut u = cfs.avg.util_avg.max(cfs.avg.runnable_avg);
+        if self.feats.has(UTIL_EST) {
+            u = u.max(cfs.util_est_enqueued);
+        }
+        u.min(1024)
+    }
+
     /// `find_busiest_queue()` (`sched_balance_find_src_rq()`).
     fn find_busiest_queue(&self, g: &CpuMask, env: &LbEnv, out: &mut BalanceResult) -> Option<CpuId> {
         let mut best: Option<(CpuId, u64)> = None;
         for c in g.iter() {
             out.examined += 1;
             let rq = &self.rqs[c.idx()];
-            let nr = rq.nr_running() - rq.cfs.h_nr_delayed;
+            let nr = rq.nr_running() - self.lb_delayed(c);
             if nr == 0 {
                 continue;
             }
@@ -463,7 +560,12 @@ impl Kernel {
                     if nr <= 1 {
                         continue;
                     }
-                    self.cpu_util_cfs(c)
+                    // v6.5+ (7d0583cf9ec7): cpu_util_cfs_boost(), runnable_avg counts too.
+                    if self.profile.version >= (6, 5) {
+                        self.cpu_util_cfs_boost(c)
+                    } else {
+                        self.cpu_util_cfs(c)
+                    }
                 }
                 MigrationType::Task => nr as u64,
             };
@@ -474,10 +576,17 @@ impl Kernel {
         best.map(|(c, _)| c)
     }
 
-    /// `task_hot()` (spec §8.4).
-    fn task_hot(&self, p: TaskId, _src: CpuId, dst: CpuId, now: u64) -> bool {
+    /// `task_hot()`, kernel/sched/fair.c: a task that ran on its CPU within
+    /// sysctl_sched_migration_cost is cache hot. v5.10+ (ec73240b1627): never
+    /// hot when balancing an SD_SHARE_CPUCAPACITY (SMT) domain, whose CPUs
+    /// share every cache level.
+    fn task_hot(&self, p: TaskId, lvl: usize, dst: CpuId, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
         if t.policy == crate::sched::Policy::Idle {
+            return false;
+        }
+        let sd_flags = self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize].flags;
+        if self.profile.version >= (5, 10) && sd_flags & SD_SHARE_CPUCAPACITY != 0 {
             return false;
         }
         let pe = crate::sched::Ent::task(p);
@@ -490,11 +599,20 @@ impl Kernel {
         now.saturating_sub(t.se.exec_start) < self.tun.migration_cost_ns
     }
 
-    /// `can_migrate_task()` (spec §8.4).
+    /// `can_migrate_task()`, kernel/sched/fair.c: not pinned away from dst,
+    /// not running, and cache cold or enough failed balance attempts.
+    /// - v5.13+ (23fb06d9602b): the active-balance stopper (`LBF_ACTIVE_LB`)
+    ///   skips the hotness test;
+    /// - v6.12.0 has no test of `se.sched_delayed` here: a delayed-dequeue
+    ///   sleeper is as movable as a runnable task (61b82dfb6b7e, "delayed
+    ///   only for migrate_load", is v6.14).
     fn can_migrate_task(&self, p: TaskId, src: CpuId, env: &mut LbEnv, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
-        if t.se.sched_delayed && env.migration_type != MigrationType::Load {
-            return false;
+        if t.se.sched_delayed
+            && env.migration_type != MigrationType::Load
+            && self.profile.has_patch(crate::profile::Patch::DelayedAccounting)
+        {
+            return false; // 61b82dfb6b7e (v6.14)
         }
         if !t.allowed(env.dst) {
             return false;
@@ -503,7 +621,10 @@ impl Kernel {
         if self.rqs[src.idx()].curr == Some(p) {
             return false;
         }
-        let hot = self.task_hot(p, src, env.dst, now);
+        if env.active && self.profile.version >= (5, 13) {
+            return true;
+        }
+        let hot = self.task_hot(p, env.lvl, env.dst, now);
         let sd = &self.sd.domains[self.sd.per_cpu[env.dst.idx()][env.lvl] as usize];
         !hot || self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed > sd.cache_nice_tries
     }
@@ -534,7 +655,10 @@ impl Kernel {
                 }
                 MigrationType::Util => {
                     let util = self.tasks[p.idx()].se.avg.util_est_value() as i64;
-                    if util > env.imbalance {
+                    // v6.8+ (Pierre Gondois, "sched/fair: Use all little CPUs for
+                    // CPU-bound workloads"): shr_bound(util, nr_balance_failed).
+                    let failed = if self.profile.version >= (6, 8) { self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed } else { 0 };
+                    if (util >> failed.min(63)) > env.imbalance {
                         continue;
                     }
                     env.imbalance -= util;
@@ -574,6 +698,9 @@ impl Kernel {
             // sleeper, migrated for load) moves as it is: still sched_delayed
             // on dst, still asleep; its pick there completes the dequeue.
             self.mark_delayed(p);
+            // enqueue_task_fair() skips util_est_enqueue() for a delayed task
+            // that is migrating: its estimate left the CPUs at its sleep.
+            self.util_est_dequeue(p);
             self.note_nr_running(dst);
             return;
         }
@@ -683,13 +810,28 @@ impl Kernel {
 
     /// `nohz_idle_balance()`: the kicked idle CPU balances every idle CPU whose
     /// next_balance has passed. Returns the CPUs that received work.
+    ///
+    /// Order: v5.10+ `_nohz_idle_balance()` walks the idle CPUs from ilb + 1
+    /// wrapping (for_each_cpu_wrap), so the ILB itself comes last and other
+    /// idle CPUs get the first chance to pull (7a82e5f52a35); v3.x
+    /// run_rebalance_domains() balanced the ILB first, then the others from
+    /// CPU 0 up.
     pub fn nohz_idle_balance(&mut self, ilb: CpuId, now: u64) -> BalanceResult {
         self.cur_now = now;
         self.cur_this_cpu = ilb;
         let mut all = BalanceResult::default();
         let mut next = u64::MAX;
-        for c in 0..self.nr_cpus() {
-            let c = CpuId(c as u16);
+        let n = self.nr_cpus();
+        let wrap = self.profile.version >= (5, 10);
+        for k in 0..n {
+            let c = if wrap {
+                CpuId(((ilb.idx() + 1 + k) % n) as u16)
+            } else if k == 0 {
+                ilb
+            } else {
+                // 0..n without ilb
+                CpuId((if k - 1 < ilb.idx() { k - 1 } else { k }) as u16)
+            };
             if !self.idle_cpu(c) && c != ilb {
                 continue;
             }
@@ -745,9 +887,16 @@ mod tests {
         assert_eq!(queued.len(), 2);
         let now = now + 100_000; // 0.1 ms later: the last-run queued task is hot
         let hot = *queued.iter().max_by_key(|t| k.tasks[t.idx()].se.exec_start).unwrap();
-        assert!(k.task_hot(hot, CpuId(0), CpuId(1), now));
-        let mut env =
-            LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 1, migration_type: MigrationType::Task, all_pinned: true };
+        assert!(k.task_hot(hot, 0, CpuId(1), now));
+        let mut env = LbEnv {
+            dst: CpuId(1),
+            lvl: 0,
+            idle: IdleType::Idle,
+            imbalance: 1,
+            migration_type: MigrationType::Task,
+            all_pinned: true,
+            active: false,
+        };
         let cache_nice_tries = k.sd.domains[k.sd.per_cpu[1][0] as usize].cache_nice_tries;
         assert_eq!(cache_nice_tries, 1);
         for failed in 0..=cache_nice_tries {

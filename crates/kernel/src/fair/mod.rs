@@ -264,13 +264,17 @@ impl Kernel {
     // weight and on_rq state instead of propagating the child cfs_rq's sums.
     pub(crate) fn update_load_avg(&mut self, q: CfsId, e: Option<Ent>, now: u64) {
         let curr = self.cfs(q).curr;
+        // v6.12.0: se_runnable() is on_rq and the cfs_rq's runnable count is
+        // h_nr_running, delayed sleepers included; "sched/eevdf: More PELT vs
+        // DELAYED_DEQUEUE" (v6.14) leaves them out (`--patch delayed-accounting`).
+        let later = self.profile.has_patch(crate::profile::Patch::DelayedAccounting);
         if let Some(e) = e {
             let se = self.se_mut(e);
-            let runnable = se.on_rq && !se.sched_delayed;
+            let runnable = se.on_rq && !(later && se.sched_delayed);
             se.avg.update(now, se.on_rq as u64, se.weight, runnable as u64, curr == Some(e));
         }
         let cfs = self.cfs_mut(q);
-        let runnable = (cfs.h_nr_running - cfs.h_nr_delayed) as u64;
+        let runnable = (cfs.h_nr_running - if later { cfs.h_nr_delayed } else { 0 }) as u64;
         cfs.avg.update(now, cfs.load_weight, 1, runnable, curr.is_some());
         if q.slot().is_some() {
             self.update_tg_load_avg(q);
@@ -591,10 +595,11 @@ impl Kernel {
     }
 
     /// `requeue_delayed_entity()` (v6.12): a delayed sleeper is woken in place.
+    /// The lag is taken against the cfs_rq as it stands: v6.12 does not
+    /// update_curr() first (ttwu_runnable() only updates the rq clock).
     pub(crate) fn requeue_delayed_entity(&mut self, p: TaskId, now: u64) {
         let e = Ent::task(p);
         let q = self.cfs_of(e);
-        self.update_curr(q, now);
         if self.feats.has(DELAY_ZERO) {
             self.update_entity_lag(q, e);
             if self.se(e).vlag > 0 {
@@ -999,13 +1004,30 @@ impl Kernel {
             cfs.h_nr_idle += idle as u32;
             cur = self.parent_entity(x);
         }
-        if self.feats.has(UTIL_EST) {
-            let ue = self.tasks[p.idx()].se.avg.util_est_value();
-            let cpu = self.tasks[p.idx()].cpu;
-            self.rqs[cpu.idx()].cfs.util_est_enqueued += ue;
-        }
+        self.util_est_enqueue(p);
         #[cfg(debug_assertions)]
         self.check_hierarchy(self.tasks[p.idx()].cpu, "enqueue_task_fair");
+    }
+
+    /// `util_est_enqueue()`: add the task's estimate to its CPU's root cfs_rq
+    /// (once: a task already counted is not added again).
+    pub(crate) fn util_est_enqueue(&mut self, p: TaskId) {
+        if !self.feats.has(UTIL_EST) || self.tasks[p.idx()].util_est_queued.is_some() {
+            return;
+        }
+        let ue = self.tasks[p.idx()].se.avg.util_est_value();
+        let cpu = self.tasks[p.idx()].cpu;
+        self.rqs[cpu.idx()].cfs.util_est_enqueued += ue;
+        self.tasks[p.idx()].util_est_queued = Some(ue);
+    }
+
+    /// `util_est_dequeue()`: take back what util_est_enqueue() added.
+    pub(crate) fn util_est_dequeue(&mut self, p: TaskId) {
+        if let Some(ue) = self.tasks[p.idx()].util_est_queued.take() {
+            let cpu = self.tasks[p.idx()].cpu;
+            let cfs = &mut self.rqs[cpu.idx()].cfs;
+            cfs.util_est_enqueued = cfs.util_est_enqueued.saturating_sub(ue);
+        }
     }
 
     /// `dequeue_task_fair()`: dequeue the task's entity and every ancestor whose
@@ -1020,17 +1042,25 @@ impl Kernel {
         let task_sleep = flags & DEQUEUE_SLEEP != 0;
         let idle = self.tasks[p.idx()].policy == Policy::Idle;
         let te = Ent::task(p);
+        // util_est leaves the CPU at the sleep itself, before dequeue_entities()
+        // can delay the dequeue, and the EWMA learns from this activation
+        // (v6.12 dequeue_task_fair(); earlier kernels in the same order). A
+        // delayed task's final dequeue finds nothing left to remove.
+        // v6.12 runs util_est_update() before dequeue_entities(), on the
+        // util_avg of the last PELT update; v5.x-v6.11 after the dequeue, on
+        // the util_avg brought up to now.
+        let learn = self.feats.has(UTIL_EST) && task_sleep && !self.tasks[p.idx()].se.sched_delayed;
+        let before_dequeue = self.profile.version >= (6, 12);
+        let fastup = self.profile.version >= (6, 9) || self.feats.has(UTIL_EST_FASTUP);
+        self.util_est_dequeue(p);
+        if learn && before_dequeue {
+            self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
+        }
         if !self.dequeue_entity(self.cfs_of(te), te, flags, now) {
             return false;
         }
-        if self.feats.has(UTIL_EST) {
-            let ue = self.tasks[p.idx()].se.avg.util_est_value();
-            let cfs = &mut self.rqs[cpu.idx()].cfs;
-            cfs.util_est_enqueued = cfs.util_est_enqueued.saturating_sub(ue);
-            if task_sleep {
-                let fastup = self.profile.version >= (6, 9) || self.feats.has(UTIL_EST_FASTUP);
-                self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
-            }
+        if learn && !before_dequeue {
+            self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
         }
         let mut cur = Some(te);
         let mut first = true;

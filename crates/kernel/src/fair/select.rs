@@ -249,7 +249,8 @@ impl Kernel {
         }
         let rq = &self.rqs[this_cpu.idx()];
         let mut nr = rq.nr_running();
-        if self.profile.version >= (6, 12) {
+        if self.profile.has_patch(Patch::DelayedAccounting) {
+            // aa3ee4f0b754 (v6.15): delayed sleepers do not count; v6.12.0 counts them.
             nr -= rq.cfs.h_nr_delayed;
         }
         if sync && nr == 1 {
@@ -547,7 +548,11 @@ impl Kernel {
         }
     }
 
-    /// v5.2 `select_idle_cpu()`: first idle CPU from target within the SIS_PROP budget.
+    /// v5.8-v5.11 `select_idle_cpu()`: first idle CPU from target within the
+    /// SIS_PROP budget, over `sched_domain_span(sd) & p->cpus_ptr` (a CPU the
+    /// task may not run on costs no budget). When the budget runs out
+    /// (`if (!--nr) return -1;`) the function returns before `update_avg()`:
+    /// avg_scan_cost learns only from scans that found a CPU or covered the LLC.
     fn select_idle_cpu_v5_2(&mut self, p: TaskId, llc: usize, target: CpuId) -> Option<CpuId> {
         let this_cpu = self.cur_this_cpu;
         let now = self.cur_now;
@@ -558,32 +563,50 @@ impl Kernel {
         if self.feats.has(SIS_AVG_CPU) && self.rqs[this_cpu.idx()].avg_idle / 512 < self.avg_scan_cost[this_cpu.idx()] + 1 {
             return None;
         }
-        let span = self.sd.domains[llc].span.clone();
-        let before = self.last_scan;
+        let mut scanned = 0;
         let mut found = None;
-        for c in span.iter_wrap(target) {
-            nr -= 1;
-            if nr == 0 {
-                break;
-            }
-            if !self.tasks[p.idx()].allowed(c) {
+        let task = &self.tasks[p.idx()];
+        for c in self.sd.domains[llc].span.iter_wrap(target) {
+            if !task.allowed(c) {
                 continue;
             }
-            self.last_scan += 1;
+            nr -= 1;
+            if nr == 0 {
+                // Budget exhausted: return -1 before update_avg().
+                self.last_scan += scanned;
+                return None;
+            }
+            scanned += 1;
             if self.idle_candidate(c) {
                 found = Some(c);
                 break;
             }
         }
-        self.update_scan_cost(this_cpu, self.last_scan - before);
+        self.last_scan += scanned;
+        self.update_scan_cost(this_cpu, scanned, false);
         found
     }
 
+    /// The SIS_PROP `avg_idle` is `rq->wake_avg_idle` (set with `wake_stamp` in
+    /// ttwu_do_activate(), aged per jiffy, charged with each scan's time):
+    /// 94aafc3ee31d.
+    pub(crate) fn sis_prop_uses_wake_avg_idle(&self) -> bool {
+        self.profile.version >= (5, 13)
+    }
+
+    /// The end of a SIS_PROP scan that did not run out of budget:
+    /// `update_avg(&this_sd->avg_scan_cost, time)` and, with wake_avg_idle
+    /// (v5.14+), `this_rq->wake_avg_idle -= min(this_rq->wake_avg_idle, time)`:
+    /// the time spent scanning is idle time the waker CPU no longer has.
+    /// Kernel: the tail of select_idle_cpu(), v5.8-v6.5.
     // FIDELITY(F-012): scan time = CPUs examined x the machine's per-CPU cost, not cpu_clock().
-    fn update_scan_cost(&mut self, this_cpu: CpuId, scanned: u64) {
+    fn update_scan_cost(&mut self, this_cpu: CpuId, scanned: u64, charge_wake_avg_idle: bool) {
         if self.feats.has(SIS_PROP) {
-            // update_avg(&this_sd->avg_scan_cost, time): time from the hardware's per-CPU scan cost.
             let time = scanned * self.scan_cost_per_cpu_ns;
+            if charge_wake_avg_idle && self.sis_prop_uses_wake_avg_idle() {
+                let rq = &mut self.rqs[this_cpu.idx()];
+                rq.wake_avg_idle -= rq.wake_avg_idle.min(time);
+            }
             let a = &mut self.avg_scan_cost[this_cpu.idx()];
             *a = (*a as i64 + (time as i64 - *a as i64) / 8) as u64;
         }
@@ -643,11 +666,7 @@ impl Kernel {
         sc.skip.clear_all();
         let (cpus, cls, skip) = (&sc.cpus, &sc.cls, &mut sc.skip);
         let first = if cls_on { Some(cls.iter_wrap(start)) } else { None };
-        let order = first
-            .into_iter()
-            .flatten()
-            .filter(|c| cpus.test(*c))
-            .chain(cpus.iter_wrap(start).filter(|c| !cls_on || !cls.test(*c)));
+        let order = first.into_iter().flatten().filter(|c| cpus.test(*c)).chain(cpus.iter_wrap(start).filter(|c| !cls_on || !cls.test(*c)));
         for c in order {
             if skip.test(c) {
                 continue;
@@ -673,14 +692,16 @@ impl Kernel {
                     }
                 }
                 if idle {
-                    self.update_scan_cost(this_cpu, self.last_scan - before);
+                    // An idle core returns at once: no SIS_PROP accounting
+                    // (the budget and its cost are for !has_idle_core scans).
                     return Some(c);
                 }
                 skip.or_with(&self.sd.smt_mask[c.idx()]);
             } else {
                 nr -= 1;
                 if nr == 0 {
-                    self.update_scan_cost(this_cpu, self.last_scan - before);
+                    // `if (!--nr) return -1;` (v5.12-v5.19; `--nr <= 0` v6.0+):
+                    // no avg_scan_cost update when the budget runs out.
                     return None;
                 }
                 self.last_scan += 1;
@@ -695,7 +716,7 @@ impl Kernel {
             self.llc_shared[id].has_idle_cores = false;
         }
         if !has_idle_core {
-            self.update_scan_cost(this_cpu, self.last_scan - before);
+            self.update_scan_cost(this_cpu, self.last_scan - before, true);
         }
         idle_cpu
     }
@@ -1195,6 +1216,12 @@ mod placement_tests {
         occupy(&mut k, 1);
         let p = sleeper_on(&mut k, 0);
         let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+        // SIS_UTIL: no periodic LLC balance has run yet, so nr_idle_scan is
+        // still 0 (zero-allocated sched_domain_shared) and there is no scan at all.
+        assert_eq!(k.llc_shared[0].nr_idle_scan, 0);
+        assert_eq!(k.select_idle_cpu(p, llc, true, CpuId(0)), None);
+        k.update_idle_cpu_scan(CpuId(0));
+        assert!(k.llc_shared[0].nr_idle_scan > 0);
         let r = k.select_idle_cpu(p, llc, true, CpuId(0));
         assert!(r == Some(CpuId(2)) || r == Some(CpuId(3)), "an idle thread noted during the core scan: {r:?}");
         assert!(!k.llc_shared[0].has_idle_cores, "failed core scan clears the hint");
