@@ -973,4 +973,170 @@ mod tests {
             );
         }
     }
+
+    /// Three tasks queued on cpu0 of a flat 2-CPU machine, run in order, the last running.
+    fn three_on_cpu0(kernel: &str) -> (Kernel, Vec<TaskId>, u64) {
+        let mut k = Kernel::new(&flat(2), profile(kernel).unwrap());
+        let mut ts = Vec::new();
+        for _ in 0..3 {
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0);
+            k.tasks[p.idx()].cpus_allowed = None;
+            ts.push(p);
+        }
+        let mut now = 0;
+        for _ in 0..3 {
+            now += 1_000_000;
+            k.rqs[0].need_resched = true;
+            k.schedule(CpuId(0), SwitchReason::Preempt, now);
+        }
+        (k, ts, now)
+    }
+
+    // Issue 14 item 9 — task_hot(): v5.10+ (ec73240b1627) never hot at an
+    // SD_SHARE_CPUCAPACITY level; v3.10 still is.
+    #[test]
+    fn task_hot_not_at_smt_level_from_v5_10() {
+        let cpus = (0..2u32).map(|c| CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        let topo = CpuTopology::new(cpus, vec![vec![10]]).unwrap();
+        for (kernel, hot) in [("v3.10", true), ("v5.11", false), ("v6.12", false)] {
+            let mut k = Kernel::new(&topo, profile(kernel).unwrap());
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0);
+            k.tasks[p.idx()].se.exec_start = 1_000_000;
+            let lvl0 = k.sd.domains[k.sd.per_cpu[1][0] as usize].flags;
+            assert_ne!(lvl0 & SD_SHARE_CPUCAPACITY, 0, "level 0 is SMT");
+            assert_eq!(k.task_hot(p, 0, CpuId(1), 1_100_000), hot, "{kernel}");
+        }
+    }
+
+    // Issue 14 item 11 — active_load_balance_cpu_stop(): detach_one_task()
+    // takes the least recently run movable task from the tail of cfs_tasks
+    // (not the task the stopper preempted), ignoring hotness (v5.13+
+    // LBF_ACTIVE_LB), and resets dst's nr_balance_failed only when it moved one.
+    #[test]
+    fn stopper_moves_tail_task_and_resets_on_success() {
+        let (mut k, _ts, now) = three_on_cpu0("v6.6");
+        let running = k.rqs[0].curr.unwrap();
+        let tail = *k.rqs[0]
+            .cfs
+            .queue
+            .iter()
+            .map(|e| e.task_id().unwrap())
+            .collect::<Vec<_>>()
+            .iter()
+            .min_by_key(|t| k.tasks[t.idx()].mru)
+            .unwrap();
+        k.sd_lb[1][0].nr_balance_failed = 5;
+        k.rqs[0].active_balance = Some(CpuId(1));
+        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000);
+        assert_eq!(r.kick, Some(CpuId(1)));
+        assert_eq!(k.tasks[tail.idx()].cpu, CpuId(1), "the least recently run task moved");
+        assert_eq!(k.tasks[running.idx()].cpu, CpuId(0), "the preempted task stays");
+        assert_eq!(k.sd_lb[1][0].nr_balance_failed, 0);
+        assert_eq!((k.sd_stats[1][0].alb_count, k.sd_stats[1][0].alb_pushed), (1, 1));
+        // Nothing movable (all pinned to cpu0): no reset, alb_failed counted.
+        let (mut k, ts, now) = three_on_cpu0("v6.6");
+        for t in ts {
+            k.tasks[t.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+        }
+        k.sd_lb[1][0].nr_balance_failed = 5;
+        k.rqs[0].active_balance = Some(CpuId(1));
+        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000);
+        assert_eq!(r.kick, None);
+        assert_eq!((k.sd_lb[1][0].nr_balance_failed, k.sd_stats[1][0].alb_failed), (5, 1));
+    }
+
+    // Issue 14 item 11 — load_balance(): the kick does not need a single task
+    // on the busiest CPU; v5.13+ leaves nr_balance_failed at the kick, earlier
+    // kernels force it to cache_nice_tries + 1; balance_interval goes back to
+    // min_interval after an imbalance (v5.13+ also after a kick).
+    // should_we_balance() failing is out_balanced: failures cleared, interval doubled.
+    #[test]
+    fn active_balance_kick_and_interval_per_version() {
+        for (kernel, failed_after) in [("v5.12", 2u32), ("v5.13", 4)] {
+            let (mut k, ts, now) = three_on_cpu0(kernel);
+            // Pin the queued tasks: nothing detachable, so the pass fails.
+            for &t in &ts {
+                if k.rqs[0].curr != Some(t) {
+                    k.tasks[t.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+                }
+            }
+            let tries = k.sd.domains[k.sd.per_cpu[1][0] as usize].cache_nice_tries;
+            k.sd_lb[1][0].nr_balance_failed = tries + 2;
+            k.sd_lb[1][0].balance_interval = 8;
+            let mut out = BalanceResult::default();
+            k.sched_balance_rq(CpuId(1), 0, IdleType::Idle, now, &mut out);
+            assert_eq!(out.kicks, vec![CpuId(0)], "{kernel}: kicked with 3 tasks on the source");
+            assert_eq!(k.sd_lb[1][0].nr_balance_failed, failed_after, "{kernel}");
+            let min = k.sd.domains[k.sd.per_cpu[1][0] as usize].min_interval as u64;
+            let want = if kernel == "v5.13" { min } else { 8 };
+            assert_eq!(k.sd_lb[1][0].balance_interval, want, "{kernel}: interval after the kick");
+        }
+        // should_we_balance() false (cpu1 busy, cpu0 idle first in the group? use newly idle with a task queued)
+        let (mut k, _ts, now) = three_on_cpu0("v6.6");
+        k.sd_lb[0][0].nr_balance_failed = 3;
+        k.sd_lb[0][0].balance_interval = 2;
+        let mut out = BalanceResult::default();
+        // cpu0 has queued tasks: a newly idle pass on it is refused by should_we_balance().
+        let (_, cont) = k.sched_balance_rq(CpuId(0), 0, IdleType::NewlyIdle, now, &mut out);
+        assert!(!cont);
+        assert_eq!(k.sd_lb[0][0].nr_balance_failed, 0, "out_balanced clears the count, newly idle too");
+        assert_eq!(k.sd_lb[0][0].balance_interval, 2, "v5.8+: newly idle leaves the interval");
+    }
+
+    // Issue 14 item 7 — v6.12.0 can_migrate_task() has no sched_delayed test:
+    // a delayed sleeper moves for migrate_task too; 61b82dfb6b7e (v6.14,
+    // `--patch delayed-accounting`) moves it for migrate_load only.
+    #[test]
+    fn v6_12_delayed_task_movable_for_any_migration_type() {
+        for (patch, movable) in [(false, true), (true, false)] {
+            let mut prof = profile("v6.12").unwrap();
+            if patch {
+                prof.apply_patches("delayed-accounting").unwrap();
+            }
+            let mut k = Kernel::new(&flat(2), prof);
+            let mut ts = Vec::new();
+            for _ in 0..2 {
+                let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+                k.wake_up_new_task(p, CpuId(0), 0);
+                k.tasks[p.idx()].cpus_allowed = None;
+                ts.push(p);
+            }
+            k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+            let queued = ts.iter().copied().find(|&t| k.rqs[0].curr != Some(t)).unwrap();
+            k.mark_delayed(queued);
+            let mut env = LbEnv {
+                dst: CpuId(1),
+                lvl: 0,
+                idle: IdleType::Idle,
+                imbalance: 1,
+                migration_type: MigrationType::Task,
+                all_pinned: true,
+                active: false,
+            };
+            assert_eq!(k.can_migrate_task(queued, CpuId(0), &mut env, 10_000_000), movable, "patch {patch}");
+            env.migration_type = MigrationType::Load;
+            assert!(k.can_migrate_task(queued, CpuId(0), &mut env, 10_000_000));
+        }
+    }
+
+    // Issue 14 item 15 — _nohz_idle_balance() (v5.10+) visits idle CPUs from
+    // ilb + 1 wrapping, the ILB last; v3.x balanced the ILB first.
+    #[test]
+    fn nohz_idle_balance_order() {
+        for (kernel, first_puller) in [("v6.6", CpuId(3)), ("v3.10", CpuId(2))] {
+            let mut k = Kernel::new(&flat(4), profile(kernel).unwrap());
+            // Two tasks on cpu0, one on cpu1; cpus 2 and 3 idle; ILB = cpu2.
+            for c in [0u16, 0, 1] {
+                let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(c)]), ..Default::default() }, None, CpuId(c), 0);
+                k.wake_up_new_task(p, CpuId(c), 0);
+                k.tasks[p.idx()].cpus_allowed = None;
+                k.schedule(CpuId(c), SwitchReason::Preempt, 0);
+            }
+            let r = k.nohz_idle_balance(CpuId(2), 100_000_000);
+            assert!(r.pulled >= 1, "{kernel}");
+            assert_eq!(k.rqs[first_puller.idx()].nr_running(), 1, "{kernel}: {first_puller:?} pulled first");
+        }
+    }
 }

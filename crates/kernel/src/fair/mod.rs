@@ -1407,6 +1407,34 @@ mod tests {
         assert_eq!(k2.tasks[ids2[0].idx()].se.vruntime, v_before);
     }
 
+    // Issue 14 item 8 — v6.12 dequeue_task_fair(): util_est_dequeue() and
+    // util_est_update() run at the sleep, before dequeue_entities() delays the
+    // dequeue; ttwu_runnable()'s enqueue_task_fair(ENQUEUE_DELAYED) adds the
+    // estimate back, once.
+    #[test]
+    fn v6_12_util_est_leaves_at_the_sleep_even_when_delayed() {
+        let mut k = one_cpu("v6.12");
+        let ids = hand_queue(&mut k, &[(1024, 0, 3 * MS), (1024, 8 * MS, 11 * MS)]);
+        for &p in &ids {
+            let a = &mut k.tasks[p.idx()].se.avg;
+            a.util_avg = 300;
+            a.util_est = 100;
+            k.util_est_enqueue(p);
+        }
+        assert_eq!(k.rqs[0].cfs.util_est_enqueued, 600);
+        run_then_sleep(&mut k, ids[1], 0);
+        assert!(k.tasks[ids[1].idx()].se.sched_delayed, "ids[1] is ineligible: its dequeue is delayed");
+        assert_eq!(k.rqs[0].cfs.util_est_enqueued, 300, "the delayed sleeper's estimate left at the sleep");
+        assert_eq!(k.tasks[ids[1].idx()].se.avg.util_est, 300, "EWMA updated at the sleep (fast-up to util_avg)");
+        k.tasks[ids[1].idx()].state = TaskState::Sleeping;
+        k.try_to_wake_up(ids[1], CpuId(0), None, crate::core::WakeFlags::default(), 0);
+        assert_eq!(k.rqs[0].cfs.util_est_enqueued, 600, "requeue adds it back");
+        // A second sleep of the same task does not remove it twice.
+        k.util_est_dequeue(ids[1]);
+        k.util_est_dequeue(ids[1]);
+        assert_eq!(k.rqs[0].cfs.util_est_enqueued, 300);
+    }
+
     // spec §7.2 (v6.12 delayed dequeue): an ineligible sleeper stays queued as
     // sched_delayed; an eligible one is dequeued at once.
     #[test]

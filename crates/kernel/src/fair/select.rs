@@ -1200,6 +1200,120 @@ mod placement_tests {
         }
     }
 
+    // Issue 14 item 13 — v5.14+ ttwu_do_activate() sets wake_stamp = jiffies
+    // with wake_avg_idle = avg_idle / 2, so a scan in the same jiffy keeps the
+    // whole estimate (no halving per jiffy since an old stamp), and
+    // select_idle_cpu() charges its scan time to wake_avg_idle.
+    #[test]
+    fn wake_avg_idle_restarts_with_its_stamp_and_pays_for_scans() {
+        let mut k = Kernel::new(&flat_llc(8), profile("v5.13").unwrap());
+        let tick = k.tun.tick_ns;
+        let now = 40 * tick + 1000; // jiffy 40
+                                    // cpu0 went idle at jiffy 39.5 and is woken now.
+        k.rqs[0].idle_stamp = 39 * tick + tick / 2;
+        k.rqs[0].wake_stamp = 3; // a stale stamp from long ago
+        let p = sleeper_on(&mut k, 0);
+        k.try_to_wake_up(p, CpuId(0), None, WakeFlags::default(), now);
+        assert_eq!(k.rqs[0].idle_stamp, 0);
+        assert_eq!(k.rqs[0].wake_stamp, 40, "wake_stamp set with wake_avg_idle");
+        assert_eq!(k.rqs[0].wake_avg_idle, k.rqs[0].avg_idle / 2);
+        let before = k.rqs[0].wake_avg_idle;
+        assert!(before > 0);
+        // Same jiffy: the budget sees the full estimate, far more than 4 CPUs.
+        let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+        k.avg_scan_cost[0] = 100;
+        assert!(k.sis_prop_budget(llc, CpuId(0), now) > 4);
+        assert_eq!(k.rqs[0].wake_avg_idle, before, "no aging within the jiffy");
+        // A scan that finds an idle CPU charges its time (scanned x cost).
+        for c in 1..4 {
+            occupy(&mut k, c);
+        }
+        let q = sleeper_on(&mut k, 1);
+        k.cur_this_cpu = CpuId(0);
+        k.cur_now = now;
+        let r = k.select_idle_cpu(q, llc, false, CpuId(1));
+        assert_eq!(r, Some(CpuId(4)));
+        let scanned = 3; // cpus 2, 3, 4 (v5.13 scans from target: 1, 2, 3, 4)
+        let scanned = if k.profile.sis_scan_from_next { scanned } else { scanned + 1 };
+        assert_eq!(k.rqs[0].wake_avg_idle, before - before.min(scanned * k.scan_cost_per_cpu_ns));
+    }
+
+    // Issue 14 item 15 — only a wakeup updates avg_idle (ttwu_do_activate());
+    // wake_up_new_task() leaves idle_stamp and avg_idle alone. Before v3.13 a
+    // gap above 2 * sysctl_sched_migration_cost sets avg_idle to that maximum.
+    #[test]
+    fn avg_idle_only_at_ttwu_and_v3_10_clamp() {
+        let mut k = Kernel::new(&flat_llc(2), profile("v6.6").unwrap());
+        k.rqs[1].idle_stamp = 1000;
+        let avg = k.rqs[1].avg_idle;
+        let c = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(1)]), ..Default::default() }, None, CpuId(0), 0);
+        k.wake_up_new_task(c, CpuId(0), 5_000_000);
+        assert_eq!((k.rqs[1].idle_stamp, k.rqs[1].avg_idle), (1000, avg), "fork leaves avg_idle alone");
+        for (kernel, want) in [("v3.10", 1_000_000u64), ("v6.6", 1_000_000 + (50_000_000 - 1_000_000) / 8)] {
+            let mut k = Kernel::new(&flat_llc(2), profile(kernel).unwrap());
+            k.rqs[1].max_idle_balance_cost = 25_000_000; // v3.13+ clamp far above
+            k.rqs[1].avg_idle = 1_000_000;
+            k.rqs[1].idle_stamp = 1;
+            let p = sleeper_on(&mut k, 1);
+            k.tasks[p.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(1)]));
+            let r = k.try_to_wake_up(p, CpuId(0), None, WakeFlags::default(), 50_000_001);
+            assert_eq!(r.cpu, CpuId(1));
+            if r.queued {
+                // v6.0+ wake list to an idle same-LLC CPU: activated by the target.
+                k.sched_ttwu_pending(CpuId(1), 50_000_001);
+            }
+            assert_eq!(k.rqs[1].avg_idle, want, "{kernel}");
+        }
+    }
+
+    // Issue 14 item 14 — select_idle_cpu() returns before update_avg() when the
+    // SIS_PROP budget runs out (v5.11: `if (!--nr) return -1;`; v5.12+ the same
+    // on the !has_idle_core path); a scan that finds a CPU updates it.
+    #[test]
+    fn sis_prop_cost_not_updated_when_budget_runs_out() {
+        for kernel in ["v5.11", "v5.12"] {
+            let mut k = Kernel::new(&flat_llc(8), profile(kernel).unwrap());
+            for c in 0..7 {
+                occupy(&mut k, c);
+            }
+            k.rqs[0].avg_idle = 0; // budget 4: scans 3 CPUs
+            k.avg_scan_cost[0] = 777;
+            let p = sleeper_on(&mut k, 1);
+            k.cur_this_cpu = CpuId(0);
+            let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+            let r = if kernel == "v5.11" { k.select_idle_cpu_v5_2(p, llc, CpuId(1)) } else { k.select_idle_cpu(p, llc, false, CpuId(1)) };
+            assert_eq!(r, None, "{kernel}: cpu7 is beyond the budget");
+            assert_eq!(k.avg_scan_cost[0], 777, "{kernel}: no update when the budget ran out");
+            let r = if kernel == "v5.11" { k.select_idle_cpu_v5_2(p, llc, CpuId(6)) } else { k.select_idle_cpu(p, llc, false, CpuId(6)) };
+            assert_eq!(r, Some(CpuId(7)), "{kernel}");
+            assert_ne!(k.avg_scan_cost[0], 777, "{kernel}: a scan that found a CPU updates the average");
+        }
+    }
+
+    // Issue 14 item 7 — v6.12.0 wake_affine_idle(): `sync && nr_running == 1`
+    // counts a delayed-dequeue sleeper; aa3ee4f0b754 (v6.15, `--patch
+    // delayed-accounting`) subtracts it.
+    #[test]
+    fn v6_12_sync_affine_counts_delayed_tasks() {
+        for (patch, want) in [(false, None), (true, Some(CpuId(0)))] {
+            let mut prof = profile("v6.12").unwrap();
+            if patch {
+                prof.apply_patches("delayed-accounting").unwrap();
+            }
+            let mut k = Kernel::new(&flat_llc(2), prof);
+            occupy(&mut k, 0);
+            occupy(&mut k, 1);
+            let d = sleeper_on(&mut k, 0);
+            k.tasks[d.idx()].state = TaskState::New;
+            k.tasks[d.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+            k.wake_up_new_task(d, CpuId(0), 0);
+            k.mark_delayed(d);
+            k.tasks[d.idx()].state = TaskState::Sleeping;
+            assert_eq!(k.rqs[0].nr_running(), 2);
+            assert_eq!(k.wake_affine_idle(CpuId(0), CpuId(1), true), want, "patch {patch}");
+        }
+    }
+
     // spec §5.4: has_idle_cores is set when a CPU goes idle with all its
     // siblings idle, and cleared by a core scan that finds no idle core.
     #[test]
