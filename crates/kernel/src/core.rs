@@ -14,7 +14,7 @@ use crate::stats::{LbStats, LlcShared, SdStats};
 use crate::topology::{SchedDomains, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE};
 use schedlab_topology::{CpuId, CpuTopology};
 
-/// Wake flags (spec §3.1, v5.8+ values).
+/// Wake flags (`WF_*` of kernel/sched/sched.h, v5.8+ values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct WakeFlags(pub u32);
 
@@ -327,7 +327,7 @@ impl Kernel {
         }
     }
 
-    /// `post_init_entity_util_avg()` (spec §6.1 "New task").
+    /// `post_init_entity_util_avg()` (kernel/sched/fair.c, v4.x+).
     fn post_init_entity_util_avg(&mut self, cpu: CpuId, p: TaskId) {
         let cfs = self.cfs(self.tg_cfs(self.tasks[p.idx()].group, cpu));
         let cap = (1024i64 - cfs.avg.util_avg as i64) / 2;
@@ -431,8 +431,10 @@ impl Kernel {
     /// Kernel: `try_to_wake_up()` + `ttwu_runnable()` (v6.12 delayed tasks are
     /// re-queued in place) + `ttwu_do_activate()`, kernel/sched/core.c.
     ///
-    /// Fidelity: F-004 — TTWU_QUEUE wake lists are not modelled: the enqueue is
-    /// done at once by the waker; the engine charges the IPI and idle exit.
+    /// TTWU_QUEUE: when ttwu_queue_cond() holds the task goes on the target's
+    /// wake list and the target activates it after the IPI
+    /// (`sched_ttwu_pending()`); otherwise the waker enqueues it at once under
+    /// the target's rq lock. F-004: the ttwu_pending visibility window.
     pub fn try_to_wake_up(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
         let t = &self.tasks[p.idx()];
         debug_assert_eq!(t.state, TaskState::Sleeping, "waking a task that is not asleep");
@@ -546,7 +548,7 @@ impl Kernel {
         rq.wake_avg_idle = rq.avg_idle / 2;
     }
 
-    /// `ttwu_queue_cond()` per version (spec §3.3).
+    /// `ttwu_queue_cond()` per version (kernel/sched/core.c: cross-LLC v3.0+, idle same-LLC target v6.0+).
     fn ttwu_queue_cond(&self, this_cpu: CpuId, cpu: CpuId) -> bool {
         match self.profile.ttwu_queue {
             TtwuQueueVariant::None => false,
@@ -714,7 +716,7 @@ impl Kernel {
     }
 
     /// `__update_idle_core()`: a CPU entering idle marks its LLC as having an
-    /// idle core if all its SMT siblings are idle (spec §5.4).
+    /// idle core if all its SMT siblings are idle (kernel/sched/fair.c, v4.9+).
     fn update_idle_core(&mut self, cpu: CpuId) {
         if !self.smt_active {
             return;
@@ -728,7 +730,7 @@ impl Kernel {
         }
     }
 
-    /// `idle_cpu()` (spec §3.4).
+    /// `idle_cpu()` (kernel/sched/core.c: curr is idle, no queued task, no pending wakeup).
     #[inline]
     pub fn idle_cpu(&self, c: CpuId) -> bool {
         let rq = &self.rqs[c.idx()];

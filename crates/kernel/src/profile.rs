@@ -179,7 +179,7 @@ pub enum Patch {
     /// Chen Yu, "sched/fair: Choose the CPU where short task is running during
     /// wake up", RFC v1 2022-09-16 on v6.0-rc4, never merged (spec §10.1).
     ShortrunRfc,
-    /// The delayed-dequeue accounting of later kernels on v6.12: h_nr_delayed
+    /// FIDELITY(F-642). The delayed-dequeue accounting of later kernels on v6.12: h_nr_delayed
     /// ("sched/eevdf: More PELT vs DELAYED_DEQUEUE", v6.14: the runnable
     /// signal and the balancer's task counts exclude delayed tasks),
     /// 61b82dfb6b7e (v6.14: can_migrate_task() moves a delayed task only for

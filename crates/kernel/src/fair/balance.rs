@@ -1,5 +1,5 @@
 //! Load balancing (kernel/sched/fair.c `sched_balance_*`, formerly
-//! `load_balance()` / `rebalance_domains()` / `idle_balance()`; spec §8).
+//! `load_balance()` / `rebalance_domains()` / `idle_balance()`).
 //!
 //! Two forms, chosen by the profile's `LbVariant`:
 //! - `GroupTypes` (v5.5+ rework by Vincent Guittot): group classification,
@@ -40,7 +40,7 @@ pub struct SdLbState {
     pub last_decay_max_lb_cost: u64,
 }
 
-/// `enum group_type`, low to high (spec §6.4).
+/// `enum group_type`, low to high (kernel/sched/fair.c, v5.5+).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
     HasSpare,
@@ -145,7 +145,7 @@ impl Kernel {
         let cap = s.group_capacity;
         let nr = s.sum_nr_running as u64;
         let w = s.group_weight as u64;
-        // group_is_overloaded() / group_has_capacity() (spec §6.4)
+        // group_is_overloaded() / group_has_capacity() (v5.5+)
         if nr > w && (cap * 100 < s.group_util * pct || cap * pct < s.group_runnable * 100) {
             return GroupType::Overloaded;
         }
@@ -158,6 +158,7 @@ impl Kernel {
     }
 
     /// `should_we_balance()`: only one CPU of the local group balances a level.
+    // FIDELITY(F-640): no v6.6 idle-core preference, group_smt_balance or sibling_imbalance().
     fn should_we_balance(&self, dst: CpuId, lvl: usize, idle: IdleType) -> bool {
         if idle == IdleType::NewlyIdle {
             let rq = &self.rqs[dst.idx()];
@@ -294,6 +295,7 @@ impl Kernel {
     /// nr_balance_failed — and attaches it to `dst`. v5.13+ resets the
     /// failure count of dst's domain only when a task moved.
     /// Returns the task moved.
+    // FIDELITY(F-643): runs in the source's next schedule(), not as a stop-class task.
     pub(crate) fn active_load_balance_cpu_stop(&mut self, src: CpuId, dst: CpuId, now: u64) -> Option<TaskId> {
         // Is there any task to move? (busiest_rq->nr_running <= 1 counts the stopper.)
         if self.rqs[src.idx()].nr_running() == 0 || src == dst {
@@ -466,7 +468,7 @@ impl Kernel {
         lvl > 0 && self.sd.domains[self.sd.per_cpu[dst.idx()][lvl - 1] as usize].flags & SD_PREFER_SIBLING != 0
     }
 
-    /// `calculate_imbalance()` (v5.5+, spec §8.2).
+    /// `calculate_imbalance()` (v5.5+).
     #[allow(clippy::too_many_arguments)]
     fn calculate_imbalance(
         &self,
@@ -754,7 +756,7 @@ impl Kernel {
         out
     }
 
-    /// `sched_balance_newidle()` (spec §8.3): a CPU about to go idle pulls work.
+    /// `sched_balance_newidle()` / `idle_balance()`: a CPU about to go idle pulls work.
     pub(crate) fn sched_balance_newidle(&mut self, cpu: CpuId, now: u64) -> BalanceResult {
         let mut out = BalanceResult::default();
         if self.rqs[cpu.idx()].ttwu_pending > 0 || self.sd.per_cpu[cpu.idx()].is_empty() {
@@ -863,7 +865,7 @@ mod tests {
         CpuTopology::new(cpus, vec![vec![10]]).unwrap()
     }
 
-    // spec §8.4: a queued task that ran within sysctl_sched_migration_cost is
+    // can_migrate_task() / task_hot(): a queued task that ran within sysctl_sched_migration_cost is
     // cache hot and is not pulled until the domain's nr_balance_failed exceeds
     // cache_nice_tries (1 at the LLC level).
     #[test]
@@ -914,7 +916,7 @@ mod tests {
         assert!(!k.can_migrate_task(curr, CpuId(0), &mut env, now));
     }
 
-    // spec §7.2 + §8.4 (v6.12): a sched_delayed sleeper moved by migrate_load
+    // detach_task() (v6.12): a sched_delayed sleeper moved by migrate_load
     // stays an asleep, delayed entity on the destination; the destination's
     // next pick completes its dequeue instead of running it.
     #[test]
@@ -943,7 +945,7 @@ mod tests {
         assert_eq!(k.rqs[1].cfs.h_nr_delayed, 0);
     }
 
-    // spec §8.2: an idle CPU pulls from a CPU with several runnable tasks.
+    // load_balance(): an idle CPU pulls from a CPU with several runnable tasks.
     #[test]
     fn idle_cpu_pulls_from_overloaded_cpu() {
         for kernel in ["v3.10", "v6.6"] {

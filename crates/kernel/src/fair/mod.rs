@@ -186,7 +186,7 @@ impl Kernel {
         (avg, load)
     }
 
-    /// `avg_vruntime()`: V, the weighted average vruntime of the queue incl. curr (spec §7.2).
+    /// `avg_vruntime()`: V, the weighted average vruntime of the queue incl. curr (v6.6+).
     pub fn avg_vruntime(&self, q: impl Into<CfsId>) -> u64 {
         let q = q.into();
         let (mut avg, load) = self.avg_parts(q);
@@ -317,7 +317,7 @@ impl Kernel {
 
     // ---------------------------------------------------------------- accounting
 
-    /// `update_curr()` of one cfs_rq (spec §7.2 / §7.3).
+    /// `update_curr()` of one cfs_rq (kernel/sched/fair.c).
     pub(crate) fn update_curr(&mut self, q: CfsId, now: u64) {
         let Some(c) = self.cfs(q).curr else {
             return;
@@ -375,7 +375,7 @@ impl Kernel {
     // ---------------------------------------------------------------- placement
 
     /// CFS `sched_slice()`: the wall-time share of the period for `e`, the
-    /// product of its weight fractions up the hierarchy (spec §7.3).
+    /// product of its weight fractions up the hierarchy (v2.6.23-v6.5).
     pub(crate) fn sched_slice(&self, e: Ent) -> u64 {
         let q = self.cfs_of(e);
         let on_rq = self.se(e).on_rq;
@@ -400,7 +400,7 @@ impl Kernel {
         slice
     }
 
-    /// `place_entity()`: EEVDF (spec §7.2) or CFS (spec §7.3).
+    /// `place_entity()`: EEVDF (v6.6+) or CFS (<= v6.5).
     fn place_entity(&mut self, q: CfsId, e: Ent, flags: u32) {
         if !self.eevdf() {
             // CFS place_entity(cfs_rq, se, initial)
@@ -723,7 +723,7 @@ impl Kernel {
 
     // ---------------------------------------------------------------- picking
 
-    /// `pick_eevdf()` (v6.6 / v6.12, spec §7.2).
+    /// `pick_eevdf()` (v6.6 / v6.12).
     pub fn pick_eevdf(&self, q: impl Into<CfsId>) -> Option<Ent> {
         let q = q.into();
         let cfs = self.cfs(q);
@@ -793,7 +793,7 @@ impl Kernel {
         }
     }
 
-    /// CFS `pick_next_entity(cfs_rq, curr)` (v3.1-v6.5, spec §7.3): leftmost,
+    /// CFS `pick_next_entity(cfs_rq, curr)` (v3.1-v6.5): leftmost,
     /// unless a skip / last / next buddy may run without unfairness. `curr`
     /// (still running, v3.15+ pick path) competes as if it were in the tree,
     /// to the right of entities with the same vruntime.
@@ -976,7 +976,7 @@ impl Kernel {
     // ---------------------------------------------------------------- enqueue / dequeue of tasks
 
     /// `enqueue_task_fair()`: enqueue the task's entity and every ancestor that
-    /// is not queued yet; update the others (spec §7.1).
+    /// is not queued yet; update the others (kernel/sched/fair.c).
     pub(crate) fn enqueue_task_fair(&mut self, p: TaskId, flags: u32, now: u64) {
         let idle = self.tasks[p.idx()].policy == Policy::Idle;
         let mut cur = Some(Ent::task(p));
@@ -1009,6 +1009,7 @@ impl Kernel {
         self.check_hierarchy(self.tasks[p.idx()].cpu, "enqueue_task_fair");
     }
 
+    // FIDELITY(F-644): the value added is max(util_avg, util_est); no UTIL_AVG_UNCHANGED.
     /// `util_est_enqueue()`: add the task's estimate to its CPU's root cfs_rq
     /// (once: a task already counted is not added again).
     pub(crate) fn util_est_enqueue(&mut self, p: TaskId) {
@@ -1332,7 +1333,7 @@ mod tests {
         ids
     }
 
-    // spec §7.2: an entity is eligible iff v_i <= V; pick_eevdf returns the
+    // entity_eligible() (v6.6+): an entity is eligible iff v_i <= V; pick_eevdf returns the
     // eligible entity with the earliest virtual deadline, not the earliest deadline overall.
     #[test]
     fn eevdf_picks_earliest_eligible_deadline() {
@@ -1345,7 +1346,7 @@ mod tests {
         assert_eq!(k.pick_eevdf(CpuId(0)).and_then(|e| e.task_id()), Some(ids[1]));
     }
 
-    // spec §7.2: V is weight-averaged: a heavy entity drags V toward itself.
+    // avg_vruntime() (v6.6+): V is weight-averaged: a heavy entity drags V toward itself.
     #[test]
     fn eevdf_eligibility_is_weighted() {
         let mut k = one_cpu("v6.6");
@@ -1357,7 +1358,7 @@ mod tests {
         assert_eq!(k.pick_eevdf(CpuId(0)).and_then(|e| e.task_id()), Some(ids[0]));
     }
 
-    // spec §7.2 RUN_TO_PARITY: a running, eligible curr keeps the CPU until its
+    // RUN_TO_PARITY (v6.6+): a running, eligible curr keeps the CPU until its
     // request is consumed, even if a queued entity has an earlier deadline.
     #[test]
     fn eevdf_run_to_parity_protects_curr() {
@@ -1380,7 +1381,7 @@ mod tests {
         k.schedule(CpuId(0), SwitchReason::Block, now);
     }
 
-    // spec §7.2: lag is kept across sleep: after PLACE_LAG placement the entity's
+    // place_entity() (v6.6+): lag is kept across sleep: after PLACE_LAG placement the entity's
     // lag relative to the new V equals the lag it had when it went to sleep.
     #[test]
     fn eevdf_lag_kept_across_sleep() {
@@ -1435,7 +1436,7 @@ mod tests {
         assert_eq!(k.rqs[0].cfs.util_est_enqueued, 300);
     }
 
-    // spec §7.2 (v6.12 delayed dequeue): an ineligible sleeper stays queued as
+    // dequeue_entity() (v6.12 delayed dequeue): an ineligible sleeper stays queued as
     // sched_delayed; an eligible one is dequeued at once.
     #[test]
     fn eevdf_v6_12_delays_ineligible_sleepers() {
@@ -1457,7 +1458,7 @@ mod tests {
         assert!(!k3.tasks[ids3[1].idx()].se.on_rq, "v6.6 has no delayed dequeue");
     }
 
-    // spec §7.3: CFS picks the leftmost (smallest vruntime) entity; a next buddy
+    // pick_next_entity() (<= v6.5): CFS picks the leftmost (smallest vruntime) entity; a next buddy
     // wins only if it is within wakeup_gran of the leftmost.
     #[test]
     fn cfs_picks_leftmost_and_honours_close_buddy() {
@@ -1473,7 +1474,7 @@ mod tests {
         assert_eq!(k.pick_next_entity_cfs(CpuId(0).into(), None).and_then(|e| e.task_id()), Some(ids[1]));
     }
 
-    // spec §7.3 check_preempt_tick: curr is preempted once it ran longer than
+    // check_preempt_tick() (<= v6.5): curr is preempted once it ran longer than
     // its ideal slice (period * w / load), not before min_granularity.
     #[test]
     fn cfs_tick_preemption_after_ideal_slice() {
@@ -1492,7 +1493,7 @@ mod tests {
         assert!(k.rqs[0].need_resched, "ran past its ideal slice");
     }
 
-    // spec §7.3: CFS wakeup preemption needs curr.v - wakee.v > wakeup_gran(wakee).
+    // check_preempt_wakeup() (<= v6.5): CFS wakeup preemption needs curr.v - wakee.v > wakeup_gran(wakee).
     #[test]
     fn cfs_wakeup_preemption_granularity() {
         let mut k = one_cpu("v3.10");
@@ -1506,7 +1507,7 @@ mod tests {
         assert_eq!(k.rqs[0].cfs.next, Some(ids[2].into()), "the preempting wakee becomes next buddy");
     }
 
-    // spec §7.2: EEVDF has no tick preemption check; the request renews at the
+    // update_deadline() (v6.6+): EEVDF has no tick preemption check; the request renews at the
     // deadline and reschedules when others are queued.
     #[test]
     fn eevdf_tick_reschedules_at_deadline() {

@@ -1,5 +1,5 @@
 //! Wakeup and fork CPU selection: `select_task_rq_fair()` and the slow path
-//! `find_idlest_cpu()` (spec §4).
+//! `find_idlest_cpu()`, kernel/sched/fair.c.
 
 use crate::core::{Kernel, WakeFlags};
 use crate::cpumask::CpuMask;
@@ -25,7 +25,7 @@ impl SisScratch {
     }
 }
 
-/// Group classification used by the v5.5+ slow path (spec §6.4), low to high.
+/// Group classification used by the v5.5+ slow path (`enum group_type`), low to high.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
     HasSpare,
@@ -45,7 +45,7 @@ struct GroupStats {
 impl Kernel {
     /// Pick the CPU a waking or forked fair task will be enqueued on.
     ///
-    /// Kernel: `select_task_rq_fair()`, kernel/sched/fair.c, v2.6.38..v6.12 (spec §4).
+    /// Kernel: `select_task_rq_fair()`, kernel/sched/fair.c, v2.6.38..v6.12.
     ///
     /// Why: wakeup placement trades cache locality against queueing delay. The
     /// kernel tries the cheap answers first: stay near the waker when the pair
@@ -128,7 +128,7 @@ impl Kernel {
         }
     }
 
-    /// `record_wakee()` (spec §4.1): the waker counts how often it switches wakee.
+    /// `record_wakee()` (v3.12+; seed 000 in the v3.11 profile): the waker counts how often it switches wakee.
     /// v3.11 form resets the count every second, v4.5+ halves it.
     fn record_wakee(&mut self, waker: TaskId, p: TaskId, now: u64) {
         if self.profile.wake_wide == WakeWideVariant::None {
@@ -150,7 +150,7 @@ impl Kernel {
         }
     }
 
-    /// `wake_wide()` (spec §4.2), both forms; factor = sd_llc_size of the waker's CPU.
+    /// `wake_wide()`, both forms (62470419e993 v3.12, 63b0e9edceec v4.5); factor = sd_llc_size of the waker's CPU.
     pub fn wake_wide(&self, p: TaskId, waker: Option<TaskId>, this_cpu: CpuId) -> bool {
         let Some(w) = waker else { return false };
         let factor = self.sd.sd_llc_size[this_cpu.idx()];
@@ -168,9 +168,10 @@ impl Kernel {
         }
     }
 
-    /// The load `wake_affine()` compares, per profile (spec §6.3): instantaneous
+    /// The load `wake_affine()` compares, per profile (source_load()/target_load() up to v5.4, cpu_load() v5.5+): instantaneous
     /// rq weight (pre-v3.8), runnable_load_avg (v3.8-v5.4) or load_avg (v5.5+).
-    // FIDELITY(F-013): no task groups, so effective_load(w) = w and wake_idx = 0.
+    // FIDELITY(F-013): effective_load() through the task-group hierarchy is not
+    // applied (effective_load(w) = w, also for tasks in groups); wake_idx = 0.
     fn wake_cpu_load(&self, c: CpuId) -> i64 {
         let cfs = &self.rqs[c.idx()].cfs;
         (match self.profile.wake_load {
@@ -186,7 +187,7 @@ impl Kernel {
         }) as i64
     }
 
-    /// Old `wake_affine()` (v2.6.3x-v4.13, spec §4.3): pull to this_cpu when the
+    /// Old `wake_affine()` (v2.6.3x-v4.13): pull to this_cpu when the
     /// loads are balanced within half the imbalance_pct, or when this CPU is
     /// lightly loaded. The v3.11 form first gives up on wide wakeups.
     fn wake_affine_old(&mut self, this_cpu: CpuId, lvl: usize, p: TaskId, prev_cpu: CpuId, sync: bool, waker: Option<TaskId>) -> bool {
@@ -198,7 +199,7 @@ impl Kernel {
         let load = self.wake_cpu_load(prev_cpu);
         let mut this_load = self.wake_cpu_load(this_cpu);
         if sync {
-            // effective_load(tg, this_cpu, -weight, -weight) of the waker (no groups: -weight).
+            // effective_load(tg, this_cpu, -weight, -weight) of the waker, taken as -weight (F-013).
             if let Some(w) = waker {
                 this_load -= self.tasks[w.idx()].se.weight as i64;
             }
@@ -226,7 +227,7 @@ impl Kernel {
         false
     }
 
-    /// `wake_affine()` v4.14+ (spec §4.3): WA_IDLE then WA_WEIGHT; returns this_cpu or prev_cpu.
+    /// `wake_affine()` v4.14+: WA_IDLE then WA_WEIGHT; returns this_cpu or prev_cpu.
     fn wake_affine(&mut self, this_cpu: CpuId, lvl: usize, p: TaskId, prev_cpu: CpuId, sync: bool, waker: Option<TaskId>) -> CpuId {
         let mut target = None;
         if self.feats.has(WA_IDLE) {
@@ -257,11 +258,10 @@ impl Kernel {
             return Some(this_cpu);
         }
         if self.profile.has_patch(Patch::ShortrunRfc) {
-            // RFC v1: ... || is_short_task(cpu_curr(this_cpu)) → this_cpu.
-            if let Some(curr) = rq.curr {
-                if self.is_short_task(curr) {
-                    return Some(this_cpu);
-                }
+            // RFC v1: `(sync && nr_running == 1) || is_short_task(cpu_curr(this_cpu))`
+            // → this_cpu; no sync or nr_running condition on the second clause.
+            if self.curr_is_short(this_cpu) {
+                return Some(this_cpu);
             }
         }
         if self.profile.wake_affine == WakeAffineVariant::V5_11 && self.available_idle_cpu(prev_cpu) {
@@ -308,14 +308,23 @@ impl Kernel {
         (this_eff < prev_eff).then_some(this_cpu)
     }
 
-    /// `is_short_task()` of the 2022 RFC (spec §10.1): average run per voluntary
+    /// `is_short_task()` of Chen Yu's 2022 RFC v1: average run per voluntary
     /// switch at most sysctl_sched_min_granularity.
     pub fn is_short_task(&self, t: TaskId) -> bool {
         let task = &self.tasks[t.idx()];
         task.se.sum_exec_runtime <= task.nvcsw * self.tun.min_granularity_ns
     }
 
-    /// `available_idle_cpu()` (spec §3.4; no vCPU preemption).
+    /// `is_short_task(cpu_curr(cpu))` of the RFC: an idle CPU's current task is
+    /// the idle task, whose fair `sum_exec_runtime` and `nvcsw` are both 0, so
+    /// it counts as short (0 <= 0). That matters for a CPU that is not
+    /// `available_idle_cpu()` only because a wakeup is pending on it, and for
+    /// an idle waker CPU outside prev's LLC.
+    fn curr_is_short(&self, cpu: CpuId) -> bool {
+        self.rqs[cpu.idx()].curr.is_none_or(|c| self.is_short_task(c))
+    }
+
+    /// `available_idle_cpu()` (v4.18+; no vCPU preemption).
     #[inline]
     pub fn available_idle_cpu(&self, c: CpuId) -> bool {
         self.idle_cpu(c)
@@ -333,7 +342,7 @@ impl Kernel {
         self.available_idle_cpu(c) || (self.profile.version >= (5, 4) && self.sched_idle_cpu(c))
     }
 
-    /// `select_idle_sibling()` in the profile's form (spec §5, §5.5). Counts the
+    /// `select_idle_sibling()` in the profile's form (kernel/sched/fair.c). Counts the
     /// CPUs it examines in `self.last_scan`.
     fn select_idle_sibling(&mut self, p: TaskId, prev: CpuId, target: CpuId, this_cpu: CpuId) -> CpuId {
         match self.profile.sis {
@@ -416,7 +425,7 @@ impl Kernel {
         target
     }
 
-    /// v5.2..v6.12 `select_idle_sibling()` (spec §5 order of checks).
+    /// v5.2..v6.12 `select_idle_sibling()`: target, prev, recent_used_cpu, then the LLC scan.
     fn sis_modern(&mut self, p: TaskId, prev: CpuId, target: CpuId, _this_cpu: CpuId) -> CpuId {
         self.last_scan += 1;
         if self.idle_candidate(target) {
@@ -428,7 +437,9 @@ impl Kernel {
                 return prev;
             }
         }
-        // recent_used_cpu (spec §5 step 4)
+        // recent_used_cpu (32e839dda3ba, v4.16)
+        // FIDELITY(F-641): v6.12 on cluster machines would remember an idle
+        // prev/recent outside the target's cluster and use it only after the scan.
         let recent = self.tasks[p.idx()].recent_used_cpu;
         if self.profile.recent_used == RecentUsedVariant::V5_13 {
             self.tasks[p.idx()].recent_used_cpu = prev;
@@ -523,7 +534,7 @@ impl Kernel {
         None
     }
 
-    /// SIS_PROP scan budget (spec §5.2): proportional to the waker CPU's
+    /// SIS_PROP scan budget (select_idle_cpu(), v4.13-v6.5): proportional to the waker CPU's
     /// average idle time over the average cost of a scan.
     fn sis_prop_budget(&mut self, llc: usize, this_cpu: CpuId, now: u64) -> u64 {
         let span_weight = self.sd.domains[llc].span_weight as u64;
@@ -647,12 +658,8 @@ impl Kernel {
                 // RFC v1: with the LLC over ~half busy, a short wakee goes to a
                 // target that is running a short task instead of scanning.
                 let span_weight = self.sd.domains[llc].span_weight as u64;
-                if !has_idle_core && 5 * nr < 3 * span_weight && self.is_short_task(p) {
-                    if let Some(curr) = self.rqs[target.idx()].curr {
-                        if self.is_short_task(curr) {
-                            return Some(target);
-                        }
-                    }
+                if !has_idle_core && 5 * nr < 3 * span_weight && self.is_short_task(p) && self.curr_is_short(target) {
+                    return Some(target);
                 }
             }
         }
@@ -735,7 +742,7 @@ impl Kernel {
         true
     }
 
-    /// `update_idle_cpu_scan()` (v6.0+, spec §5.3): SIS_UTIL's budget for the LLC
+    /// `update_idle_cpu_scan()` (v6.0+, 70fb5ccf2ebb): SIS_UTIL's budget for the LLC
     /// of `cpu` from the summed utilisation of its CPUs.
     pub fn update_idle_cpu_scan(&mut self, cpu: CpuId) {
         let Some(llc) = self.sd.sd_llc(cpu) else {
@@ -761,7 +768,7 @@ impl Kernel {
         u.min(1024)
     }
 
-    /// `find_idlest_cpu()` / `sched_balance_find_dst_cpu()` (spec §4.4): descend
+    /// `find_idlest_cpu()` / `sched_balance_find_dst_cpu()`: descend
     /// from `sd` through the idlest groups to the idlest CPU.
     fn find_idlest_cpu(&self, sd_id: u32, p: TaskId, mut cpu: CpuId, prev_cpu: CpuId, sd_flag: u32) -> CpuId {
         let task = &self.tasks[p.idx()];
@@ -849,7 +856,7 @@ impl Kernel {
         let weight = g.weight();
         let cap = 1024 * weight as u64;
         let pct = sd.imbalance_pct as u64;
-        // group_is_overloaded() / group_has_capacity() (spec §6.4)
+        // group_is_overloaded() / group_has_capacity() (v5.5+)
         let overloaded = nr > weight && (cap * 100 < util * pct || cap * pct < runnable * 100);
         let has_capacity = nr < weight || (cap * pct >= runnable * 100 && cap * 100 > util * pct);
         let group_type = if overloaded {
@@ -862,7 +869,7 @@ impl Kernel {
         GroupStats { group_type, avg_load: load * 1024 / cap.max(1), idle_cpus: idle, group_util: util, nr_running: nr }
     }
 
-    /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form (spec §4.4).
+    /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form.
     fn find_idlest_group<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> Option<&'a CpuMask> {
         let task = &self.tasks[p.idx()];
         let mut local: Option<(&CpuMask, GroupStats)> = None;
@@ -1001,7 +1008,7 @@ mod tests {
         CpuTopology::new(cpus, vec![vec![10, 20], vec![20, 10]]).unwrap()
     }
 
-    // spec §4.4: fork balancing (SD_BALANCE_FORK on every level within
+    // find_idlest_cpu(): fork balancing (SD_BALANCE_FORK on every level within
     // RECLAIM_DISTANCE) sends successive busy children to idle CPUs: 12 forks
     // from cpu0 land on 12 different CPUs, in both slow-path forms.
     #[test]
@@ -1073,7 +1080,7 @@ mod placement_tests {
         p
     }
 
-    // spec §5 / §5.1 (c722f35b513f): with no idle core in the LLC, v5.13 returns
+    // select_idle_sibling() (c722f35b513f): with no idle core in the LLC, v5.13 returns
     // prev's idle SMT sibling; v5.12 (no select_idle_smt) scans the LLC from
     // target and takes the first idle CPU.
     #[test]
@@ -1094,7 +1101,7 @@ mod placement_tests {
         assert_eq!(picks, vec![4, 5], "v5.12 scans to cpu4 (first idle from target 0); v5.13 takes prev(1)'s sibling 5");
     }
 
-    // spec §5.3: update_idle_cpu_scan() on a 16-CPU LLC: x=512 -> 10, x>=876 -> 0.
+    // update_idle_cpu_scan() (v6.0+) on a 16-CPU LLC: x=512 -> 10, x>=876 -> 0.
     // The spec's x=768 -> 4 is rounded; the kernel's integer steps give
     // 1024 - 768^2*117^2/(10000*1024) = 236, 236*16/1024 = 3.
     #[test]
@@ -1109,7 +1116,7 @@ mod placement_tests {
         }
     }
 
-    // spec §5.2: select_idle_cpu() examines exactly nr_idle_scan CPUs when none
+    // select_idle_cpu() examines exactly nr_idle_scan CPUs when none
     // is idle, and none at all when the LLC is above ~85.5% utilisation.
     #[test]
     fn sis_util_examines_exactly_nr_idle_scan() {
@@ -1131,7 +1138,7 @@ mod placement_tests {
         }
     }
 
-    // spec §4.2 (v4.5+): wide iff slave >= llc_size AND master >= slave * llc_size.
+    // wake_wide() (v4.5+): wide iff slave >= llc_size AND master >= slave * llc_size.
     #[test]
     fn wake_wide_needs_both_inequalities() {
         let mut k = Kernel::new(&flat_llc(8), profile("v6.6").unwrap());
@@ -1166,7 +1173,7 @@ mod placement_tests {
         assert!(!wide(7, 43), "not symmetric in v3.11");
     }
 
-    // spec §12: v3.10 keeps no wakee history: record_wakee() does nothing and
+    // v3.10 keeps no wakee history: record_wakee() does nothing and
     // wake_wide() is never true, whatever the counts.
     #[test]
     fn v3_10_never_consults_wakee_flips() {
@@ -1182,7 +1189,7 @@ mod placement_tests {
         assert_eq!(k.tasks[w.idx()].last_wakee, None);
     }
 
-    // spec §4.1: record_wakee() counts switches of wakee; the once-per-second
+    // record_wakee() counts switches of wakee; the once-per-second
     // decay resets to 0 in v3.11 and halves from v4.5.
     #[test]
     fn record_wakee_decay_forms() {
@@ -1314,7 +1321,7 @@ mod placement_tests {
         }
     }
 
-    // spec §5.4: has_idle_cores is set when a CPU goes idle with all its
+    // __update_idle_core() / select_idle_cpu(): has_idle_cores is set when a CPU goes idle with all its
     // siblings idle, and cleared by a core scan that finds no idle core.
     #[test]
     fn idle_core_tracking() {
@@ -1341,7 +1348,7 @@ mod placement_tests {
         assert!(!k.llc_shared[0].has_idle_cores, "failed core scan clears the hint");
     }
 
-    // spec §3.3: which wakeups use the wake list, per version.
+    // ttwu_queue_cond(): which wakeups use the wake list, per version.
     #[test]
     fn ttwu_queue_cond_per_version() {
         // 2 LLCs of 2 CPUs.
@@ -1362,7 +1369,7 @@ mod placement_tests {
         assert!(queued("v6.12", 2));
     }
 
-    // spec §4.3: v5.11+ wake_affine_idle() returns an idle prev; v4.14-form
+    // v5.11+ wake_affine_idle() returns an idle prev; v4.14-form
     // kernels would fall through to the weight test. Sync wakeups from a CPU
     // whose only task is the waker pull to this_cpu.
     #[test]
@@ -1376,7 +1383,7 @@ mod placement_tests {
         let _ = w;
     }
 
-    // RFC v1 (spec §10.1): with the patch, a short wakee goes to a target running
+    // RFC v1: with the patch, a short wakee goes to a target running
     // a short task when SIS_UTIL says the LLC is over ~half busy.
     #[test]
     fn shortrun_rfc_stacks_short_tasks() {
