@@ -877,6 +877,9 @@ impl<'a> Sim<'a> {
         if let Some(dst) = res.kick {
             self.kick_remote(dst);
         }
+        for &k in &res.balance_kicks {
+            self.kick_remote(k);
+        }
         if res.balance_examined > 0 {
             if let Some(nx) = res.next {
                 // Newly-idle balancing ran before the switch to the pulled task.

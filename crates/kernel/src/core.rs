@@ -14,7 +14,7 @@ use crate::stats::{LbStats, LlcShared, SdStats};
 use crate::topology::{SchedDomains, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE};
 use schedlab_topology::{CpuId, CpuTopology};
 
-/// Wake flags (spec §3.1, v5.8+ values).
+/// Wake flags (`WF_*` of kernel/sched/sched.h, v5.8+ values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct WakeFlags(pub u32);
 
@@ -97,12 +97,14 @@ pub struct TickResult {
 }
 
 /// What `schedule()` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SwitchResult {
     pub prev: Option<TaskId>,
     pub next: Option<TaskId>,
-    /// Active balance moved `prev` to this CPU, which must reschedule.
+    /// Active balance moved a task from this CPU to that one, which must reschedule.
     pub kick: Option<CpuId>,
+    /// Busiest CPUs whose stopper newly idle balancing kicked (they must reschedule).
+    pub balance_kicks: Vec<CpuId>,
     /// CPUs examined by newly-idle balancing (the hardware charges for it).
     pub balance_examined: u64,
     /// How long `next` waited on the runqueue for this switch-in (sched_info run delay).
@@ -201,11 +203,11 @@ impl Kernel {
             .collect();
         let sd_stats = sd.per_cpu.iter().map(|l| vec![SdStats::default(); l.len()]).collect();
         let lb_stats = sd.per_cpu.iter().map(|l| vec![[LbStats::default(); 3]; l.len()]).collect();
-        let mut llc_shared = vec![LlcShared::default(); n];
-        for c in 0..n {
-            // sd_init(): SIS_UTIL starts with a full scan of the LLC.
-            llc_shared[sd.sd_llc_id[c] as usize].nr_idle_scan = sd.sd_llc_size[c];
-        }
+        // sched_domain_shared is zero-allocated (__sdt_alloc(); sd_init() sets
+        // only nr_busy_cpus): SIS_UTIL's nr_idle_scan is 0, so no idle scan at
+        // all, until the first periodic balance of the LLC runs
+        // update_idle_cpu_scan() (v6.0+).
+        let llc_shared = vec![LlcShared::default(); n];
         let smt_active = topo.threads_per_core() > 1;
         let sd_lb = sd
             .per_cpu
@@ -298,6 +300,7 @@ impl Kernel {
             last_queued: None,
             mru: 0,
             mru_listed: None,
+            util_est_queued: None,
         });
         // task_fork_fair(): placement relative to the parent's cfs_rq.
         match self.profile.fork_placement {
@@ -333,7 +336,7 @@ impl Kernel {
         }
     }
 
-    /// `post_init_entity_util_avg()` (spec §6.1 "New task").
+    /// `post_init_entity_util_avg()` (kernel/sched/fair.c, v4.x+).
     fn post_init_entity_util_avg(&mut self, cpu: CpuId, p: TaskId) {
         let cfs = self.cfs(self.tg_cfs(self.tasks[p.idx()].group, cpu));
         let cap = (1024i64 - cfs.avg.util_avg as i64) / 2;
@@ -426,17 +429,6 @@ impl Kernel {
         debug_assert_eq!(self.tasks[p.idx()].cpu, cpu);
         self.enqueue_task_fair(p, flags, now);
         self.note_nr_running(cpu);
-        let rq = &mut self.rqs[cpu.idx()];
-        // update_avg_idle: the CPU was idle since idle_stamp (spec §3.5).
-        if rq.idle_stamp != 0 {
-            let delta = now.saturating_sub(rq.idle_stamp);
-            let max = 2 * rq.max_idle_balance_cost;
-            let ai = rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8;
-            rq.avg_idle = (ai.max(0) as u64).min(max);
-            rq.idle_stamp = 0;
-            // v5.13+ ttwu_do_wakeup(): SIS_PROP's estimate restarts from avg_idle.
-            rq.wake_avg_idle = rq.avg_idle / 2;
-        }
         let t = &mut self.tasks[p.idx()];
         t.state = TaskState::Runnable;
         t.last_queued = Some(now);
@@ -448,8 +440,10 @@ impl Kernel {
     /// Kernel: `try_to_wake_up()` + `ttwu_runnable()` (v6.12 delayed tasks are
     /// re-queued in place) + `ttwu_do_activate()`, kernel/sched/core.c.
     ///
-    /// Fidelity: F-004 — TTWU_QUEUE wake lists are not modelled: the enqueue is
-    /// done at once by the waker; the engine charges the IPI and idle exit.
+    /// TTWU_QUEUE: when ttwu_queue_cond() holds the task goes on the target's
+    /// wake list and the target activates it after the IPI
+    /// (`sched_ttwu_pending()`); otherwise the waker enqueues it at once under
+    /// the target's rq lock. F-004: the ttwu_pending visibility window.
     pub fn try_to_wake_up(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
         let t = &self.tasks[p.idx()];
         debug_assert_eq!(t.state, TaskState::Sleeping, "waking a task that is not asleep");
@@ -457,6 +451,9 @@ impl Kernel {
         if t.se.on_rq {
             // ttwu_runnable(): a sched_delayed task is still queued: requeue, no CPU selection.
             debug_assert!(t.se.sched_delayed);
+            // enqueue_task_fair(ENQUEUE_DELAYED): util_est_enqueue() (it left at
+            // the sleep), then requeue_delayed_entity().
+            self.util_est_enqueue(p);
             self.requeue_delayed_entity(p, now);
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Runnable;
@@ -519,9 +516,48 @@ impl Kernel {
             self.tasks[p.idx()].last_queued = Some(q.min(now));
         }
         self.check_preempt_wakeup(cpu, p, false, now);
+        self.update_avg_idle(cpu, now);
     }
 
-    /// `ttwu_queue_cond()` per version (spec §3.3).
+    /// The idle-time average at the end of a wakeup onto an idle CPU; only a
+    /// wakeup does this (`wake_up_new_task()` and load-balance attaches leave
+    /// `idle_stamp` alone).
+    ///
+    /// Kernel: the `rq->idle_stamp` block of ttwu_do_wakeup() (v3.10-v5.x) /
+    /// ttwu_do_activate() (v6.x), kernel/sched/core.c:
+    /// - before v3.13: `max = 2 * sysctl_sched_migration_cost`, and a delta
+    ///   above max sets avg_idle to max instead of averaging;
+    /// - v3.13+ (Jason Low, "sched: Reduce overestimating rq->avg_idle"):
+    ///   `update_avg(&rq->avg_idle, delta)`, then clamp to `2 * max_idle_balance_cost`;
+    /// - v5.14+ (94aafc3ee31d): `wake_stamp = jiffies; wake_avg_idle = avg_idle / 2`
+    ///   together, so select_idle_cpu()'s per-jiffy aging starts from now.
+    fn update_avg_idle(&mut self, cpu: CpuId, now: u64) {
+        let old_form = self.profile.version < (3, 13);
+        let migration_cost = self.tun.migration_cost_ns;
+        let jiffies = now / self.tun.tick_ns;
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.idle_stamp == 0 {
+            return;
+        }
+        let delta = now.saturating_sub(rq.idle_stamp);
+        if old_form {
+            let max = 2 * migration_cost;
+            if delta > max {
+                rq.avg_idle = max;
+            } else {
+                rq.avg_idle = (rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8).max(0) as u64;
+            }
+        } else {
+            let max = 2 * rq.max_idle_balance_cost;
+            let ai = rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8;
+            rq.avg_idle = (ai.max(0) as u64).min(max);
+        }
+        rq.idle_stamp = 0;
+        rq.wake_stamp = jiffies;
+        rq.wake_avg_idle = rq.avg_idle / 2;
+    }
+
+    /// `ttwu_queue_cond()` per version (kernel/sched/core.c: cross-LLC v3.0+, idle same-LLC target v6.0+).
     fn ttwu_queue_cond(&self, this_cpu: CpuId, cpu: CpuId) -> bool {
         match self.profile.ttwu_queue {
             TtwuQueueVariant::None => false,
@@ -602,16 +638,18 @@ impl Kernel {
             }
         }
         let mut kick = None;
-        if let (Some(pv), Some(dst), SwitchReason::Preempt) = (prev, self.rqs[cpu.idx()].active_balance.take(), reason) {
-            // The stopper preempted pv: push it to dst (active_load_balance_cpu_stop()).
-            if self.tasks[pv.idx()].se.on_rq && self.tasks[pv.idx()].allowed(dst) && self.task_is_cfs_curr(pv) {
+        if let Some(dst) = self.rqs[cpu.idx()].active_balance.take() {
+            // The stopper runs first (active_load_balance_cpu_stop()): prev,
+            // if still queued, goes back to the queue; the stopper then moves
+            // the least recently run movable task, which is prev only when
+            // nothing else is queued.
+            if let Some(pv) = prev.filter(|&pv| self.tasks[pv.idx()].se.on_rq && self.task_is_cfs_curr(pv)) {
                 self.put_prev_task_fair(pv, now);
                 self.rqs[cpu.idx()].curr = None;
-                self.migrate_queued_task(pv, cpu, dst, now);
-                if let Some(l) = self.sd.per_cpu[dst.idx()].iter().position(|&id| self.sd.domains[id as usize].span.test(cpu)) {
-                    self.sd_stats[dst.idx()][l].alb_pushed += 1;
+                if self.active_load_balance_cpu_stop(cpu, dst, now).is_some() {
+                    kick = Some(dst);
                 }
-                self.alb_pushed += 1;
+            } else if self.active_load_balance_cpu_stop(cpu, dst, now).is_some() {
                 kick = Some(dst);
             }
         }
@@ -621,10 +659,12 @@ impl Kernel {
         }
         let mut next = self.pick_next_task_fair(cpu, now);
         let mut balance_examined = 0;
+        let mut balance_kicks = Vec::new();
         if next.is_none() {
             // pick_next_task_fair(): no task → sched_balance_newidle(), then retry.
             let r = self.sched_balance_newidle(cpu, now);
             balance_examined = r.examined;
+            balance_kicks = r.kicks;
             if r.pulled > 0 {
                 next = self.pick_next_task_fair(cpu, now);
             }
@@ -662,7 +702,7 @@ impl Kernel {
             rq.sched_goidle += 1;
             self.update_idle_core(cpu);
         }
-        SwitchResult { prev, next, kick, balance_examined, next_run_delay }
+        SwitchResult { prev, next, kick, balance_kicks, balance_examined, next_run_delay }
     }
 
     /// `scheduler_tick()` → `task_tick_fair()`. Returns true if the current task must be preempted.
@@ -691,7 +731,7 @@ impl Kernel {
     }
 
     /// `__update_idle_core()`: a CPU entering idle marks its LLC as having an
-    /// idle core if all its SMT siblings are idle (spec §5.4).
+    /// idle core if all its SMT siblings are idle (kernel/sched/fair.c, v4.9+).
     fn update_idle_core(&mut self, cpu: CpuId) {
         if !self.smt_active {
             return;
@@ -705,7 +745,7 @@ impl Kernel {
         }
     }
 
-    /// `idle_cpu()` (spec §3.4).
+    /// `idle_cpu()` (kernel/sched/core.c: curr is idle, no queued task, no pending wakeup).
     #[inline]
     pub fn idle_cpu(&self, c: CpuId) -> bool {
         let rq = &self.rqs[c.idx()];

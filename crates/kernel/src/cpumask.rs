@@ -52,10 +52,14 @@ impl CpuMask {
             .enumerate()
             .flat_map(|(i, (&a, &b))| BitIter(a & b).map(move |bit| CpuId((i * 64 + bit) as u16)))
     }
-    /// Iterate from `start` (inclusive) wrapping around, as `for_each_cpu_wrap()`.
-    pub fn iter_wrap(&self, start: CpuId) -> impl Iterator<Item = CpuId> + '_ {
-        let s = start.0;
-        self.iter().filter(move |c| c.0 >= s).chain(self.iter().filter(move |c| c.0 < s))
+    /// Iterate from `start` (inclusive) wrapping around, as `for_each_cpu_wrap()`:
+    /// lazily, word by word from `start`'s word, no allocation.
+    pub fn iter_wrap(&self, start: CpuId) -> WrapIter<'_> {
+        let s = start.idx();
+        let n = self.words.len();
+        let w0 = (s / 64).min(n);
+        let cur = if w0 < n { self.words[w0] & (!0u64 << (s % 64)) } else { 0 };
+        WrapIter { words: &self.words, start: s, word: w0, cur, pass2: false }
     }
     pub fn is_subset_of(&self, other: &CpuMask) -> bool {
         self.words.iter().zip(other.words.iter()).all(|(&a, &b)| a & !b == 0)
@@ -74,6 +78,49 @@ impl CpuMask {
     pub fn or_with(&mut self, other: &CpuMask) {
         for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
             *a |= b;
+        }
+    }
+}
+
+/// `for_each_cpu_wrap()` iterator: the bits at and above `start`, then the
+/// bits below it, each visited once.
+pub struct WrapIter<'a> {
+    words: &'a [u64],
+    start: usize,
+    /// Index of the word `cur` came from.
+    word: usize,
+    /// Bits of `words[word]` not yet returned (already masked to the pass).
+    cur: u64,
+    /// Second pass: bits below `start`.
+    pass2: bool,
+}
+
+impl Iterator for WrapIter<'_> {
+    type Item = CpuId;
+    #[inline]
+    fn next(&mut self) -> Option<CpuId> {
+        loop {
+            if self.cur != 0 {
+                let b = self.cur.trailing_zeros() as usize;
+                self.cur &= self.cur - 1;
+                let c = self.word * 64 + b;
+                if self.pass2 && c >= self.start {
+                    return None;
+                }
+                return Some(CpuId(c as u16));
+            }
+            self.word += 1;
+            if self.word >= self.words.len() || (self.pass2 && self.word * 64 >= self.start) {
+                if self.pass2 || self.start == 0 {
+                    return None;
+                }
+                self.pass2 = true;
+                self.word = 0;
+                // Bits at or above `start` in this word are cut off when returned.
+                self.cur = self.words.first().copied().unwrap_or(0);
+                continue;
+            }
+            self.cur = self.words[self.word];
         }
     }
 }
@@ -101,6 +148,14 @@ mod tests {
         assert_eq!(m.weight(), 4);
         assert_eq!(m.iter().map(|c| c.0).collect::<Vec<_>>(), vec![1, 64, 65, 129]);
         assert_eq!(m.iter_wrap(CpuId(65)).map(|c| c.0).collect::<Vec<_>>(), vec![65, 129, 1, 64]);
+        // for_each_cpu_wrap() from every start, against the two-pass filter.
+        for bits in [vec![], vec![0], vec![63], vec![0, 63, 64, 127, 128, 129], vec![1, 64, 65, 129], (0..130).collect::<Vec<u16>>()] {
+            let m = CpuMask::from_cpus(130, bits.iter().map(|&b| CpuId(b)));
+            for s in 0..130u16 {
+                let want: Vec<u16> = m.iter().filter(|c| c.0 >= s).chain(m.iter().filter(|c| c.0 < s)).map(|c| c.0).collect();
+                assert_eq!(m.iter_wrap(CpuId(s)).map(|c| c.0).collect::<Vec<_>>(), want, "bits {bits:?} start {s}");
+            }
+        }
         let o = CpuMask::from_cpus(130, [64, 129].map(CpuId));
         assert!(o.is_subset_of(&m));
         assert_eq!(m.iter_and(&o).count(), 2);

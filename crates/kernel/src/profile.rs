@@ -198,6 +198,13 @@ pub enum Patch {
     /// and a003a25b227d (move_tasks() weighs tasks by their runnable average).
     /// In tip sched/core from 2013-06-27. Base v3.10.
     RunnableLoad,
+    /// FIDELITY(F-642). The delayed-dequeue accounting of later kernels on v6.12: h_nr_delayed
+    /// ("sched/eevdf: More PELT vs DELAYED_DEQUEUE", v6.14: the runnable
+    /// signal and the balancer's task counts exclude delayed tasks),
+    /// 61b82dfb6b7e (v6.14: can_migrate_task() moves a delayed task only for
+    /// migrate_load) and aa3ee4f0b754 (v6.15: wake_affine_idle()'s sync test
+    /// subtracts delayed tasks).
+    DelayedAccounting,
 }
 
 impl Patch {
@@ -206,6 +213,11 @@ impl Patch {
             "shortrun-rfc",
             Patch::ShortrunRfc,
             "Chen Yu 2022 RFC v1: wake short tasks on the CPU where a short task runs (wake_affine_idle, select_idle_cpu); base v6.0",
+        ),
+        (
+            "delayed-accounting",
+            Patch::DelayedAccounting,
+            "v6.14/v6.15 delayed-dequeue accounting (h_nr_delayed in runnable, balancer counts, wake_affine_idle; delayed tasks move for load only); base v6.12",
         ),
         (
             "next-buddy-hint",
@@ -569,7 +581,10 @@ impl KernelProfile {
                 }
                 Patch::NextBuddyHint => self.next_buddy_hint = true,
                 Patch::NoNextBuddyHint => self.next_buddy_hint = false,
-                Patch::ShortrunRfc => {}
+                Patch::DelayedAccounting if !self.features.has(DELAY_DEQUEUE) => {
+                    return Err(format!("patch delayed-accounting needs a kernel with delayed dequeue (v6.12); {} has none", self.name));
+                }
+                Patch::ShortrunRfc | Patch::DelayedAccounting => {}
                 // FIDELITY(F-014): the seed's series as merged, nothing else of v3.12.
                 Patch::WakeeFlips => self.wake_wide = WakeWideVariant::V3_12,
                 Patch::RunnableLoad => self.wake_load = WakeLoad::RunnableAvg,

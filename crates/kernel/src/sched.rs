@@ -1,5 +1,5 @@
 //! The kernel's per-object state (kernel/sched/sched.h, include/linux/sched.h;
-//! spec §1.4): `task_struct` (the scheduler's part of it), `sched_entity`,
+//! kernel/sched/sched.h): `task_struct` (the scheduler's part of it), `sched_entity`,
 //! `cfs_rq` and `rq`.
 
 use crate::cpumask::CpuMask;
@@ -101,7 +101,7 @@ pub struct TaskGroup {
     pub load_avg: i64,
 }
 
-/// `sched_prio_to_weight[]`, nice -20..19 (spec §1.2).
+/// `sched_prio_to_weight[]`, nice -20..19 (kernel/sched/core.c).
 pub const SCHED_PRIO_TO_WEIGHT: [u64; 40] = [
     88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277, 1024,
     820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
@@ -204,6 +204,10 @@ pub struct Task {
     pub mru: u64,
     /// Where the task is listed in `rq->cfs_tasks` order: (cpu, mru), while on_rq.
     pub mru_listed: Option<(CpuId, u64)>,
+    /// What `util_est_enqueue()` added to the root cfs_rq's util_est for this
+    /// task (None while not counted): `util_est_dequeue()` takes exactly that
+    /// back, as the kernel's does (the task's util_est only changes at a sleep).
+    pub util_est_queued: Option<u64>,
 }
 
 impl Task {

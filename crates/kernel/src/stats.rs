@@ -17,6 +17,10 @@ pub struct SdStats {
     pub ttwu_move_balance: u64,
     /// Active balancing pushed a running task to this CPU at this level.
     pub alb_pushed: u64,
+    /// active_load_balance_cpu_stop() runs for this CPU at this level.
+    pub alb_count: u64,
+    /// ... that found no task to move.
+    pub alb_failed: u64,
 }
 
 /// One domain level's schedstat summed over CPUs (and idle types for lb_*).
@@ -86,7 +90,7 @@ impl Kernel {
     /// - v17: `domain<K> <name> <mask>`, 11 lb fields per idle type (busy, idle,
     ///   newidle; lb_imbalance_{load,util,task,misfit} for lb_imbalance): 45.
     // FIDELITY(F-600): counters the model does not keep (lb_imbalance*, lb_hot_gained,
-    // lb_nobusyg, alb_count/failed, sbe/sbf, yld_count) are written as 0.
+    // lb_nobusyg, sbe/sbf, yld_count) are written as 0.
     pub fn schedstat(&self, now: u64, cpu_time: &[u64]) -> String {
         let version = self.schedstat_version();
         let mut o = String::new();
@@ -123,6 +127,8 @@ impl Kernel {
                     fields[base + gained] = lbt.lb_gained;
                     fields[base + nobusyq] = lbt.lb_nobusyq;
                 }
+                fields[3 * per] = s.alb_count;
+                fields[3 * per + 1] = s.alb_failed;
                 fields[3 * per + 2] = s.alb_pushed;
                 fields.extend([s.ttwu_wake_remote, s.ttwu_move_affine, s.ttwu_move_balance]);
                 let f: Vec<String> = fields.iter().map(|x| x.to_string()).collect();

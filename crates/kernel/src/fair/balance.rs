@@ -17,7 +17,7 @@ use crate::features::SchedFeat::*;
 use crate::profile::LbVariant;
 use crate::sched::{TaskId, TaskState};
 use crate::stats::LbStats;
-use crate::topology::{SD_BALANCE_NEWIDLE, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_LLC};
+use crate::topology::{SD_BALANCE_NEWIDLE, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_LLC};
 use schedlab_topology::CpuId;
 
 /// `enum cpu_idle_type`, in the v16+ schedstat order.
@@ -77,6 +77,8 @@ struct LbEnv {
     imbalance: i64,
     migration_type: MigrationType,
     all_pinned: bool,
+    /// `LBF_ACTIVE_LB`: the env of active_load_balance_cpu_stop().
+    active: bool,
 }
 
 /// Outcome of balancing that the engine must act on.
@@ -236,12 +238,25 @@ impl Kernel {
         }
     }
 
+    /// Delayed-dequeue tasks the balancer leaves out of a CPU's task count:
+    /// none in v6.12.0 (update_sg_lb_stats() sums rq->nr_running and
+    /// find_busiest_queue() reads cfs.h_nr_running, both counting delayed
+    /// sleepers); `h_nr_delayed` with `--patch delayed-accounting` (v6.14
+    /// h_nr_runnable).
+    fn lb_delayed(&self, c: CpuId) -> u32 {
+        if self.profile.has_patch(crate::profile::Patch::DelayedAccounting) {
+            self.rqs[c.idx()].cfs.h_nr_delayed
+        } else {
+            0
+        }
+    }
+
     fn lb_group_stats(&mut self, sd_pct: u64, g: &CpuMask, env_dst: CpuId, examined: &mut u64, sg_overloaded: &mut bool) -> SgStats {
         let mut s = SgStats::default();
         for c in g.iter() {
             *examined += 1;
             let rq = &self.rqs[c.idx()];
-            let nr = rq.nr_running() - rq.cfs.h_nr_delayed;
+            let nr = rq.nr_running() - self.lb_delayed(c);
             s.group_load += self.lb_cpu_load(c);
             s.group_util += self.cpu_util_cfs(c);
             s.group_runnable += rq.cfs.avg.runnable_avg;
@@ -278,6 +293,7 @@ impl Kernel {
     }
 
     /// `should_we_balance()`: only one CPU of the local group balances a level.
+    // FIDELITY(F-640): no v6.6 idle-core preference, group_smt_balance or sibling_imbalance().
     fn should_we_balance(&self, dst: CpuId, lvl: usize, idle: IdleType) -> bool {
         if idle == IdleType::NewlyIdle {
             let rq = &self.rqs[dst.idx()];
@@ -296,24 +312,38 @@ impl Kernel {
 
     /// `sched_balance_rq()` / `load_balance()` at level `lvl` of `dst`'s domains.
     /// Returns (pulled, continue_balancing).
+    ///
+    /// The exits, as load_balance() takes them (v3.10..v6.12):
+    /// - `should_we_balance()` false, no busiest group or queue: `out_balanced`
+    ///   — nr_balance_failed = 0 (newly idle too), then the interval doubles
+    ///   (not for newly idle balancing since 3f130a37c442, v5.8);
+    /// - nothing moved: nr_balance_failed++ (not when newly idle); if
+    ///   need_active_balance(), kick the busiest CPU's stopper unless its
+    ///   running task may not run on dst (`out_one_pinned`: the interval
+    ///   doubles). Before v5.13 the kick sets nr_balance_failed to
+    ///   cache_nice_tries + 1; v5.13+ (23fb06d9602b) leaves it for the stopper
+    ///   to reset when it moved a task;
+    /// - then the interval goes back to min_interval unless a stopper was
+    ///   kicked and need_active_balance() no longer holds.
     // FIDELITY(F-008): no misfit, asym packing, group_imbalanced retries or SD_SERIALIZE token.
     pub(crate) fn sched_balance_rq(&mut self, dst: CpuId, lvl: usize, idle: IdleType, now: u64, out: &mut BalanceResult) -> (u32, bool) {
         let sd_id = self.sd.per_cpu[dst.idx()][lvl] as usize;
         self.lb_stats[dst.idx()][lvl][idle as usize].lb_count += 1;
         if !self.should_we_balance(dst, lvl, idle) {
+            self.lb_out_balanced(dst, lvl, idle);
             return (0, false);
         }
-        let mut env = LbEnv { dst, lvl, idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        let mut env = LbEnv { dst, lvl, idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true, active: false };
         let Some(busiest_group) = self.find_busiest_group(sd_id, &mut env, out) else {
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_balanced += 1;
-            self.lb_balanced_interval(dst, lvl, idle);
+            self.lb_out_balanced(dst, lvl, idle);
             return (0, true);
         };
         let Some(src) = self.find_busiest_queue(&busiest_group, &env, out) else {
             let st: &mut LbStats = &mut self.lb_stats[dst.idx()][lvl][idle as usize];
             st.lb_nobusyq += 1;
             st.lb_balanced += 1;
-            self.lb_balanced_interval(dst, lvl, idle);
+            self.lb_out_balanced(dst, lvl, idle);
             return (0, true);
         };
         let pulled = if self.rqs[src.idx()].nr_running() > 1 {
@@ -323,51 +353,109 @@ impl Kernel {
         } else {
             0
         };
-        let st = &mut self.sd_lb[dst.idx()][lvl];
+        let cache_nice_tries = self.sd.domains[sd_id].cache_nice_tries;
+        let v5_13 = self.profile.version >= (5, 13);
+        let mut kicked = false;
         if pulled == 0 {
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_failed += 1;
             if idle != IdleType::NewlyIdle {
-                st.nr_balance_failed += 1;
+                self.sd_lb[dst.idx()][lvl].nr_balance_failed += 1;
             }
-            // need_active_balance()
-            let cache_nice_tries = self.sd.domains[sd_id].cache_nice_tries;
-            let st = &self.sd_lb[dst.idx()][lvl];
-            let generic = self.profile.lb == LbVariant::LoadIdx || env.migration_type == MigrationType::Task;
-            if idle != IdleType::NewlyIdle && generic && st.nr_balance_failed > cache_nice_tries + 2 {
-                if let Some(curr) = self.rqs[src.idx()].curr {
-                    if self.rqs[src.idx()].nr_running() == 1
-                        && self.tasks[curr.idx()].allowed(dst)
-                        && self.rqs[src.idx()].active_balance.is_none()
-                    {
-                        self.rqs[src.idx()].active_balance = Some(dst);
-                        self.resched_curr(src);
-                        out.kicks.push(src);
-                        self.lb_stats[dst.idx()][lvl][idle as usize].lb_failed += 0;
-                        self.sd_lb[dst.idx()][lvl].nr_balance_failed = cache_nice_tries + 1;
-                    }
+            if self.need_active_balance(dst, lvl, &env) {
+                let curr_allowed = self.rqs[src.idx()].curr.is_some_and(|c| self.tasks[c.idx()].allowed(dst));
+                if !curr_allowed {
+                    // out_one_pinned
+                    self.lb_tune_interval(dst, lvl, idle);
+                    out.pulled += pulled;
+                    return (0, true);
+                }
+                if self.rqs[src.idx()].active_balance.is_none() {
+                    self.rqs[src.idx()].active_balance = Some(dst);
+                    self.resched_curr(src);
+                    out.kicks.push(src);
+                    kicked = true;
+                }
+                if !v5_13 {
+                    // "We've kicked active balancing, force task migration."
+                    self.sd_lb[dst.idx()][lvl].nr_balance_failed = cache_nice_tries + 1;
                 }
             }
         } else {
-            st.nr_balance_failed = 0;
+            self.sd_lb[dst.idx()][lvl].nr_balance_failed = 0;
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_gained += pulled as u64;
-            // Imbalanced: back to the minimum interval.
+        }
+        if !kicked || self.need_active_balance(dst, lvl, &env) {
+            // We were unbalanced: back to the minimum interval.
             self.sd_lb[dst.idx()][lvl].balance_interval = self.sd.domains[sd_id].min_interval as u64;
         }
         out.pulled += pulled;
         (pulled, true)
     }
 
-    fn lb_balanced_interval(&mut self, dst: CpuId, lvl: usize, idle: IdleType) {
-        if idle == IdleType::NewlyIdle {
+    /// `need_active_balance()`: enough periodic attempts failed (> cache_nice_tries
+    /// + 2). v5.10+ (e9b9734b7465) asks this only for migrate_task imbalances
+    /// (`imbalanced_active_balance()`); the LoadIdx balancer for any.
+    fn need_active_balance(&self, dst: CpuId, lvl: usize, env: &LbEnv) -> bool {
+        let sd = &self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize];
+        let generic = self.profile.lb == LbVariant::LoadIdx || env.migration_type == MigrationType::Task;
+        generic && self.sd_lb[dst.idx()][lvl].nr_balance_failed > sd.cache_nice_tries + 2
+    }
+
+    /// `out_balanced` of load_balance(): clear the failure count, then tune the interval.
+    fn lb_out_balanced(&mut self, dst: CpuId, lvl: usize, idle: IdleType) {
+        self.sd_lb[dst.idx()][lvl].nr_balance_failed = 0;
+        self.lb_tune_interval(dst, lvl, idle);
+    }
+
+    /// `out_one_pinned` of load_balance(): double balance_interval up to
+    /// max_interval; newly idle balancing leaves it alone from v5.8
+    /// (3f130a37c442), earlier kernels double it there too.
+    fn lb_tune_interval(&mut self, dst: CpuId, lvl: usize, idle: IdleType) {
+        if idle == IdleType::NewlyIdle && self.profile.version >= (5, 8) {
             return;
         }
         let sd = &self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize];
         let max = sd.max_interval as u64;
         let st = &mut self.sd_lb[dst.idx()][lvl];
-        st.nr_balance_failed = 0;
         if st.balance_interval < max {
             st.balance_interval = (st.balance_interval * 2).min(max);
         }
+    }
+
+    /// `active_load_balance_cpu_stop()` on `src` (its stopper now runs; the
+    /// preempted task is back in the queue): detach_one_task() takes the first
+    /// task from the tail of cfs_tasks (least recently run) that
+    /// can_migrate_task() allows — v5.13+ (23fb06d9602b, `LBF_ACTIVE_LB`)
+    /// without the hotness test, before that with the kick's forced
+    /// nr_balance_failed — and attaches it to `dst`. v5.13+ resets the
+    /// failure count of dst's domain only when a task moved.
+    /// Returns the task moved.
+    // FIDELITY(F-643): runs in the source's next schedule(), not as a stop-class task.
+    pub(crate) fn active_load_balance_cpu_stop(&mut self, src: CpuId, dst: CpuId, now: u64) -> Option<TaskId> {
+        // Is there any task to move? (busiest_rq->nr_running <= 1 counts the stopper.)
+        if self.rqs[src.idx()].nr_running() == 0 || src == dst {
+            return None;
+        }
+        let lvl = self.sd.per_cpu[dst.idx()].iter().position(|&id| self.sd.domains[id as usize].span.test(src))?;
+        self.sd_stats[dst.idx()][lvl].alb_count += 1;
+        let mut env =
+            LbEnv { dst, lvl, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true, active: true };
+        // The tail of rq->cfs_tasks: least recently run first (the ordered set).
+        let cands: Vec<TaskId> = self.rqs[src.idx()].cfs_tasks.iter().map(|&(_, p)| p).collect();
+        let p = cands.into_iter().find(|&p| self.can_migrate_task(p, src, &mut env, now));
+        match p {
+            Some(p) => {
+                self.migrate_queued_task(p, src, dst, now);
+                self.sd_stats[dst.idx()][lvl].alb_pushed += 1;
+                self.lb_stats[dst.idx()][lvl][IdleType::Idle as usize].lb_gained += 1;
+                self.alb_pushed += 1;
+                if self.profile.version >= (5, 13) {
+                    self.sd_lb[dst.idx()][lvl].nr_balance_failed = 0;
+                }
+            }
+            None => self.sd_stats[dst.idx()][lvl].alb_failed += 1,
+        }
+        p
     }
 
     /// `find_busiest_group()` (`sched_balance_find_src_group()`): returns the
@@ -723,13 +811,23 @@ impl Kernel {
         env.imbalance = (pull.min(push) / 1024) as i64;
     }
 
+    /// `cpu_util_cfs_boost()` (v6.5+): max(util_avg, runnable_avg), then util_est, capped.
+    fn cpu_util_cfs_boost(&self, c: CpuId) -> u64 {
+        let cfs = &self.rqs[c.idx()].cfs;
+        let mut u = cfs.avg.util_avg.max(cfs.avg.runnable_avg);
+        if self.feats.has(UTIL_EST) {
+            u = u.max(cfs.util_est_enqueued);
+        }
+        u.min(1024)
+    }
+
     /// `find_busiest_queue()` (`sched_balance_find_src_rq()`).
     fn find_busiest_queue(&self, g: &CpuMask, env: &LbEnv, out: &mut BalanceResult) -> Option<CpuId> {
         let mut best: Option<(CpuId, u64)> = None;
         for c in g.iter() {
             out.examined += 1;
             let rq = &self.rqs[c.idx()];
-            let nr = rq.nr_running() - rq.cfs.h_nr_delayed;
+            let nr = rq.nr_running() - self.lb_delayed(c);
             if nr == 0 {
                 continue;
             }
@@ -759,7 +857,12 @@ impl Kernel {
                     if nr <= 1 {
                         continue;
                     }
-                    self.cpu_util_cfs(c)
+                    // v6.5+ (7d0583cf9ec7): cpu_util_cfs_boost(), runnable_avg counts too.
+                    if self.profile.version >= (6, 5) {
+                        self.cpu_util_cfs_boost(c)
+                    } else {
+                        self.cpu_util_cfs(c)
+                    }
                 }
                 MigrationType::Task => nr as u64,
             };
@@ -770,10 +873,17 @@ impl Kernel {
         best.map(|(c, _)| c)
     }
 
-    /// `task_hot()` (v2.6.x..v6.12).
-    fn task_hot(&self, p: TaskId, _src: CpuId, dst: CpuId, now: u64) -> bool {
+    /// `task_hot()`, kernel/sched/fair.c: a task that ran on its CPU within
+    /// sysctl_sched_migration_cost is cache hot. v5.10+ (ec73240b1627): never
+    /// hot when balancing an SD_SHARE_CPUCAPACITY (SMT) domain, whose CPUs
+    /// share every cache level.
+    fn task_hot(&self, p: TaskId, lvl: usize, dst: CpuId, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
         if t.policy == crate::sched::Policy::Idle {
+            return false;
+        }
+        let sd_flags = self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize].flags;
+        if self.profile.version >= (5, 10) && sd_flags & SD_SHARE_CPUCAPACITY != 0 {
             return false;
         }
         let pe = crate::sched::Ent::task(p);
@@ -789,8 +899,11 @@ impl Kernel {
     /// `can_migrate_task()` (v2.6.x..v6.12).
     fn can_migrate_task(&self, p: TaskId, src: CpuId, env: &mut LbEnv, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
-        if t.se.sched_delayed && env.migration_type != MigrationType::Load {
-            return false;
+        if t.se.sched_delayed
+            && env.migration_type != MigrationType::Load
+            && self.profile.has_patch(crate::profile::Patch::DelayedAccounting)
+        {
+            return false; // 61b82dfb6b7e (v6.14)
         }
         if !t.allowed(env.dst) {
             return false;
@@ -799,7 +912,10 @@ impl Kernel {
         if self.rqs[src.idx()].curr == Some(p) {
             return false;
         }
-        let hot = self.task_hot(p, src, env.dst, now);
+        if env.active && self.profile.version >= (5, 13) {
+            return true;
+        }
+        let hot = self.task_hot(p, env.lvl, env.dst, now);
         let sd = &self.sd.domains[self.sd.per_cpu[env.dst.idx()][env.lvl] as usize];
         !hot || self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed > sd.cache_nice_tries
     }
@@ -844,7 +960,10 @@ impl Kernel {
                 }
                 MigrationType::Util => {
                     let util = self.tasks[p.idx()].se.avg.util_est_value() as i64;
-                    if util > env.imbalance {
+                    // v6.8+ (Pierre Gondois, "sched/fair: Use all little CPUs for
+                    // CPU-bound workloads"): shr_bound(util, nr_balance_failed).
+                    let failed = if self.profile.version >= (6, 8) { self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed } else { 0 };
+                    if (util >> failed.min(63)) > env.imbalance {
                         continue;
                     }
                     env.imbalance -= util;
@@ -884,6 +1003,9 @@ impl Kernel {
             // sleeper, migrated for load) moves as it is: still sched_delayed
             // on dst, still asleep; its pick there completes the dequeue.
             self.mark_delayed(p);
+            // enqueue_task_fair() skips util_est_enqueue() for a delayed task
+            // that is migrating: its estimate left the CPUs at its sleep.
+            self.util_est_dequeue(p);
             self.note_nr_running(dst);
             return;
         }
@@ -994,13 +1116,28 @@ impl Kernel {
 
     /// `nohz_idle_balance()`: the kicked idle CPU balances every idle CPU whose
     /// next_balance has passed. Returns the CPUs that received work.
+    ///
+    /// Order: v5.10+ `_nohz_idle_balance()` walks the idle CPUs from ilb + 1
+    /// wrapping (for_each_cpu_wrap), so the ILB itself comes last and other
+    /// idle CPUs get the first chance to pull (7a82e5f52a35); v3.x
+    /// run_rebalance_domains() balanced the ILB first, then the others from
+    /// CPU 0 up.
     pub fn nohz_idle_balance(&mut self, ilb: CpuId, now: u64) -> BalanceResult {
         self.cur_now = now;
         self.cur_this_cpu = ilb;
         let mut all = BalanceResult::default();
         let mut next = u64::MAX;
-        for c in 0..self.nr_cpus() {
-            let c = CpuId(c as u16);
+        let n = self.nr_cpus();
+        let wrap = self.profile.version >= (5, 10);
+        for k in 0..n {
+            let c = if wrap {
+                CpuId(((ilb.idx() + 1 + k) % n) as u16)
+            } else if k == 0 {
+                ilb
+            } else {
+                // 0..n without ilb
+                CpuId((if k - 1 < ilb.idx() { k - 1 } else { k }) as u16)
+            };
             if !self.idle_cpu(c) && c != ilb {
                 continue;
             }
@@ -1060,9 +1197,16 @@ mod tests {
         assert_eq!(queued.len(), 2);
         let now = now + 100_000; // 0.1 ms later: the last-run queued task is hot
         let hot = *queued.iter().max_by_key(|t| k.tasks[t.idx()].se.exec_start).unwrap();
-        assert!(k.task_hot(hot, CpuId(0), CpuId(1), now));
-        let mut env =
-            LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 1, migration_type: MigrationType::Task, all_pinned: true };
+        assert!(k.task_hot(hot, 0, CpuId(1), now));
+        let mut env = LbEnv {
+            dst: CpuId(1),
+            lvl: 0,
+            idle: IdleType::Idle,
+            imbalance: 1,
+            migration_type: MigrationType::Task,
+            all_pinned: true,
+            active: false,
+        };
         let cache_nice_tries = k.sd.domains[k.sd.per_cpu[1][0] as usize].cache_nice_tries;
         assert_eq!(cache_nice_tries, 1);
         for failed in 0..=cache_nice_tries {
@@ -1197,15 +1341,29 @@ mod tests {
             k.scheduler_tick(CpuId(0), now);
         }
         let sd = k.sd.per_cpu[1][0] as usize;
-        let mut env =
-            LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        let mut env = LbEnv {
+            dst: CpuId(1),
+            lvl: 0,
+            idle: IdleType::Idle,
+            imbalance: 0,
+            migration_type: MigrationType::Load,
+            all_pinned: true,
+            active: false,
+        };
         let mut out = BalanceResult::default();
         assert!(k.find_busiest_group(sd, &mut env, &mut out).is_none());
         // A second task puts CPU 0 above its capacity of 1: now it is busiest.
         let q = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), now);
         k.wake_up_new_task(q, CpuId(0), now);
-        let mut env =
-            LbEnv { dst: CpuId(1), lvl: 0, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true };
+        let mut env = LbEnv {
+            dst: CpuId(1),
+            lvl: 0,
+            idle: IdleType::Idle,
+            imbalance: 0,
+            migration_type: MigrationType::Load,
+            all_pinned: true,
+            active: false,
+        };
         assert!(k.find_busiest_group(sd, &mut env, &mut out).is_some());
         assert!(env.imbalance > 0);
     }
@@ -1253,5 +1411,171 @@ mod tests {
         k.sd_lb[1][0].max_newidle_lb_cost = 100 * k.tun.migration_cost_ns;
         let r = k.sched_balance_newidle(CpuId(1), now + 10_000_000);
         assert_eq!(r.pulled, 1);
+    }
+
+    /// Three tasks queued on cpu0 of a flat 2-CPU machine, run in order, the last running.
+    fn three_on_cpu0(kernel: &str) -> (Kernel, Vec<TaskId>, u64) {
+        let mut k = Kernel::new(&flat(2), profile(kernel).unwrap());
+        let mut ts = Vec::new();
+        for _ in 0..3 {
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0);
+            k.tasks[p.idx()].cpus_allowed = None;
+            ts.push(p);
+        }
+        let mut now = 0;
+        for _ in 0..3 {
+            now += 1_000_000;
+            k.rqs[0].need_resched = true;
+            k.schedule(CpuId(0), SwitchReason::Preempt, now);
+        }
+        (k, ts, now)
+    }
+
+    // Issue 14 item 9 — task_hot(): v5.10+ (ec73240b1627) never hot at an
+    // SD_SHARE_CPUCAPACITY level; v3.10 still is.
+    #[test]
+    fn task_hot_not_at_smt_level_from_v5_10() {
+        let cpus = (0..2u32).map(|c| CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        let topo = CpuTopology::new(cpus, vec![vec![10]]).unwrap();
+        for (kernel, hot) in [("v3.10", true), ("v5.11", false), ("v6.12", false)] {
+            let mut k = Kernel::new(&topo, profile(kernel).unwrap());
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0);
+            k.tasks[p.idx()].se.exec_start = 1_000_000;
+            let lvl0 = k.sd.domains[k.sd.per_cpu[1][0] as usize].flags;
+            assert_ne!(lvl0 & SD_SHARE_CPUCAPACITY, 0, "level 0 is SMT");
+            assert_eq!(k.task_hot(p, 0, CpuId(1), 1_100_000), hot, "{kernel}");
+        }
+    }
+
+    // Issue 14 item 11 — active_load_balance_cpu_stop(): detach_one_task()
+    // takes the least recently run movable task from the tail of cfs_tasks
+    // (not the task the stopper preempted), ignoring hotness (v5.13+
+    // LBF_ACTIVE_LB), and resets dst's nr_balance_failed only when it moved one.
+    #[test]
+    fn stopper_moves_tail_task_and_resets_on_success() {
+        let (mut k, _ts, now) = three_on_cpu0("v6.6");
+        let running = k.rqs[0].curr.unwrap();
+        let tail = *k.rqs[0]
+            .cfs
+            .queue
+            .iter()
+            .map(|e| e.task_id().unwrap())
+            .collect::<Vec<_>>()
+            .iter()
+            .min_by_key(|t| k.tasks[t.idx()].mru)
+            .unwrap();
+        k.sd_lb[1][0].nr_balance_failed = 5;
+        k.rqs[0].active_balance = Some(CpuId(1));
+        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000);
+        assert_eq!(r.kick, Some(CpuId(1)));
+        assert_eq!(k.tasks[tail.idx()].cpu, CpuId(1), "the least recently run task moved");
+        assert_eq!(k.tasks[running.idx()].cpu, CpuId(0), "the preempted task stays");
+        assert_eq!(k.sd_lb[1][0].nr_balance_failed, 0);
+        assert_eq!((k.sd_stats[1][0].alb_count, k.sd_stats[1][0].alb_pushed), (1, 1));
+        // Nothing movable (all pinned to cpu0): no reset, alb_failed counted.
+        let (mut k, ts, now) = three_on_cpu0("v6.6");
+        for t in ts {
+            k.tasks[t.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+        }
+        k.sd_lb[1][0].nr_balance_failed = 5;
+        k.rqs[0].active_balance = Some(CpuId(1));
+        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000);
+        assert_eq!(r.kick, None);
+        assert_eq!((k.sd_lb[1][0].nr_balance_failed, k.sd_stats[1][0].alb_failed), (5, 1));
+    }
+
+    // Issue 14 item 11 — load_balance(): the kick does not need a single task
+    // on the busiest CPU; v5.13+ leaves nr_balance_failed at the kick, earlier
+    // kernels force it to cache_nice_tries + 1; balance_interval goes back to
+    // min_interval after an imbalance (v5.13+ also after a kick).
+    // should_we_balance() failing is out_balanced: failures cleared, interval doubled.
+    #[test]
+    fn active_balance_kick_and_interval_per_version() {
+        for (kernel, failed_after) in [("v5.12", 2u32), ("v5.13", 4)] {
+            let (mut k, ts, now) = three_on_cpu0(kernel);
+            // Pin the queued tasks: nothing detachable, so the pass fails.
+            for &t in &ts {
+                if k.rqs[0].curr != Some(t) {
+                    k.tasks[t.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+                }
+            }
+            let tries = k.sd.domains[k.sd.per_cpu[1][0] as usize].cache_nice_tries;
+            k.sd_lb[1][0].nr_balance_failed = tries + 2;
+            k.sd_lb[1][0].balance_interval = 8;
+            let mut out = BalanceResult::default();
+            k.sched_balance_rq(CpuId(1), 0, IdleType::Idle, now, &mut out);
+            assert_eq!(out.kicks, vec![CpuId(0)], "{kernel}: kicked with 3 tasks on the source");
+            assert_eq!(k.sd_lb[1][0].nr_balance_failed, failed_after, "{kernel}");
+            let min = k.sd.domains[k.sd.per_cpu[1][0] as usize].min_interval as u64;
+            let want = if kernel == "v5.13" { min } else { 8 };
+            assert_eq!(k.sd_lb[1][0].balance_interval, want, "{kernel}: interval after the kick");
+        }
+        // should_we_balance() false (cpu1 busy, cpu0 idle first in the group? use newly idle with a task queued)
+        let (mut k, _ts, now) = three_on_cpu0("v6.6");
+        k.sd_lb[0][0].nr_balance_failed = 3;
+        k.sd_lb[0][0].balance_interval = 2;
+        let mut out = BalanceResult::default();
+        // cpu0 has queued tasks: a newly idle pass on it is refused by should_we_balance().
+        let (_, cont) = k.sched_balance_rq(CpuId(0), 0, IdleType::NewlyIdle, now, &mut out);
+        assert!(!cont);
+        assert_eq!(k.sd_lb[0][0].nr_balance_failed, 0, "out_balanced clears the count, newly idle too");
+        assert_eq!(k.sd_lb[0][0].balance_interval, 2, "v5.8+: newly idle leaves the interval");
+    }
+
+    // Issue 14 item 7 — v6.12.0 can_migrate_task() has no sched_delayed test:
+    // a delayed sleeper moves for migrate_task too; 61b82dfb6b7e (v6.14,
+    // `--patch delayed-accounting`) moves it for migrate_load only.
+    #[test]
+    fn v6_12_delayed_task_movable_for_any_migration_type() {
+        for (patch, movable) in [(false, true), (true, false)] {
+            let mut prof = profile("v6.12").unwrap();
+            if patch {
+                prof.apply_patches("delayed-accounting").unwrap();
+            }
+            let mut k = Kernel::new(&flat(2), prof);
+            let mut ts = Vec::new();
+            for _ in 0..2 {
+                let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+                k.wake_up_new_task(p, CpuId(0), 0);
+                k.tasks[p.idx()].cpus_allowed = None;
+                ts.push(p);
+            }
+            k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+            let queued = ts.iter().copied().find(|&t| k.rqs[0].curr != Some(t)).unwrap();
+            k.mark_delayed(queued);
+            let mut env = LbEnv {
+                dst: CpuId(1),
+                lvl: 0,
+                idle: IdleType::Idle,
+                imbalance: 1,
+                migration_type: MigrationType::Task,
+                all_pinned: true,
+                active: false,
+            };
+            assert_eq!(k.can_migrate_task(queued, CpuId(0), &mut env, 10_000_000), movable, "patch {patch}");
+            env.migration_type = MigrationType::Load;
+            assert!(k.can_migrate_task(queued, CpuId(0), &mut env, 10_000_000));
+        }
+    }
+
+    // Issue 14 item 15 — _nohz_idle_balance() (v5.10+) visits idle CPUs from
+    // ilb + 1 wrapping, the ILB last; v3.x balanced the ILB first.
+    #[test]
+    fn nohz_idle_balance_order() {
+        for (kernel, first_puller) in [("v6.6", CpuId(3)), ("v3.10", CpuId(2))] {
+            let mut k = Kernel::new(&flat(4), profile(kernel).unwrap());
+            // Two tasks on cpu0, one on cpu1; cpus 2 and 3 idle; ILB = cpu2.
+            for c in [0u16, 0, 1] {
+                let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(c)]), ..Default::default() }, None, CpuId(c), 0);
+                k.wake_up_new_task(p, CpuId(c), 0);
+                k.tasks[p.idx()].cpus_allowed = None;
+                k.schedule(CpuId(c), SwitchReason::Preempt, 0);
+            }
+            let r = k.nohz_idle_balance(CpuId(2), 100_000_000);
+            assert!(r.pulled >= 1, "{kernel}");
+            assert_eq!(k.rqs[first_puller.idx()].nr_running(), 1, "{kernel}: {first_puller:?} pulled first");
+        }
     }
 }

@@ -187,7 +187,7 @@ impl Kernel {
         (avg, load)
     }
 
-    /// `avg_vruntime()`: V, the weighted average vruntime of the queue incl. curr (spec §7.2).
+    /// `avg_vruntime()`: V, the weighted average vruntime of the queue incl. curr (v6.6+).
     pub fn avg_vruntime(&self, q: impl Into<CfsId>) -> u64 {
         let q = q.into();
         let (mut avg, load) = self.avg_parts(q);
@@ -268,13 +268,17 @@ impl Kernel {
     // weight and on_rq state instead of propagating the child cfs_rq's sums.
     pub(crate) fn update_load_avg(&mut self, q: CfsId, e: Option<Ent>, now: u64) {
         let curr = self.cfs(q).curr;
+        // v6.12.0: se_runnable() is on_rq and the cfs_rq's runnable count is
+        // h_nr_running, delayed sleepers included; "sched/eevdf: More PELT vs
+        // DELAYED_DEQUEUE" (v6.14) leaves them out (`--patch delayed-accounting`).
+        let later = self.profile.has_patch(crate::profile::Patch::DelayedAccounting);
         if let Some(e) = e {
             let se = self.se_mut(e);
-            let runnable = se.on_rq && !se.sched_delayed;
+            let runnable = se.on_rq && !(later && se.sched_delayed);
             se.avg.update(now, se.on_rq as u64, se.weight, runnable as u64, curr == Some(e));
         }
         let cfs = self.cfs_mut(q);
-        let runnable = (cfs.h_nr_running - cfs.h_nr_delayed) as u64;
+        let runnable = (cfs.h_nr_running - if later { cfs.h_nr_delayed } else { 0 }) as u64;
         cfs.avg.update(now, cfs.load_weight, 1, runnable, curr.is_some());
         if q.slot().is_some() {
             self.update_tg_load_avg(q);
@@ -317,7 +321,7 @@ impl Kernel {
 
     // ---------------------------------------------------------------- accounting
 
-    /// `update_curr()` of one cfs_rq (spec §7.2 / §7.3).
+    /// `update_curr()` of one cfs_rq (kernel/sched/fair.c).
     pub(crate) fn update_curr(&mut self, q: CfsId, now: u64) {
         let Some(c) = self.cfs(q).curr else {
             return;
@@ -375,7 +379,7 @@ impl Kernel {
     // ---------------------------------------------------------------- placement
 
     /// CFS `sched_slice()`: the wall-time share of the period for `e`, the
-    /// product of its weight fractions up the hierarchy (spec §7.3).
+    /// product of its weight fractions up the hierarchy (v2.6.23-v6.5).
     pub(crate) fn sched_slice(&self, e: Ent) -> u64 {
         let q = self.cfs_of(e);
         let on_rq = self.se(e).on_rq;
@@ -400,7 +404,7 @@ impl Kernel {
         slice
     }
 
-    /// `place_entity()`: EEVDF (spec §7.2) or CFS (spec §7.3).
+    /// `place_entity()`: EEVDF (v6.6+) or CFS (<= v6.5).
     fn place_entity(&mut self, q: CfsId, e: Ent, flags: u32) {
         if !self.eevdf() {
             // CFS place_entity(cfs_rq, se, initial)
@@ -601,10 +605,11 @@ impl Kernel {
     }
 
     /// `requeue_delayed_entity()` (v6.12): a delayed sleeper is woken in place.
+    /// The lag is taken against the cfs_rq as it stands: v6.12 does not
+    /// update_curr() first (ttwu_runnable() only updates the rq clock).
     pub(crate) fn requeue_delayed_entity(&mut self, p: TaskId, now: u64) {
         let e = Ent::task(p);
         let q = self.cfs_of(e);
-        self.update_curr(q, now);
         if self.feats.has(DELAY_ZERO) {
             self.update_entity_lag(q, e);
             if self.se(e).vlag > 0 {
@@ -731,7 +736,7 @@ impl Kernel {
 
     // ---------------------------------------------------------------- picking
 
-    /// `pick_eevdf()` (v6.6 / v6.12, spec §7.2).
+    /// `pick_eevdf()` (v6.6 / v6.12).
     pub fn pick_eevdf(&self, q: impl Into<CfsId>) -> Option<Ent> {
         let q = q.into();
         let cfs = self.cfs(q);
@@ -809,7 +814,7 @@ impl Kernel {
         }
     }
 
-    /// CFS `pick_next_entity(cfs_rq, curr)` (v3.1-v6.5, spec §7.3): leftmost,
+    /// CFS `pick_next_entity(cfs_rq, curr)` (v3.1-v6.5): leftmost,
     /// unless a skip / last / next buddy may run without unfairness. `curr`
     /// (still running, v3.15+ pick path) competes as if it were in the tree,
     /// to the right of entities with the same vruntime.
@@ -992,7 +997,7 @@ impl Kernel {
     // ---------------------------------------------------------------- enqueue / dequeue of tasks
 
     /// `enqueue_task_fair()`: enqueue the task's entity and every ancestor that
-    /// is not queued yet; update the others (spec §7.1).
+    /// is not queued yet; update the others (kernel/sched/fair.c).
     pub(crate) fn enqueue_task_fair(&mut self, p: TaskId, flags: u32, now: u64) {
         let idle = self.tasks[p.idx()].policy == Policy::Idle;
         let mut cur = Some(Ent::task(p));
@@ -1020,13 +1025,31 @@ impl Kernel {
             cfs.h_nr_idle += idle as u32;
             cur = self.parent_entity(x);
         }
-        if self.feats.has(UTIL_EST) {
-            let ue = self.tasks[p.idx()].se.avg.util_est_value();
-            let cpu = self.tasks[p.idx()].cpu;
-            self.rqs[cpu.idx()].cfs.util_est_enqueued += ue;
-        }
+        self.util_est_enqueue(p);
         #[cfg(debug_assertions)]
         self.check_hierarchy(self.tasks[p.idx()].cpu, "enqueue_task_fair");
+    }
+
+    // FIDELITY(F-644): the value added is max(util_avg, util_est); no UTIL_AVG_UNCHANGED.
+    /// `util_est_enqueue()`: add the task's estimate to its CPU's root cfs_rq
+    /// (once: a task already counted is not added again).
+    pub(crate) fn util_est_enqueue(&mut self, p: TaskId) {
+        if !self.feats.has(UTIL_EST) || self.tasks[p.idx()].util_est_queued.is_some() {
+            return;
+        }
+        let ue = self.tasks[p.idx()].se.avg.util_est_value();
+        let cpu = self.tasks[p.idx()].cpu;
+        self.rqs[cpu.idx()].cfs.util_est_enqueued += ue;
+        self.tasks[p.idx()].util_est_queued = Some(ue);
+    }
+
+    /// `util_est_dequeue()`: take back what util_est_enqueue() added.
+    pub(crate) fn util_est_dequeue(&mut self, p: TaskId) {
+        if let Some(ue) = self.tasks[p.idx()].util_est_queued.take() {
+            let cpu = self.tasks[p.idx()].cpu;
+            let cfs = &mut self.rqs[cpu.idx()].cfs;
+            cfs.util_est_enqueued = cfs.util_est_enqueued.saturating_sub(ue);
+        }
     }
 
     /// `dequeue_task_fair()`: dequeue the task's entity and every ancestor whose
@@ -1041,17 +1064,25 @@ impl Kernel {
         let task_sleep = flags & DEQUEUE_SLEEP != 0;
         let idle = self.tasks[p.idx()].policy == Policy::Idle;
         let te = Ent::task(p);
+        // util_est leaves the CPU at the sleep itself, before dequeue_entities()
+        // can delay the dequeue, and the EWMA learns from this activation
+        // (v6.12 dequeue_task_fair(); earlier kernels in the same order). A
+        // delayed task's final dequeue finds nothing left to remove.
+        // v6.12 runs util_est_update() before dequeue_entities(), on the
+        // util_avg of the last PELT update; v5.x-v6.11 after the dequeue, on
+        // the util_avg brought up to now.
+        let learn = self.feats.has(UTIL_EST) && task_sleep && !self.tasks[p.idx()].se.sched_delayed;
+        let before_dequeue = self.profile.version >= (6, 12);
+        let fastup = self.profile.version >= (6, 9) || self.feats.has(UTIL_EST_FASTUP);
+        self.util_est_dequeue(p);
+        if learn && before_dequeue {
+            self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
+        }
         if !self.dequeue_entity(self.cfs_of(te), te, flags, now) {
             return false;
         }
-        if self.feats.has(UTIL_EST) {
-            let ue = self.tasks[p.idx()].se.avg.util_est_value();
-            let cfs = &mut self.rqs[cpu.idx()].cfs;
-            cfs.util_est_enqueued = cfs.util_est_enqueued.saturating_sub(ue);
-            if task_sleep {
-                let fastup = self.profile.version >= (6, 9) || self.feats.has(UTIL_EST_FASTUP);
-                self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
-            }
+        if learn && !before_dequeue {
+            self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
         }
         let mut cur = Some(te);
         let mut first = true;
@@ -1336,7 +1367,7 @@ mod tests {
         ids
     }
 
-    // spec §7.2: an entity is eligible iff v_i <= V; pick_eevdf returns the
+    // entity_eligible() (v6.6+): an entity is eligible iff v_i <= V; pick_eevdf returns the
     // eligible entity with the earliest virtual deadline, not the earliest deadline overall.
     #[test]
     fn eevdf_picks_earliest_eligible_deadline() {
@@ -1349,7 +1380,7 @@ mod tests {
         assert_eq!(k.pick_eevdf(CpuId(0)).and_then(|e| e.task_id()), Some(ids[1]));
     }
 
-    // spec §7.2: V is weight-averaged: a heavy entity drags V toward itself.
+    // avg_vruntime() (v6.6+): V is weight-averaged: a heavy entity drags V toward itself.
     #[test]
     fn eevdf_eligibility_is_weighted() {
         let mut k = one_cpu("v6.6");
@@ -1361,7 +1392,7 @@ mod tests {
         assert_eq!(k.pick_eevdf(CpuId(0)).and_then(|e| e.task_id()), Some(ids[0]));
     }
 
-    // spec §7.2 RUN_TO_PARITY: a running, eligible curr keeps the CPU until its
+    // RUN_TO_PARITY (v6.6+): a running, eligible curr keeps the CPU until its
     // request is consumed, even if a queued entity has an earlier deadline.
     #[test]
     fn eevdf_run_to_parity_protects_curr() {
@@ -1384,7 +1415,7 @@ mod tests {
         k.schedule(CpuId(0), SwitchReason::Block, now);
     }
 
-    // spec §7.2: lag is kept across sleep: after PLACE_LAG placement the entity's
+    // place_entity() (v6.6+): lag is kept across sleep: after PLACE_LAG placement the entity's
     // lag relative to the new V equals the lag it had when it went to sleep.
     #[test]
     fn eevdf_lag_kept_across_sleep() {
@@ -1411,7 +1442,35 @@ mod tests {
         assert_eq!(k2.tasks[ids2[0].idx()].se.vruntime, v_before);
     }
 
-    // spec §7.2 (v6.12 delayed dequeue): an ineligible sleeper stays queued as
+    // Issue 14 item 8 — v6.12 dequeue_task_fair(): util_est_dequeue() and
+    // util_est_update() run at the sleep, before dequeue_entities() delays the
+    // dequeue; ttwu_runnable()'s enqueue_task_fair(ENQUEUE_DELAYED) adds the
+    // estimate back, once.
+    #[test]
+    fn v6_12_util_est_leaves_at_the_sleep_even_when_delayed() {
+        let mut k = one_cpu("v6.12");
+        let ids = hand_queue(&mut k, &[(1024, 0, 3 * MS), (1024, 8 * MS, 11 * MS)]);
+        for &p in &ids {
+            let a = &mut k.tasks[p.idx()].se.avg;
+            a.util_avg = 300;
+            a.util_est = 100;
+            k.util_est_enqueue(p);
+        }
+        assert_eq!(k.rqs[0].cfs.util_est_enqueued, 600);
+        run_then_sleep(&mut k, ids[1], 0);
+        assert!(k.tasks[ids[1].idx()].se.sched_delayed, "ids[1] is ineligible: its dequeue is delayed");
+        assert_eq!(k.rqs[0].cfs.util_est_enqueued, 300, "the delayed sleeper's estimate left at the sleep");
+        assert_eq!(k.tasks[ids[1].idx()].se.avg.util_est, 300, "EWMA updated at the sleep (fast-up to util_avg)");
+        k.tasks[ids[1].idx()].state = TaskState::Sleeping;
+        k.try_to_wake_up(ids[1], CpuId(0), None, crate::core::WakeFlags::default(), 0);
+        assert_eq!(k.rqs[0].cfs.util_est_enqueued, 600, "requeue adds it back");
+        // A second sleep of the same task does not remove it twice.
+        k.util_est_dequeue(ids[1]);
+        k.util_est_dequeue(ids[1]);
+        assert_eq!(k.rqs[0].cfs.util_est_enqueued, 300);
+    }
+
+    // dequeue_entity() (v6.12 delayed dequeue): an ineligible sleeper stays queued as
     // sched_delayed; an eligible one is dequeued at once.
     #[test]
     fn eevdf_v6_12_delays_ineligible_sleepers() {
@@ -1433,7 +1492,7 @@ mod tests {
         assert!(!k3.tasks[ids3[1].idx()].se.on_rq, "v6.6 has no delayed dequeue");
     }
 
-    // spec §7.3: CFS picks the leftmost (smallest vruntime) entity; a next buddy
+    // pick_next_entity() (<= v6.5): CFS picks the leftmost (smallest vruntime) entity; a next buddy
     // wins only if it is within wakeup_gran of the leftmost.
     #[test]
     fn cfs_picks_leftmost_and_honours_close_buddy() {
@@ -1449,7 +1508,7 @@ mod tests {
         assert_eq!(k.pick_next_entity_cfs(CpuId(0).into(), None).and_then(|e| e.task_id()), Some(ids[1]));
     }
 
-    // spec §7.3 check_preempt_tick: curr is preempted once it ran longer than
+    // check_preempt_tick() (<= v6.5): curr is preempted once it ran longer than
     // its ideal slice (period * w / load), not before min_granularity.
     #[test]
     fn cfs_tick_preemption_after_ideal_slice() {
@@ -1468,7 +1527,7 @@ mod tests {
         assert!(k.rqs[0].need_resched, "ran past its ideal slice");
     }
 
-    // spec §7.3: CFS wakeup preemption needs curr.v - wakee.v > wakeup_gran(wakee).
+    // check_preempt_wakeup() (<= v6.5): CFS wakeup preemption needs curr.v - wakee.v > wakeup_gran(wakee).
     #[test]
     fn cfs_wakeup_preemption_granularity() {
         let mut k = one_cpu("v3.10");
@@ -1482,7 +1541,7 @@ mod tests {
         assert_eq!(k.rqs[0].cfs.next, Some(ids[2].into()), "the preempting wakee becomes next buddy");
     }
 
-    // spec §7.2: EEVDF has no tick preemption check; the request renews at the
+    // update_deadline() (v6.6+): EEVDF has no tick preemption check; the request renews at the
     // deadline and reschedules when others are queued.
     #[test]
     fn eevdf_tick_reschedules_at_deadline() {

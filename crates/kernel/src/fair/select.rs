@@ -15,12 +15,13 @@ use schedlab_topology::CpuId;
 pub struct SisScratch {
     cpus: CpuMask,
     skip: CpuMask,
-    order: Vec<CpuId>,
+    /// The target's cluster span (v6.8+ cluster-first scan).
+    cls: CpuMask,
 }
 
 impl SisScratch {
     pub fn new(nr_cpus: usize) -> Self {
-        SisScratch { cpus: CpuMask::new(nr_cpus), skip: CpuMask::new(nr_cpus), order: Vec::with_capacity(nr_cpus) }
+        SisScratch { cpus: CpuMask::new(nr_cpus), skip: CpuMask::new(nr_cpus), cls: CpuMask::new(nr_cpus) }
     }
 }
 
@@ -172,6 +173,8 @@ impl Kernel {
     /// wake_idx 0 = `weighted_cpuload()` (v2.6.x-v4.x; instantaneous weight up
     /// to v3.10, runnable_load_avg v3.11+), `cpu_load()` = load_avg (v5.7+).
     // FIDELITY(F-013): effective_load() of task groups is not modelled (w for every task).
+    // FIDELITY(F-013): effective_load() through the task-group hierarchy is not
+    // applied (effective_load(w) = w, also for tasks in groups); wake_idx = 0.
     fn wake_cpu_load(&self, c: CpuId) -> i64 {
         self.weighted_cpuload(c) as i64
     }
@@ -188,7 +191,7 @@ impl Kernel {
         let load = self.wake_cpu_load(prev_cpu);
         let mut this_load = self.wake_cpu_load(this_cpu);
         if sync {
-            // effective_load(tg, this_cpu, -weight, -weight) of the waker (no groups: -weight).
+            // effective_load(tg, this_cpu, -weight, -weight) of the waker, taken as -weight (F-013).
             if let Some(w) = waker {
                 this_load -= self.tasks[w.idx()].se.weight as i64;
             }
@@ -237,18 +240,18 @@ impl Kernel {
         }
         let rq = &self.rqs[this_cpu.idx()];
         let mut nr = rq.nr_running();
-        if self.profile.version >= (6, 12) {
+        if self.profile.has_patch(Patch::DelayedAccounting) {
+            // aa3ee4f0b754 (v6.15): delayed sleepers do not count; v6.12.0 counts them.
             nr -= rq.cfs.h_nr_delayed;
         }
         if sync && nr == 1 {
             return Some(this_cpu);
         }
         if self.profile.has_patch(Patch::ShortrunRfc) {
-            // RFC v1: ... || is_short_task(cpu_curr(this_cpu)) → this_cpu.
-            if let Some(curr) = rq.curr {
-                if self.is_short_task(curr) {
-                    return Some(this_cpu);
-                }
+            // RFC v1: `(sync && nr_running == 1) || is_short_task(cpu_curr(this_cpu))`
+            // → this_cpu; no sync or nr_running condition on the second clause.
+            if self.curr_is_short(this_cpu) {
+                return Some(this_cpu);
             }
         }
         if self.profile.wake_affine == WakeAffineVariant::V5_11 && self.available_idle_cpu(prev_cpu) {
@@ -302,7 +305,16 @@ impl Kernel {
         task.se.sum_exec_runtime <= task.nvcsw * self.tun.min_granularity_ns
     }
 
-    /// `available_idle_cpu()` (v5.1+; no vCPU preemption modelled).
+    /// `is_short_task(cpu_curr(cpu))` of the RFC: an idle CPU's current task is
+    /// the idle task, whose fair `sum_exec_runtime` and `nvcsw` are both 0, so
+    /// it counts as short (0 <= 0). That matters for a CPU that is not
+    /// `available_idle_cpu()` only because a wakeup is pending on it, and for
+    /// an idle waker CPU outside prev's LLC.
+    fn curr_is_short(&self, cpu: CpuId) -> bool {
+        self.rqs[cpu.idx()].curr.is_none_or(|c| self.is_short_task(c))
+    }
+
+    /// `available_idle_cpu()` (v4.18+; no vCPU preemption).
     #[inline]
     pub fn available_idle_cpu(&self, c: CpuId) -> bool {
         self.idle_cpu(c)
@@ -416,6 +428,8 @@ impl Kernel {
             }
         }
         // recent_used_cpu (v4.16+, 32e839dda3ba)
+        // FIDELITY(F-641): v6.12 on cluster machines would remember an idle
+        // prev/recent outside the target's cluster and use it only after the scan.
         let recent = self.tasks[p.idx()].recent_used_cpu;
         if self.profile.recent_used == RecentUsedVariant::V5_13 {
             self.tasks[p.idx()].recent_used_cpu = prev;
@@ -515,7 +529,7 @@ impl Kernel {
     fn sis_prop_budget(&mut self, llc: usize, this_cpu: CpuId, now: u64) -> u64 {
         let span_weight = self.sd.domains[llc].span_weight as u64;
         // v5.14+ (94aafc3ee31d): wake_avg_idle; v4.13-v5.13: this_rq()->avg_idle / 512.
-        let avg_idle = if self.profile.version >= (5, 14) {
+        let avg_idle = if self.sis_prop_uses_wake_avg_idle() {
             // wake_avg_idle, aged by halving per jiffy while busy.
             let jiffies = now / self.tun.tick_ns;
             let rq = &mut self.rqs[this_cpu.idx()];
@@ -536,7 +550,11 @@ impl Kernel {
         }
     }
 
-    /// v5.2 `select_idle_cpu()`: first idle CPU from target within the SIS_PROP budget.
+    /// v5.8-v5.11 `select_idle_cpu()`: first idle CPU from target within the
+    /// SIS_PROP budget, over `sched_domain_span(sd) & p->cpus_ptr` (a CPU the
+    /// task may not run on costs no budget). When the budget runs out
+    /// (`if (!--nr) return -1;`) the function returns before `update_avg()`:
+    /// avg_scan_cost learns only from scans that found a CPU or covered the LLC.
     fn select_idle_cpu_v5_2(&mut self, p: TaskId, llc: usize, target: CpuId) -> Option<CpuId> {
         let this_cpu = self.cur_this_cpu;
         let now = self.cur_now;
@@ -547,32 +565,50 @@ impl Kernel {
         if self.feats.has(SIS_AVG_CPU) && self.rqs[this_cpu.idx()].avg_idle / 512 < self.avg_scan_cost[this_cpu.idx()] + 1 {
             return None;
         }
-        let span = self.sd.domains[llc].span.clone();
-        let before = self.last_scan;
+        let mut scanned = 0;
         let mut found = None;
-        for c in span.iter_wrap(target) {
-            nr -= 1;
-            if nr == 0 {
-                break;
-            }
-            if !self.tasks[p.idx()].allowed(c) {
+        let task = &self.tasks[p.idx()];
+        for c in self.sd.domains[llc].span.iter_wrap(target) {
+            if !task.allowed(c) {
                 continue;
             }
-            self.last_scan += 1;
+            nr -= 1;
+            if nr == 0 {
+                // Budget exhausted: return -1 before update_avg().
+                self.last_scan += scanned;
+                return None;
+            }
+            scanned += 1;
             if self.idle_candidate(c) {
                 found = Some(c);
                 break;
             }
         }
-        self.update_scan_cost(this_cpu, self.last_scan - before);
+        self.last_scan += scanned;
+        self.update_scan_cost(this_cpu, scanned, false);
         found
     }
 
+    /// The SIS_PROP `avg_idle` is `rq->wake_avg_idle` (set with `wake_stamp` in
+    /// ttwu_do_activate(), aged per jiffy, charged with each scan's time):
+    /// 94aafc3ee31d.
+    pub(crate) fn sis_prop_uses_wake_avg_idle(&self) -> bool {
+        self.profile.version >= (5, 14)
+    }
+
+    /// The end of a SIS_PROP scan that did not run out of budget:
+    /// `update_avg(&this_sd->avg_scan_cost, time)` and, with wake_avg_idle
+    /// (v5.14+), `this_rq->wake_avg_idle -= min(this_rq->wake_avg_idle, time)`:
+    /// the time spent scanning is idle time the waker CPU no longer has.
+    /// Kernel: the tail of select_idle_cpu(), v5.8-v6.5.
     // FIDELITY(F-012): scan time = CPUs examined x the machine's per-CPU cost, not cpu_clock().
-    fn update_scan_cost(&mut self, this_cpu: CpuId, scanned: u64) {
+    fn update_scan_cost(&mut self, this_cpu: CpuId, scanned: u64, charge_wake_avg_idle: bool) {
         if self.feats.has(SIS_PROP) {
-            // update_avg(&this_sd->avg_scan_cost, time): time from the hardware's per-CPU scan cost.
             let time = scanned * self.scan_cost_per_cpu_ns;
+            if charge_wake_avg_idle && self.sis_prop_uses_wake_avg_idle() {
+                let rq = &mut self.rqs[this_cpu.idx()];
+                rq.wake_avg_idle -= rq.wake_avg_idle.min(time);
+            }
             let a = &mut self.avg_scan_cost[this_cpu.idx()];
             *a = (*a as i64 + (time as i64 - *a as i64) / 8) as u64;
         }
@@ -613,29 +649,24 @@ impl Kernel {
                 // RFC v1: with the LLC over ~half busy, a short wakee goes to a
                 // target that is running a short task instead of scanning.
                 let span_weight = self.sd.domains[llc].span_weight as u64;
-                if !has_idle_core && 5 * nr < 3 * span_weight && self.is_short_task(p) {
-                    if let Some(curr) = self.rqs[target.idx()].curr {
-                        if self.is_short_task(curr) {
-                            return Some(target);
-                        }
-                    }
+                if !has_idle_core && 5 * nr < 3 * span_weight && self.is_short_task(p) && self.curr_is_short(target) {
+                    return Some(target);
                 }
             }
         }
         let before = self.last_scan;
         let mut idle_cpu: Option<CpuId> = None;
         let start = if self.profile.sis_scan_from_next { CpuId(((target.0 as usize + 1) % self.nr_cpus()) as u16) } else { target };
-        // v6.8+: the target's cluster first, when the LLC's children are clusters.
-        sc.order.clear();
-        let cls = if self.profile.sis_cluster_first { self.cluster_span(target, llc) } else { None };
-        if let Some(cls) = &cls {
-            sc.order.extend(cls.iter_wrap(start).filter(|c| sc.cpus.test(*c)));
-        }
-        sc.order.extend(sc.cpus.iter_wrap(start).filter(|c| cls.as_ref().is_none_or(|m| !m.test(*c))));
+        // v6.8+: the target's cluster first, when the LLC's children are clusters;
+        // then the rest of the LLC. Both walks are for_each_cpu_wrap(): lazy, so a
+        // scan that stops at its budget has not looked at the CPUs after it.
+        let cls_on = self.profile.sis_cluster_first && self.cluster_span_into(target, llc, &mut sc.cls);
         sc.skip.clear_all();
-        for i in 0..sc.order.len() {
-            let c = sc.order[i];
-            if sc.skip.test(c) {
+        let (cpus, cls, skip) = (&sc.cpus, &sc.cls, &mut sc.skip);
+        let first = if cls_on { Some(cls.iter_wrap(start)) } else { None };
+        let order = first.into_iter().flatten().filter(|c| cpus.test(*c)).chain(cpus.iter_wrap(start).filter(|c| !cls_on || !cls.test(*c)));
+        for c in order {
+            if skip.test(c) {
                 continue;
             }
             if has_idle_core {
@@ -646,7 +677,7 @@ impl Kernel {
                     if !self.available_idle_cpu(s) {
                         idle = false;
                         if idle_cpu.is_none() {
-                            if self.sched_idle_cpu(s) && sc.cpus.test(s) {
+                            if self.sched_idle_cpu(s) && cpus.test(s) {
                                 idle_cpu = Some(s);
                                 break;
                             }
@@ -654,19 +685,21 @@ impl Kernel {
                         }
                         break;
                     }
-                    if idle_cpu.is_none() && sc.cpus.test(s) {
+                    if idle_cpu.is_none() && cpus.test(s) {
                         idle_cpu = Some(s);
                     }
                 }
                 if idle {
-                    self.update_scan_cost(this_cpu, self.last_scan - before);
+                    // An idle core returns at once: no SIS_PROP accounting
+                    // (the budget and its cost are for !has_idle_core scans).
                     return Some(c);
                 }
-                sc.skip.or_with(&self.sd.smt_mask[c.idx()]);
+                skip.or_with(&self.sd.smt_mask[c.idx()]);
             } else {
                 nr -= 1;
                 if nr == 0 {
-                    self.update_scan_cost(this_cpu, self.last_scan - before);
+                    // `if (!--nr) return -1;` (v5.12-v5.19; `--nr <= 0` v6.0+):
+                    // no avg_scan_cost update when the budget runs out.
                     return None;
                 }
                 self.last_scan += 1;
@@ -684,18 +717,23 @@ impl Kernel {
             self.llc_shared[id].has_idle_cores = false;
         }
         if !has_idle_core {
-            self.update_scan_cost(this_cpu, self.last_scan - before);
+            self.update_scan_cost(this_cpu, self.last_scan - before, true);
         }
         idle_cpu
     }
 
-    /// The span of the cluster domain below the LLC holding `target`, if the
-    /// machine has a cluster level.
-    fn cluster_span(&self, target: CpuId, llc: usize) -> Option<CpuMask> {
+    /// Copy the span of the cluster domain below the LLC holding `target` into
+    /// `out`; false (and `out` untouched) if the machine has no cluster level.
+    fn cluster_span_into(&self, target: CpuId, llc: usize, out: &mut CpuMask) -> bool {
         let lvls = &self.sd.per_cpu[target.idx()];
-        let pos = lvls.iter().position(|&x| x as usize == llc)?;
-        let child = &self.sd.domains[lvls.get(pos.checked_sub(1)?)?.to_owned() as usize];
-        (child.flags & SD_CLUSTER != 0).then(|| child.span.clone())
+        let Some(pos) = lvls.iter().position(|&x| x as usize == llc) else { return false };
+        let Some(&child) = pos.checked_sub(1).and_then(|i| lvls.get(i)) else { return false };
+        let child = &self.sd.domains[child as usize];
+        if child.flags & SD_CLUSTER == 0 {
+            return false;
+        }
+        out.copy_from(&child.span);
+        true
     }
 
     /// `update_idle_cpu_scan()` (v6.0+, 70fb5ccf2ebb): SIS_UTIL's budget for the LLC
@@ -1188,7 +1226,124 @@ mod placement_tests {
         }
     }
 
-    // __update_idle_core() (v4.9+): has_idle_cores is set when a CPU goes idle with all its
+    // Issue 14 item 13 — v5.14+ ttwu_do_activate() sets wake_stamp = jiffies
+    // with wake_avg_idle = avg_idle / 2, so a scan in the same jiffy keeps the
+    // whole estimate (no halving per jiffy since an old stamp), and
+    // select_idle_cpu() charges its scan time to wake_avg_idle.
+    #[test]
+    fn wake_avg_idle_restarts_with_its_stamp_and_pays_for_scans() {
+        // v5.14+ SIS_PROP form: v6.0 with SIS_PROP on and SIS_UTIL off.
+        let mut prof = profile("v6.0").unwrap();
+        prof.apply_features("SIS_PROP,NO_SIS_UTIL").unwrap();
+        let mut k = Kernel::new(&flat_llc(8), prof);
+        let tick = k.tun.tick_ns;
+        let now = 40 * tick + 1000; // jiffy 40
+                                    // cpu0 went idle at jiffy 39.5 and is woken now.
+        k.rqs[0].idle_stamp = 39 * tick + tick / 2;
+        k.rqs[0].wake_stamp = 3; // a stale stamp from long ago
+        let p = sleeper_on(&mut k, 0);
+        k.try_to_wake_up(p, CpuId(0), None, WakeFlags::default(), now);
+        assert_eq!(k.rqs[0].idle_stamp, 0);
+        assert_eq!(k.rqs[0].wake_stamp, 40, "wake_stamp set with wake_avg_idle");
+        assert_eq!(k.rqs[0].wake_avg_idle, k.rqs[0].avg_idle / 2);
+        let before = k.rqs[0].wake_avg_idle;
+        assert!(before > 0);
+        // Same jiffy: the budget sees the full estimate, far more than 4 CPUs.
+        let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+        k.avg_scan_cost[0] = 100;
+        assert!(k.sis_prop_budget(llc, CpuId(0), now) > 4);
+        assert_eq!(k.rqs[0].wake_avg_idle, before, "no aging within the jiffy");
+        // A scan that finds an idle CPU charges its time (scanned x cost).
+        for c in 1..4 {
+            occupy(&mut k, c);
+        }
+        let q = sleeper_on(&mut k, 1);
+        k.cur_this_cpu = CpuId(0);
+        k.cur_now = now;
+        let r = k.select_idle_cpu(q, llc, false, CpuId(1));
+        assert_eq!(r, Some(CpuId(4)));
+        let scanned = 3; // cpus 2, 3, 4 (forms that scan from target: 1, 2, 3, 4)
+        let scanned = if k.profile.sis_scan_from_next { scanned } else { scanned + 1 };
+        assert_eq!(k.rqs[0].wake_avg_idle, before - before.min(scanned * k.scan_cost_per_cpu_ns));
+    }
+
+    // Issue 14 item 15 — only a wakeup updates avg_idle (ttwu_do_activate());
+    // wake_up_new_task() leaves idle_stamp and avg_idle alone. Before v3.13 a
+    // gap above 2 * sysctl_sched_migration_cost sets avg_idle to that maximum.
+    #[test]
+    fn avg_idle_only_at_ttwu_and_v3_10_clamp() {
+        let mut k = Kernel::new(&flat_llc(2), profile("v6.6").unwrap());
+        k.rqs[1].idle_stamp = 1000;
+        let avg = k.rqs[1].avg_idle;
+        let c = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(1)]), ..Default::default() }, None, CpuId(0), 0);
+        k.wake_up_new_task(c, CpuId(0), 5_000_000);
+        assert_eq!((k.rqs[1].idle_stamp, k.rqs[1].avg_idle), (1000, avg), "fork leaves avg_idle alone");
+        for (kernel, want) in [("v3.10", 1_000_000u64), ("v6.6", 1_000_000 + (50_000_000 - 1_000_000) / 8)] {
+            let mut k = Kernel::new(&flat_llc(2), profile(kernel).unwrap());
+            k.rqs[1].max_idle_balance_cost = 25_000_000; // v3.13+ clamp far above
+            k.rqs[1].avg_idle = 1_000_000;
+            k.rqs[1].idle_stamp = 1;
+            let p = sleeper_on(&mut k, 1);
+            k.tasks[p.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(1)]));
+            let r = k.try_to_wake_up(p, CpuId(0), None, WakeFlags::default(), 50_000_001);
+            assert_eq!(r.cpu, CpuId(1));
+            if r.queued {
+                // v6.0+ wake list to an idle same-LLC CPU: activated by the target.
+                k.sched_ttwu_pending(CpuId(1), 50_000_001);
+            }
+            assert_eq!(k.rqs[1].avg_idle, want, "{kernel}");
+        }
+    }
+
+    // Issue 14 item 14 — select_idle_cpu() returns before update_avg() when the
+    // SIS_PROP budget runs out (v5.11: `if (!--nr) return -1;`; v5.12+ the same
+    // on the !has_idle_core path); a scan that finds a CPU updates it.
+    #[test]
+    fn sis_prop_cost_not_updated_when_budget_runs_out() {
+        for kernel in ["v5.11", "v5.12"] {
+            let mut k = Kernel::new(&flat_llc(8), profile(kernel).unwrap());
+            for c in 0..7 {
+                occupy(&mut k, c);
+            }
+            k.rqs[0].avg_idle = 0; // budget 4: scans 3 CPUs
+            k.avg_scan_cost[0] = 777;
+            let p = sleeper_on(&mut k, 1);
+            k.cur_this_cpu = CpuId(0);
+            let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+            let r = if kernel == "v5.11" { k.select_idle_cpu_v5_2(p, llc, CpuId(1)) } else { k.select_idle_cpu(p, llc, false, CpuId(1)) };
+            assert_eq!(r, None, "{kernel}: cpu7 is beyond the budget");
+            assert_eq!(k.avg_scan_cost[0], 777, "{kernel}: no update when the budget ran out");
+            let r = if kernel == "v5.11" { k.select_idle_cpu_v5_2(p, llc, CpuId(6)) } else { k.select_idle_cpu(p, llc, false, CpuId(6)) };
+            assert_eq!(r, Some(CpuId(7)), "{kernel}");
+            assert_ne!(k.avg_scan_cost[0], 777, "{kernel}: a scan that found a CPU updates the average");
+        }
+    }
+
+    // Issue 14 item 7 — v6.12.0 wake_affine_idle(): `sync && nr_running == 1`
+    // counts a delayed-dequeue sleeper; aa3ee4f0b754 (v6.15, `--patch
+    // delayed-accounting`) subtracts it.
+    #[test]
+    fn v6_12_sync_affine_counts_delayed_tasks() {
+        for (patch, want) in [(false, None), (true, Some(CpuId(0)))] {
+            let mut prof = profile("v6.12").unwrap();
+            if patch {
+                prof.apply_patches("delayed-accounting").unwrap();
+            }
+            let mut k = Kernel::new(&flat_llc(2), prof);
+            occupy(&mut k, 0);
+            occupy(&mut k, 1);
+            let d = sleeper_on(&mut k, 0);
+            k.tasks[d.idx()].state = TaskState::New;
+            k.tasks[d.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+            k.wake_up_new_task(d, CpuId(0), 0);
+            k.mark_delayed(d);
+            k.tasks[d.idx()].state = TaskState::Sleeping;
+            assert_eq!(k.rqs[0].nr_running(), 2);
+            assert_eq!(k.wake_affine_idle(CpuId(0), CpuId(1), true), want, "patch {patch}");
+        }
+    }
+
+    // __update_idle_core() / select_idle_cpu(): has_idle_cores is set when a CPU goes idle with all its
     // siblings idle, and cleared by a core scan that finds no idle core.
     #[test]
     fn idle_core_tracking() {
@@ -1204,6 +1359,12 @@ mod placement_tests {
         occupy(&mut k, 1);
         let p = sleeper_on(&mut k, 0);
         let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+        // SIS_UTIL: no periodic LLC balance has run yet, so nr_idle_scan is
+        // still 0 (zero-allocated sched_domain_shared) and there is no scan at all.
+        assert_eq!(k.llc_shared[0].nr_idle_scan, 0);
+        assert_eq!(k.select_idle_cpu(p, llc, true, CpuId(0)), None);
+        k.update_idle_cpu_scan(CpuId(0));
+        assert!(k.llc_shared[0].nr_idle_scan > 0);
         let r = k.select_idle_cpu(p, llc, true, CpuId(0));
         assert!(r == Some(CpuId(2)) || r == Some(CpuId(3)), "an idle thread noted during the core scan: {r:?}");
         assert!(!k.llc_shared[0].has_idle_cores, "failed core scan clears the hint");
