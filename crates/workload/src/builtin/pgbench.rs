@@ -202,6 +202,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     // Backends. A backend wakes only its pgbench thread and, with pg=9.3 and
     // page reads, BufFreelistLock waiters.
     // FIDELITY(F-685): no stats-collector messages or interrupt-context wakeups.
+    // FIDELITY(F-660): so under v3.10 vs wakee-flips seed 000's base collapse and gain do not appear.
     for i in 0..clients {
         let t = i % threads;
         let mut prog = vec![Op::ReqStart { hist: HIST_REQUEST }, Op::Loop { count: u64::MAX }];
