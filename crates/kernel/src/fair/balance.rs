@@ -392,8 +392,8 @@ impl Kernel {
         (pulled, true)
     }
 
-    /// `need_active_balance()`: enough periodic attempts failed (> cache_nice_tries
-    /// + 2). v5.10+ (e9b9734b7465) asks this only for migrate_task imbalances
+    /// `need_active_balance()`: enough periodic attempts failed
+    /// (nr_balance_failed > cache_nice_tries + 2). v5.10+ (e9b9734b7465) asks this only for migrate_task imbalances
     /// (`imbalanced_active_balance()`); the LoadIdx balancer for any.
     fn need_active_balance(&self, dst: CpuId, lvl: usize, env: &LbEnv) -> bool {
         let sd = &self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize];
@@ -1436,7 +1436,7 @@ mod tests {
     // SD_SHARE_CPUCAPACITY level; v3.10 still is.
     #[test]
     fn task_hot_not_at_smt_level_from_v5_10() {
-        let cpus = (0..2u32).map(|c| CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        let cpus = (0..2u32).map(|_| CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
         let topo = CpuTopology::new(cpus, vec![vec![10]]).unwrap();
         for (kernel, hot) in [("v3.10", true), ("v5.11", false), ("v6.12", false)] {
             let mut k = Kernel::new(&topo, profile(kernel).unwrap());

@@ -605,11 +605,14 @@ impl Kernel {
     }
 
     /// `requeue_delayed_entity()` (v6.12): a delayed sleeper is woken in place.
-    /// The lag is taken against the cfs_rq as it stands: v6.12 does not
-    /// update_curr() first (ttwu_runnable() only updates the rq clock).
+    /// v6.12.0 takes the lag against the cfs_rq as it stands (no update_curr();
+    /// ttwu_runnable() only updates the rq clock); the model brings curr up to
+    /// date first (F-645).
     pub(crate) fn requeue_delayed_entity(&mut self, p: TaskId, now: u64) {
         let e = Ent::task(p);
         let q = self.cfs_of(e);
+        // FIDELITY(F-645): update_curr() first, which v6.12.0 does not do here.
+        self.update_curr(q, now);
         if self.feats.has(DELAY_ZERO) {
             self.update_entity_lag(q, e);
             if self.se(e).vlag > 0 {
