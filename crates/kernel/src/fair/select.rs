@@ -1359,12 +1359,8 @@ mod placement_tests {
         occupy(&mut k, 1);
         let p = sleeper_on(&mut k, 0);
         let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
-        // SIS_UTIL: no periodic LLC balance has run yet, so nr_idle_scan is
-        // still 0 (zero-allocated sched_domain_shared) and there is no scan at all.
-        assert_eq!(k.llc_shared[0].nr_idle_scan, 0);
-        assert_eq!(k.select_idle_cpu(p, llc, true, CpuId(0)), None);
-        k.update_idle_cpu_scan(CpuId(0));
-        assert!(k.llc_shared[0].nr_idle_scan > 0);
+        // SIS_UTIL: the machine starts warm and idle, nr_idle_scan = llc size (F-646).
+        assert_eq!(k.llc_shared[0].nr_idle_scan as usize, k.sd.sd_llc_size[0] as usize);
         let r = k.select_idle_cpu(p, llc, true, CpuId(0));
         assert!(r == Some(CpuId(2)) || r == Some(CpuId(3)), "an idle thread noted during the core scan: {r:?}");
         assert!(!k.llc_shared[0].has_idle_cores, "failed core scan clears the hint");
