@@ -1257,22 +1257,7 @@ mod tests {
     #[test]
     fn idle_cpu_pulls_from_overloaded_cpu() {
         for kernel in ["v3.10", "v6.6"] {
-            let mut k = Kernel::new(&flat(2), profile(kernel).unwrap());
-            for _ in 0..4 {
-                let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-                k.wake_up_new_task(p, CpuId(0), 0);
-                k.tasks[p.idx()].cpus_allowed = None;
-            }
-            k.schedule(CpuId(0), SwitchReason::Preempt, 0);
-            // Long enough that nothing is cache hot and PELT has seen the load.
-            let mut now = 0;
-            for _ in 0..50 {
-                now += 4_000_000;
-                k.scheduler_tick(CpuId(0), now);
-                if k.rqs[0].need_resched {
-                    k.schedule(CpuId(0), SwitchReason::Preempt, now);
-                }
-            }
+            let (mut k, now) = overloaded_cpu0(kernel, 4);
             let r = k.sched_balance_domains(CpuId(1), IdleType::Idle, now + 10_000_000);
             assert!(r.pulled >= 1, "{kernel}: nothing pulled");
             assert!(
@@ -1392,8 +1377,18 @@ mod tests {
     // recorded cost above avg_idle the newly idle CPU still pulls.
     #[test]
     fn v3_10_newidle_has_no_per_domain_cost_cutoff() {
-        let mut k = Kernel::new(&flat(2), profile("v3.11").unwrap());
-        for _ in 0..3 {
+        let (mut k, now) = overloaded_cpu0("v3.10", 3);
+        k.rqs[1].avg_idle = 10 * k.tun.migration_cost_ns;
+        k.sd_lb[1][0].max_newidle_lb_cost = 100 * k.tun.migration_cost_ns;
+        let r = k.sched_balance_newidle(CpuId(1), now + 10_000_000);
+        assert_eq!(r.pulled, 1);
+    }
+
+    /// `n` tasks forked on cpu0 of a flat 2-CPU machine, then 50 ticks of 4 ms
+    /// (long enough that nothing is cache hot and PELT has seen the load).
+    fn overloaded_cpu0(kernel: &str, n: usize) -> (Kernel, u64) {
+        let mut k = Kernel::new(&flat(2), profile(kernel).unwrap());
+        for _ in 0..n {
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
             k.wake_up_new_task(p, CpuId(0), 0);
             k.tasks[p.idx()].cpus_allowed = None;
@@ -1407,10 +1402,7 @@ mod tests {
                 k.schedule(CpuId(0), SwitchReason::Preempt, now);
             }
         }
-        k.rqs[1].avg_idle = 10 * k.tun.migration_cost_ns;
-        k.sd_lb[1][0].max_newidle_lb_cost = 100 * k.tun.migration_cost_ns;
-        let r = k.sched_balance_newidle(CpuId(1), now + 10_000_000);
-        assert_eq!(r.pulled, 1);
+        (k, now)
     }
 
     /// Three tasks queued on cpu0 of a flat 2-CPU machine, run in order, the last running.
