@@ -80,6 +80,50 @@ impl CpuMask {
             *a |= b;
         }
     }
+    /// `cpumask_and(self, self, other)`
+    pub fn and_with(&mut self, other: &CpuMask) {
+        for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
+            *a &= b;
+        }
+    }
+    /// `cpumask_and(self, a, b)`
+    pub fn and_from(&mut self, a: &CpuMask, b: &CpuMask) {
+        for ((d, x), y) in self.words.iter_mut().zip(a.words.iter()).zip(b.words.iter()) {
+            *d = x & y;
+        }
+    }
+    /// `cpumask_andnot(self, a, b)`
+    pub fn andnot_from(&mut self, a: &CpuMask, b: &CpuMask) {
+        for ((d, x), y) in self.words.iter_mut().zip(a.words.iter()).zip(b.words.iter()) {
+            *d = x & !y;
+        }
+    }
+    /// Number of CPUs set in `lo..hi` (word operations).
+    pub fn count_range(&self, lo: usize, hi: usize) -> u32 {
+        if lo >= hi {
+            return 0;
+        }
+        let (wl, wh) = (lo / 64, (hi - 1) / 64);
+        let lo_mask = !0u64 << (lo % 64);
+        let hi_mask = !0u64 >> (63 - (hi - 1) % 64);
+        if wl == wh {
+            return (self.words[wl] & lo_mask & hi_mask).count_ones();
+        }
+        let mut n = (self.words[wl] & lo_mask).count_ones() + (self.words[wh] & hi_mask).count_ones();
+        for w in &self.words[wl + 1..wh] {
+            n += w.count_ones();
+        }
+        n
+    }
+    /// How many CPUs of the mask `for_each_cpu_wrap(start)` visits before `c`.
+    pub fn count_wrap_before(&self, start: CpuId, c: CpuId) -> u32 {
+        let (s, c) = (start.idx(), c.idx());
+        if c >= s {
+            self.count_range(s, c)
+        } else {
+            self.count_range(s, self.words.len() * 64) + self.count_range(0, c)
+        }
+    }
 }
 
 /// `for_each_cpu_wrap()` iterator: the bits at and above `start`, then the
@@ -159,5 +203,31 @@ mod tests {
         let o = CpuMask::from_cpus(130, [64, 129].map(CpuId));
         assert!(o.is_subset_of(&m));
         assert_eq!(m.iter_and(&o).count(), 2);
+    }
+
+    #[test]
+    fn counts_and_word_ops_match_iteration() {
+        for bits in [vec![], vec![0], vec![63, 64], vec![0, 63, 64, 127, 128, 129], (0..130).step_by(3).collect::<Vec<u16>>()] {
+            let m = CpuMask::from_cpus(130, bits.iter().map(|&b| CpuId(b)));
+            for s in 0..130u16 {
+                let order: Vec<CpuId> = m.iter_wrap(CpuId(s)).collect();
+                for (i, &c) in order.iter().enumerate() {
+                    assert_eq!(m.count_wrap_before(CpuId(s), c) as usize, i, "bits {bits:?} start {s} cpu {c:?}");
+                }
+                for hi in s..=130u16 {
+                    assert_eq!(m.count_range(s as usize, hi as usize) as usize, m.iter().filter(|c| c.0 >= s && c.0 < hi).count());
+                }
+            }
+        }
+        let a = CpuMask::from_cpus(130, [1, 64, 65, 129].map(CpuId));
+        let b = CpuMask::from_cpus(130, [64, 129, 3].map(CpuId));
+        let mut d = CpuMask::new(130);
+        d.and_from(&a, &b);
+        assert_eq!(d, CpuMask::from_cpus(130, [64, 129].map(CpuId)));
+        d.andnot_from(&a, &b);
+        assert_eq!(d, CpuMask::from_cpus(130, [1, 65].map(CpuId)));
+        d.copy_from(&a);
+        d.and_with(&b);
+        assert_eq!(d, CpuMask::from_cpus(130, [64, 129].map(CpuId)));
     }
 }
