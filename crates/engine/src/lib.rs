@@ -289,6 +289,10 @@ pub struct Sim<'a> {
     node_streams: Vec<u32>,
     /// Tracepoint recorder (None unless `SimConfig::trace`).
     trace: Option<Box<trace::Trace>>,
+    /// Reused list of tasks an op wakes (no allocation per wakeup).
+    wake_buf: Vec<TaskId>,
+    /// Reused list of message tags `Op::WakeQueued` drains.
+    tag_buf: Vec<u32>,
 }
 
 const INF: u64 = u64::MAX;
@@ -392,6 +396,8 @@ impl<'a> Sim<'a> {
             llc_streams: Vec::new(),
             node_streams: vec![0; machine.topology.nr_nodes()],
             trace: cfg.trace.then(|| Box::new(trace::Trace::new(n))),
+            wake_buf: Vec::new(),
+            tag_buf: Vec::new(),
         };
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
@@ -1123,20 +1129,23 @@ impl<'a> Sim<'a> {
                     self.advance(t);
                     let sync = if wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
                     let s = &mut self.sems[sem as usize];
-                    let ws: Vec<TaskId> = if n == u32::MAX {
+                    let mut ws = std::mem::take(&mut self.wake_buf);
+                    if n == u32::MAX {
                         s.count = u64::MAX / 2;
-                        std::mem::take(&mut s.waiters).into()
+                        ws.extend(s.waiters.drain(..));
                     } else {
                         let k = (n as usize).min(s.waiters.len());
                         s.count += (n as usize - k) as u64;
-                        s.waiters.drain(..k).collect()
-                    };
+                        ws.extend(s.waiters.drain(..k));
+                    }
                     let woke = !ws.is_empty();
-                    for w in ws {
+                    for &w in &ws {
                         // futex/semaphore hand-off: the woken waiter owns the count it waited for.
                         self.advance(w);
                         self.wake(w, c, Some(t), sync);
                     }
+                    ws.clear();
+                    self.wake_buf = ws;
                     if woke && self.preempt_point(c) {
                         return;
                     }
@@ -1306,19 +1315,22 @@ impl<'a> Sim<'a> {
         }
         let ch = &mut self.chans[chan as usize];
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
-        let woken: Vec<TaskId> = match spec.kind {
+        let mut woken = std::mem::take(&mut self.wake_buf);
+        match spec.kind {
             // pipe_read(): one exclusive writer once a page's worth of space is free.
             ChannelKind::Pipe { msgs_per_page } if !ch.writers.is_empty() && ch.count + msgs_per_page <= spec.capacity => {
-                vec![ch.writers.pop_front().expect("not empty")]
+                woken.push(ch.writers.pop_front().expect("not empty"));
             }
             // unix_write_space(): every writer once the buffer is at most a quarter full.
-            ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => std::mem::take(&mut ch.writers).into(),
-            _ => Vec::new(),
-        };
+            ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => woken.extend(ch.writers.drain(..)),
+            _ => {}
+        }
         let woke = !woken.is_empty();
-        for w in woken {
+        for &w in &woken {
             self.wake(w, c, Some(t), wf);
         }
+        woken.clear();
+        self.wake_buf = woken;
         ChanOutcome::Done { woke }
     }
 
@@ -1588,13 +1600,16 @@ impl Sim<'_> {
             return true;
         }
         b.0 = 0;
-        let ws = std::mem::take(&mut b.1);
+        let mut ws = std::mem::take(&mut self.wake_buf);
+        ws.append(&mut b.1);
         self.advance(t);
         let woke = !ws.is_empty();
-        for w in ws {
+        for &w in &ws {
             self.advance(w);
             self.wake(w, c, Some(t), WakeFlags::default());
         }
+        ws.clear();
+        self.wake_buf = ws;
         woke && self.preempt_point(c)
     }
 
@@ -1604,13 +1619,17 @@ impl Sim<'_> {
         let ch = &mut self.chans[chan as usize];
         let k = ch.count as u64;
         ch.count = 0;
-        let tags: Vec<u32> = ch.tags.drain(..).collect();
-        let writers = std::mem::take(&mut ch.writers);
+        let mut tags = std::mem::take(&mut self.tag_buf);
+        tags.extend(ch.tags.drain(..));
+        let mut writers = std::mem::take(&mut self.wake_buf);
+        writers.extend(ch.writers.drain(..));
         let wf = if self.wl.channels[chan as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
-        for w in writers {
+        for &w in &writers {
             self.wake(w, c, Some(t), wf);
         }
-        for tag in tags {
+        writers.clear();
+        self.wake_buf = writers;
+        for &tag in &tags {
             let sem = (sem_base + tag) as usize;
             self.sem_stamp[sem] = self.now;
             let sf = if self.wl.sems[sem].sync { WakeFlags::SYNC } else { WakeFlags::default() };
@@ -1623,6 +1642,8 @@ impl Sim<'_> {
                 self.wake(w, c, Some(t), sf);
             }
         }
+        tags.clear();
+        self.tag_buf = tags;
         k
     }
 
@@ -1631,13 +1652,17 @@ impl Sim<'_> {
     fn sem_wake(&mut self, c: CpuId, t: TaskId, sem: u32, n: u32) -> bool {
         let s = &mut self.sems[sem as usize];
         let k = (n as usize).min(s.waiters.len());
-        let ws: Vec<TaskId> = s.waiters.drain(..k).collect();
+        let mut ws = std::mem::take(&mut self.wake_buf);
+        ws.extend(s.waiters.drain(..k));
         let wf = if self.wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
         for &w in &ws {
             self.advance(w);
             self.wake(w, c, Some(t), wf);
         }
-        !ws.is_empty()
+        let woke = !ws.is_empty();
+        ws.clear();
+        self.wake_buf = ws;
+        woke
     }
 
     /// Record `d` ns in latency histogram `hist` (grown on first use).
