@@ -158,7 +158,8 @@ pub struct Kernel {
     /// ttwu_pending store becoming visible to other CPUs (hardware-dependent;
     /// the engine sets it from the machine model). 0 = no race.
     pub ttwu_pending_window_ns: u64,
-    pub(crate) sis_scratch: crate::fair::select::SisScratch,
+    /// Boxed: taken and put back per wakeup without copying its masks.
+    pub(crate) sis_scratch: Option<Box<crate::fair::select::SisScratch>>,
     /// CPUs that may be idle or SCHED_IDLE-only (a superset): set where a CPU
     /// can become one (curr cleared, a task dequeued, a SCHED_IDLE task
     /// enqueued), cleared by select_idle_cpu()'s walk when it finds the CPU
@@ -261,7 +262,7 @@ impl Kernel {
             rq_steps: std::cell::Cell::new(0),
             alb_pushed: 0,
             ttwu_pending_window_ns: 0,
-            sis_scratch: crate::fair::select::SisScratch::new(n),
+            sis_scratch: Some(Box::new(crate::fair::select::SisScratch::new(n))),
             idle_hint: CpuMask::from_cpus(n, (0..n).map(|c| CpuId(c as u16))),
             lb_locked: Vec::new(),
             nr_cpus: n,

@@ -622,9 +622,9 @@ impl Kernel {
     /// from SIS_PROP (<= v5.19) or SIS_UTIL (v6.0+); v6.8+ scans the cluster first.
     fn select_idle_cpu(&mut self, p: TaskId, llc: usize, has_idle_core: bool, target: CpuId) -> Option<CpuId> {
         // Scratch masks live in the kernel: no allocation per wakeup.
-        let mut sc = std::mem::take(&mut self.sis_scratch);
+        let mut sc = self.sis_scratch.take().expect("select_idle_cpu() is not re-entered");
         let r = self.select_idle_cpu_scan(p, llc, has_idle_core, target, &mut sc);
-        self.sis_scratch = sc;
+        self.sis_scratch = Some(sc);
         r
     }
 
