@@ -41,10 +41,12 @@ fn count(machine: &str, kernel: &str, workload: &str, set: &str, duration_ns: Op
     (ALLOCS.load(Relaxed) - before, r.voluntary_switches + r.involuntary_switches)
 }
 
+/// Machine, kernel, workload, short and long run's `--set`, short and long run's duration.
+type Case = (&'static str, &'static str, &'static str, &'static str, &'static str, Option<u64>, Option<u64>);
+
 #[test]
 fn steady_state_allocates_nothing_per_switch() {
-    // (machine, kernel, workload, short run, long run)
-    let cases: &[(&str, &str, &str, &str, &str, Option<u64>, Option<u64>)] = &[
+    let cases: &[Case] = &[
         ("laptop-4c8t", "v6.12", "pipe", "loops=20000", "loops=40000", None, None),
         ("x86-12", "v3.10", "hackbench", "groups=2,loops=200,pipe=1", "groups=2,loops=400,pipe=1", None, None),
         ("zen3-2s-nps1", "v6.6", "hackbench", "groups=4,loops=100", "groups=4,loops=200", None, None),

@@ -746,7 +746,9 @@ impl Kernel {
                     return Some(c);
                 }
                 let rq = &self.rqs[c.idx()];
-                if !(rq.curr.is_none() && rq.nr_running() == 0) && !(rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle) {
+                let maybe_idle =
+                    (rq.curr.is_none() && rq.nr_running() == 0) || (rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle);
+                if !maybe_idle {
                     self.idle_hint.clear(c); // busy: set again when it may become idle
                 }
             }
