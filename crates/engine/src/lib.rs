@@ -124,6 +124,9 @@ enum ChanOutcome {
 struct SemRt {
     count: u64,
     waiters: std::collections::VecDeque<TaskId>,
+    /// Barging semaphores: the waiter woken by the last post that has not yet
+    /// re-tried (PostgreSQL's !releaseOK); no other waiter is woken meanwhile.
+    woken: Option<TaskId>,
 }
 
 /// Results of one run.
@@ -357,7 +360,7 @@ impl<'a> Sim<'a> {
                     tags: Default::default(),
                 })
                 .collect(),
-            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Default::default() }).collect(),
+            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Default::default(), woken: None }).collect(),
             marks: vec![None; 8],
             counters: vec![0; 8],
             rng: Pcg32::new(cfg.seed, 0x5c4ed1ab),
@@ -1110,6 +1113,9 @@ impl<'a> Sim<'a> {
                 }
                 Op::SemWait { sem } => {
                     let s = &mut self.sems[sem as usize];
+                    if s.woken == Some(t) {
+                        s.woken = None; // LWLockAcquire re-try: releaseOK again
+                    }
                     if s.count > 0 {
                         s.count -= 1;
                         self.advance(t);
@@ -1123,6 +1129,21 @@ impl<'a> Sim<'a> {
                     self.advance(t);
                     let sync = if wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
                     let s = &mut self.sems[sem as usize];
+                    if wl.sems[sem as usize].barging {
+                        // LWLockRelease() before 9.5: release, then wake the first
+                        // waiter unless one woken earlier has not re-tried yet; the
+                        // woken task runs its SemWait again (no hand-off).
+                        s.count += n.min(u32::MAX / 2) as u64;
+                        let w = if s.woken.is_none() { s.waiters.pop_front() } else { None };
+                        if let Some(w) = w {
+                            s.woken = Some(w);
+                            self.wake(w, c, Some(t), sync);
+                            if self.preempt_point(c) {
+                                return;
+                            }
+                        }
+                        continue;
+                    }
                     let ws: Vec<TaskId> = if n == u32::MAX {
                         s.count = u64::MAX / 2;
                         std::mem::take(&mut s.waiters).into()

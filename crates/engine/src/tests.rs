@@ -534,3 +534,52 @@ fn mass_wakeup_examines_runqueues_near_linearly() {
     // n log n: 4 * log(4000)/log(1000) ~ 4.8; quadratic: 16.
     assert!(large < 8 * small, "runqueue steps grow quadratically: {small} at 1000 tasks, {large} at 4000");
 }
+
+// A barging semaphore (PostgreSQL's LWLocks before 9.5): the releaser wakes the
+// first waiter but keeps running and takes the lock again before the woken
+// waiter runs; with hand-off (a futex semaphore) the waiter owns the count and
+// the releaser's next wait blocks. One CPU, two tasks that never sleep otherwise.
+#[test]
+fn barging_semaphore_lets_the_releaser_take_the_lock_again() {
+    let text = |barging: bool| {
+        format!(
+            r#"format = 1
+name = "lwlock"
+time_bounded = true
+[metric]
+kind = "rate"
+name = "acquisitions"
+unit = "ops/s"
+counter = 0
+[[sem]]
+initial = 1
+sync = false
+barging = {barging}
+[[program]]
+ops = ["loop count=inf", "sem_wait sem=0", "run ns=50us", "count id=0 n=1", "sem_post sem=0 n=1", "run ns=5us", "end_loop"]
+[[program]]
+ops = ["loop count=inf", "sem_wait sem=0", "run ns=50us", "count id=1 n=1", "sem_post sem=0 n=1", "run ns=5us", "end_loop"]
+[[task]]
+name = "a"
+program = 0
+mm = 0
+[[task]]
+name = "b"
+program = 1
+mm = 0
+"#
+        )
+    };
+    let m = one_cpu_machine();
+    let handoff = schedlab_workload::file::from_toml_str(&text(false), "handoff.toml").unwrap();
+    let barging = schedlab_workload::file::from_toml_str(&text(true), "barging.toml").unwrap();
+    assert!(barging.sems[0].barging && !handoff.sems[0].barging);
+    let (h, b) = (go(&m, "v6.12", &handoff, 1, Some(100 * MS)), go(&m, "v6.12", &barging, 1, Some(100 * MS)));
+    // Hand-off: every release passes the lock to the sleeping waiter, so the
+    // tasks alternate and every acquisition after the first costs a wakeup.
+    assert!(h.wakeups > 500, "hand-off wakes the waiter at every release: {}", h.wakeups);
+    // Barging: the waiter is woken once and re-tries only when the releaser is
+    // preempted at the end of its slice; wakeups drop by an order of magnitude.
+    assert!(b.wakeups * 10 < h.wakeups, "barging {} vs hand-off {} wakeups", b.wakeups, h.wakeups);
+    assert!(b.metric_value > 0.0 && h.metric_value > 0.0);
+}

@@ -82,6 +82,8 @@ struct SemDoc {
     repeat: u32,
     initial: u32,
     sync: bool,
+    #[serde(default)]
+    barging: bool,
 }
 
 #[derive(Deserialize)]
@@ -183,7 +185,7 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
     for s in &doc.sem {
         count(s.get_ref().repeat, s.span())?;
         for _ in 0..s.get_ref().repeat {
-            sems.push(SemSpec { initial: s.get_ref().initial, sync: s.get_ref().sync });
+            sems.push(SemSpec { initial: s.get_ref().initial, sync: s.get_ref().sync, barging: s.get_ref().barging });
         }
     }
     let mut groups = Vec::new();
@@ -834,6 +836,9 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
             o.push_str(&format!("repeat = {n}\n"));
         }
         o.push_str(&format!("initial = {}\nsync = {}\n", s.initial, s.sync));
+        if s.barging {
+            o.push_str("barging = true\n");
+        }
         k += n;
     }
     for g in &w.groups {

@@ -176,6 +176,12 @@ pub struct SemSpec {
     pub initial: u32,
     /// Wakeups carry WF_SYNC (a poll() gate woken by a pipe write does; futexes do not).
     pub sync: bool,
+    /// How a post reaches a waiter. false: hand-off (the woken waiter owns the
+    /// count it waited for: a futex-based semaphore). true: barging, as
+    /// PostgreSQL's LWLocks before 9.5 (LWLockRelease() wakes the first waiter
+    /// and no other until that one has run again, "releaseOK"; the woken task
+    /// re-tries and a running task may take the count first).
+    pub barging: bool,
 }
 
 /// A task to create: at start (`start == true`) or by a `Fork` op of another task.
