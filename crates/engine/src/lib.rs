@@ -270,6 +270,8 @@ pub struct Sim<'a> {
     want_schedstat: bool,
     /// `Op::Barrier` state by id: (arrived, waiters); grown on first use.
     barriers: Vec<(u32, Vec<TaskId>)>,
+    /// `Op::SpinBarrier` arrivals still spinning, by barrier id.
+    spinners: Vec<Vec<TaskId>>,
     /// Time of the last `Op::WakeQueued` post per semaphore.
     sem_stamp: Vec<u64>,
     /// Latency histograms of `Op::WakeLatency`.
@@ -379,6 +381,7 @@ impl<'a> Sim<'a> {
             jitter_pct: wl.jitter_pct,
             want_schedstat: cfg.schedstat,
             barriers: Vec::new(),
+            spinners: Vec::new(),
             sem_stamp: vec![0; wl.sems.len()],
             lat_hists: Vec::new(),
             lat_sums: Vec::new(),
@@ -1051,8 +1054,12 @@ impl<'a> Sim<'a> {
                 }
                 Op::Mem { bytes } => {
                     if stage == 0 {
+                        // The phase's time varies as a Run's does (DRAM refresh,
+                        // page placement, prefetch): its effective bytes are jittered.
+                        // FIDELITY(F-801): uniform +-jitter_pct per phase, no measured distribution.
+                        let j = self.jitter(bytes);
                         let r = &mut self.rt[t.idx()];
-                        r.remaining = bytes;
+                        r.remaining = j;
                         r.stage = 1;
                         r.mem = true;
                         self.mem_start(c);
@@ -1228,6 +1235,23 @@ impl<'a> Sim<'a> {
                 }
                 Op::Barrier { id, parties } => {
                     if self.barrier_arrive(c, t, id, parties) {
+                        return;
+                    }
+                }
+                Op::SpinBarrier { id, parties, spin } => {
+                    if stage == 0 {
+                        if self.barrier_arrive_spin(c, t, id, parties, spin) {
+                            return;
+                        }
+                    } else {
+                        // The spin ran out before the last arrival: futex_wait.
+                        let sp = &mut self.spinners[id as usize];
+                        if let Some(k) = sp.iter().position(|&x| x == t) {
+                            sp.swap_remove(k);
+                        }
+                        self.rt[t.idx()].stage = 0;
+                        self.barriers[id as usize].1.push(t);
+                        self.block(c);
                         return;
                     }
                 }
@@ -1617,6 +1641,44 @@ impl Sim<'_> {
             self.wake(w, c, Some(t), WakeFlags::default());
         }
         woke && self.preempt_point(c)
+    }
+
+    /// `Op::SpinBarrier`: as [`Self::barrier_arrive`], but an arrival that is
+    /// not the last spins for `spin` ns (CPU time, on its CPU) before it
+    /// blocks; the last arrival releases the spinners (they go on without a
+    /// wakeup, a running spinner's segment ends now) and wakes the sleepers.
+    /// libgomp gomp_barrier_wait_end() / do_wait() (config/linux/wait.h).
+    fn barrier_arrive_spin(&mut self, c: CpuId, t: TaskId, id: u32, parties: u32, spin: u64) -> bool {
+        if self.barriers.len() <= id as usize {
+            self.barriers.resize_with(id as usize + 1, Default::default);
+        }
+        if self.spinners.len() <= id as usize {
+            self.spinners.resize_with(id as usize + 1, Default::default);
+        }
+        let b = &mut self.barriers[id as usize];
+        if b.0 + 1 < parties && spin > 0 {
+            b.0 += 1;
+            self.spinners[id as usize].push(t);
+            let r = &mut self.rt[t.idx()];
+            r.stage = 1;
+            r.remaining = spin;
+            return false; // the run loop starts the spin segment
+        }
+        if b.0 + 1 == parties {
+            // Spinners see the generation change: no futex wakeup for them.
+            let spinners = std::mem::take(&mut self.spinners[id as usize]);
+            for s in spinners {
+                self.advance(s);
+                let cpu = self.kernel.tasks[s.idx()].cpu;
+                if self.cpus[cpu.idx()].running == Some(s) && s != t {
+                    self.rt[s.idx()].remaining = 0;
+                    self.reschedule_segment(cpu, s);
+                } else {
+                    self.rt[s.idx()].remaining = 0;
+                }
+            }
+        }
+        self.barrier_arrive(c, t, id, parties)
     }
 
     /// `Op::WakeQueued`: drain `chan`, posting `sem_base + tag` per message

@@ -108,6 +108,16 @@ pub enum Op {
         id: u32,
         parties: u32,
     },
+    /// A barrier whose waiters spin before they block, as libgomp's
+    /// gomp_barrier_wait_end() -> do_wait(): an arrival that is not the last
+    /// stays on its CPU, running, for up to `spin` ns (GOMP_SPINCOUNT pause
+    /// iterations) and goes on without sleeping if the barrier completes
+    /// meanwhile; then it blocks on the futex and is woken (not WF_SYNC).
+    SpinBarrier {
+        id: u32,
+        parties: u32,
+        spin: u64,
+    },
     /// poll()/epoll_wait() on one channel: block while it is empty, without
     /// taking a message (woken like a reader, with the channel's sync flag).
     Poll {
@@ -341,7 +351,7 @@ impl Workload {
                     {
                         return err(format!("program {pi}: mark/counter/histogram id {id} is out of range (0..{MAX_IDS})"));
                     }
-                    Op::Barrier { id, parties } => {
+                    Op::Barrier { id, parties } | Op::SpinBarrier { id, parties, .. } => {
                         if parties == 0 || parties as usize > self.tasks.len().max(1) {
                             return err(format!(
                                 "program {pi}: barrier {id} with {parties} parties, but the workload has {} tasks",
