@@ -124,6 +124,9 @@ enum ChanOutcome {
 struct SemRt {
     count: u64,
     waiters: std::collections::VecDeque<TaskId>,
+    /// Barging semaphores: the waiter woken by the last post that has not yet
+    /// re-tried (PostgreSQL's !releaseOK); no other waiter is woken meanwhile.
+    woken: Option<TaskId>,
 }
 
 /// Results of one run.
@@ -267,6 +270,8 @@ pub struct Sim<'a> {
     want_schedstat: bool,
     /// `Op::Barrier` state by id: (arrived, waiters); grown on first use.
     barriers: Vec<(u32, Vec<TaskId>)>,
+    /// `Op::SpinBarrier` arrivals still spinning, by barrier id.
+    spinners: Vec<Vec<TaskId>>,
     /// Time of the last `Op::WakeQueued` post per semaphore.
     sem_stamp: Vec<u64>,
     /// Latency histograms of `Op::WakeLatency`.
@@ -361,7 +366,7 @@ impl<'a> Sim<'a> {
                     tags: Default::default(),
                 })
                 .collect(),
-            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Default::default() }).collect(),
+            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Default::default(), woken: None }).collect(),
             marks: vec![None; 8],
             counters: vec![0; 8],
             rng: Pcg32::new(cfg.seed, 0x5c4ed1ab),
@@ -380,6 +385,7 @@ impl<'a> Sim<'a> {
             jitter_pct: wl.jitter_pct,
             want_schedstat: cfg.schedstat,
             barriers: Vec::new(),
+            spinners: Vec::new(),
             sem_stamp: vec![0; wl.sems.len()],
             lat_hists: Vec::new(),
             lat_sums: Vec::new(),
@@ -1054,8 +1060,12 @@ impl<'a> Sim<'a> {
                 }
                 Op::Mem { bytes } => {
                     if stage == 0 {
+                        // The phase's time varies as a Run's does (DRAM refresh,
+                        // page placement, prefetch): its effective bytes are jittered.
+                        // FIDELITY(F-801): uniform +-jitter_pct per phase, no measured distribution.
+                        let j = self.jitter(bytes);
                         let r = &mut self.rt[t.idx()];
-                        r.remaining = bytes;
+                        r.remaining = j;
                         r.stage = 1;
                         r.mem = true;
                         self.mem_start(c);
@@ -1116,6 +1126,9 @@ impl<'a> Sim<'a> {
                 }
                 Op::SemWait { sem } => {
                     let s = &mut self.sems[sem as usize];
+                    if s.woken == Some(t) {
+                        s.woken = None; // LWLockAcquire re-try: releaseOK again
+                    }
                     if s.count > 0 {
                         s.count -= 1;
                         self.advance(t);
@@ -1129,6 +1142,21 @@ impl<'a> Sim<'a> {
                     self.advance(t);
                     let sync = if wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
                     let s = &mut self.sems[sem as usize];
+                    if wl.sems[sem as usize].barging {
+                        // LWLockRelease() before 9.5: release, then wake the first
+                        // waiter unless one woken earlier has not re-tried yet; the
+                        // woken task runs its SemWait again (no hand-off).
+                        s.count += n.min(u32::MAX / 2) as u64;
+                        let w = if s.woken.is_none() { s.waiters.pop_front() } else { None };
+                        if let Some(w) = w {
+                            s.woken = Some(w);
+                            self.wake(w, c, Some(t), sync);
+                            if self.preempt_point(c) {
+                                return;
+                            }
+                        }
+                        continue;
+                    }
                     let mut ws = std::mem::take(&mut self.wake_buf);
                     if n == u32::MAX {
                         s.count = u64::MAX / 2;
@@ -1216,6 +1244,23 @@ impl<'a> Sim<'a> {
                 }
                 Op::Barrier { id, parties } => {
                     if self.barrier_arrive(c, t, id, parties) {
+                        return;
+                    }
+                }
+                Op::SpinBarrier { id, parties, spin } => {
+                    if stage == 0 {
+                        if self.barrier_arrive_spin(c, t, id, parties, spin) {
+                            return;
+                        }
+                    } else {
+                        // The spin ran out before the last arrival: futex_wait.
+                        let sp = &mut self.spinners[id as usize];
+                        if let Some(k) = sp.iter().position(|&x| x == t) {
+                            sp.swap_remove(k);
+                        }
+                        self.rt[t.idx()].stage = 0;
+                        self.barriers[id as usize].1.push(t);
+                        self.block(c);
                         return;
                     }
                 }
@@ -1611,6 +1656,44 @@ impl Sim<'_> {
         ws.clear();
         self.wake_buf = ws;
         woke && self.preempt_point(c)
+    }
+
+    /// `Op::SpinBarrier`: as [`Self::barrier_arrive`], but an arrival that is
+    /// not the last spins for `spin` ns (CPU time, on its CPU) before it
+    /// blocks; the last arrival releases the spinners (they go on without a
+    /// wakeup, a running spinner's segment ends now) and wakes the sleepers.
+    /// libgomp gomp_barrier_wait_end() / do_wait() (config/linux/wait.h).
+    fn barrier_arrive_spin(&mut self, c: CpuId, t: TaskId, id: u32, parties: u32, spin: u64) -> bool {
+        if self.barriers.len() <= id as usize {
+            self.barriers.resize_with(id as usize + 1, Default::default);
+        }
+        if self.spinners.len() <= id as usize {
+            self.spinners.resize_with(id as usize + 1, Default::default);
+        }
+        let b = &mut self.barriers[id as usize];
+        if b.0 + 1 < parties && spin > 0 {
+            b.0 += 1;
+            self.spinners[id as usize].push(t);
+            let r = &mut self.rt[t.idx()];
+            r.stage = 1;
+            r.remaining = spin;
+            return false; // the run loop starts the spin segment
+        }
+        if b.0 + 1 == parties {
+            // Spinners see the generation change: no futex wakeup for them.
+            let spinners = std::mem::take(&mut self.spinners[id as usize]);
+            for s in spinners {
+                self.advance(s);
+                let cpu = self.kernel.tasks[s.idx()].cpu;
+                if self.cpus[cpu.idx()].running == Some(s) && s != t {
+                    self.rt[s.idx()].remaining = 0;
+                    self.reschedule_segment(cpu, s);
+                } else {
+                    self.rt[s.idx()].remaining = 0;
+                }
+            }
+        }
+        self.barrier_arrive(c, t, id, parties)
     }
 
     /// `Op::WakeQueued`: drain `chan`, posting `sem_base + tag` per message
