@@ -11,6 +11,7 @@ pub mod import;
 pub mod model;
 pub mod parse;
 pub mod profile;
+pub mod synth;
 
 pub use import::{import, ImportOptions, Imported};
 pub use model::Analysis;
