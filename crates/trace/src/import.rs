@@ -163,7 +163,7 @@ fn replay_ops(a: &Analysis, sem_of: &[Option<u32>], cut: u64) -> Vec<Vec<ROp>> {
                 }
                 Step::Block { ts, wake: Some((w, src)) } if w <= cut => match (src, sem_of[ti]) {
                     (Source::Task(_), Some(sem)) => v.push(ROp::Wait(sem)),
-                    _ => v.push(ROp::Sleep((w - ts).max(1) as f64)),
+                    _ => v.push(ROp::Sleep(w.saturating_sub(ts).max(1) as f64)),
                 },
                 Step::Fork { child, ts } if ts <= cut => v.push(ROp::Fork(child as u32)),
                 _ => {}

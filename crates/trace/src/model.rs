@@ -249,7 +249,7 @@ impl Analysis {
                         *wake = Some((ts, src));
                     }
                     if let Source::Task(w) = src {
-                        let wi = index[&w];
+                        let wi = add(&mut a, &mut live, &mut index, w);
                         let (t, l) = (&mut a.tasks[wi], &mut live[wi]);
                         emit_run(t, l, ts);
                         t.steps.push(Step::Post { to: ti, ts, sync: false });

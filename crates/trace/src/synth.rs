@@ -12,7 +12,12 @@ pub fn ping_pong(pairs: u32, cycles: u32, cpus: u16, period_ns: u64) -> String {
     let _ = writeln!(s, "# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:{cpus}");
     let line = |s: &mut String, ts: u64, cpu: u16, cur: u32, ev: &str, pl: String| {
         let comm = if cur == 0 { "<idle>".to_string() } else { format!("worker-{}", cur - 101) };
-        let _ = writeln!(s, "{comm:>16}-{cur:<7} (    100) [{cpu:03}] d..2. {:>5}.{:06}: {ev}: {pl}", ts / 1_000_000_000, ts % 1_000_000_000 / 1000);
+        let _ = writeln!(
+            s,
+            "{comm:>16}-{cur:<7} (    100) [{cpu:03}] d..2. {:>5}.{:06}: {ev}: {pl}",
+            ts / 1_000_000_000,
+            ts % 1_000_000_000 / 1000
+        );
     };
     let step = period_ns / (pairs as u64 + 1);
     for c in 0..cycles as u64 {
@@ -22,7 +27,11 @@ pub fn ping_pong(pairs: u32, cycles: u32, cpus: u16, period_ns: u64) -> String {
             let t0 = c * period_ns + p as u64 * step;
             let sw = |prev: u32, next: u32| {
                 let pc = |x: u32| if x == 0 { format!("swapper/{cpu}") } else { format!("worker-{}", x - 101) };
-                format!("prev_comm={} prev_pid={prev} prev_prio=120 prev_state=S ==> next_comm={} next_pid={next} next_prio=120", pc(prev), pc(next))
+                format!(
+                    "prev_comm={} prev_pid={prev} prev_prio=120 prev_state=S ==> next_comm={} next_pid={next} next_prio=120",
+                    pc(prev),
+                    pc(next)
+                )
             };
             let wk = |x: u32| format!("comm=worker-{} pid={x} prio=120 target_cpu={cpu:03}", x - 101);
             line(&mut s, t0, cpu, 0, "sched_switch", sw(0, a).replace("prev_state=S", "prev_state=R"));
