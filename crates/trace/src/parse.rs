@@ -235,8 +235,12 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         }
         // Lost-event markers: ftrace `CPU:1 [LOST 12 EVENTS]`, trace-cmd `CPU:1 [12 EVENTS DROPPED]`.
         if t.contains("[LOST ") || t.contains("EVENTS DROPPED]") {
-            let n =
-                t.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).filter_map(|s| s.parse::<u64>().ok()).last().unwrap_or(1);
+            let n = t
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|s| !s.is_empty())
+                .filter_map(|s| s.parse::<u64>().ok())
+                .next_back()
+                .unwrap_or(1);
             p.lost_events += n.max(1);
             continue;
         }
