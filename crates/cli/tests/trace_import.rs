@@ -23,7 +23,8 @@ fn tmp(name: &str) -> String {
 }
 
 fn import(trace: &str, extra: &[&str]) -> (schedlab_workload::Workload, String) {
-    let out = tmp(&format!("{}.toml", trace.replace('.', "_")));
+    let base = std::path::Path::new(trace).file_name().unwrap().to_string_lossy().replace('.', "_");
+    let out = tmp(&format!("{base}.toml"));
     let mut args = vec!["import", trace, "-o", &out];
     args.extend_from_slice(extra);
     let (ok, _, err) = schedlab(&args);
