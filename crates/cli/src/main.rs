@@ -6,11 +6,14 @@ mod bench;
 mod compare;
 mod demo;
 mod html;
+mod import;
 mod oracle;
 mod output;
+mod record;
 mod reproduce;
 mod stats;
 mod trace;
+mod trace_profile;
 mod validate;
 #[cfg(test)]
 mod wellformed;
@@ -67,6 +70,12 @@ enum Cmd {
     Demo,
     /// Fidelity scorecard: published kernel results (validation/*.toml, docs/validation-format.md) against the model.
     Validate(validate::ValidateArgs),
+    /// Trace a real command's scheduling through tracefs (root): `schedlab record -o FILE -- CMD ARGS...`.
+    Record(record::RecordArgs),
+    /// Turn a trace (ftrace, trace-cmd report, perf script text) into a workload file: `schedlab import TRACE -o FILE.toml`.
+    Import(import::ImportArgs),
+    /// Per-role CPU, switches, wakeups, migrations, run delay of a trace or a simulated run; `--vs` shows both.
+    Profile(trace_profile::ProfileArgs),
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
     Bench {
         /// Print a JSON list instead of a table.
@@ -327,6 +336,9 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Reproduce(args) => reproduce::reproduce(&args),
         Cmd::Oracle(args) => oracle::oracle(&args),
         Cmd::Validate(args) => validate::validate(&args),
+        Cmd::Record(args) => record::record(&args),
+        Cmd::Import(args) => import::import(&args),
+        Cmd::Profile(args) => trace_profile::profile(&args),
     }
 }
 
