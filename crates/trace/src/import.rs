@@ -256,7 +256,7 @@ pub fn import(a: &Analysis, opt: &ImportOptions) -> Result<Imported, String> {
             TaskSpec { name: t.comm.clone(), program: of_task[i], mm, nice: 0, cpus: None, start: starts[i], group: 0 }
         })
         .collect();
-    let sems = sync_votes.iter().map(|&(n, s)| SemSpec { initial: 0, sync: s * 2 > n }).collect();
+    let sems = sync_votes.iter().map(|&(n, s)| SemSpec { initial: 0, sync: s * 2 > n, barging: false }).collect();
     let w = Workload {
         name: opt.name.clone(),
         params: vec![
