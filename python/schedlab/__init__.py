@@ -24,7 +24,7 @@ from . import _schedlab
 from ._schedlab import SchedlabError
 from ._result import CompareResult, Result
 from ._spec import compare_spec, scenario_spec
-from .sweep import sweep
+from .dataset import load, sweep
 
 __version__ = _schedlab.__version__
 
@@ -38,6 +38,7 @@ __all__ = [
     "run",
     "compare",
     "sweep",
+    "load",
     "machine_file",
     "workload_file",
 ]

@@ -1,4 +1,4 @@
-"""Plot helpers on matplotlib for sweep DataFrames (`schedlab.sweep`/`sweep.load`)
+"""Plot helpers on matplotlib for sweep DataFrames (`schedlab.sweep`, `schedlab.load`)
 and run results: metric against a swept parameter per kernel with spread
 bands, per-level wakeup shares, run-delay distributions. Each returns the Axes."""
 
@@ -43,7 +43,9 @@ def wakeup_shares(df_or_result, by="kernel", ax=None):
     task on a CPU first sharing that level with the waker (schedstat
     ttwu_wake_remote), mean over runs, grouped bars per `by` value."""
     ax = _ax(ax)
-    if hasattr(df_or_result, "levels") and hasattr(df_or_result, "metric"):
+    from ._result import Result
+
+    if isinstance(df_or_result, Result):
         lv = df_or_result.levels
         ax.bar(lv["level"], lv["wake_remote_share"])
         ax.set_ylabel("share of wakeups")
