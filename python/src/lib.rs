@@ -27,7 +27,10 @@ fn parse<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> PyResult<T> 
 /// calling thread takes the GIL to run Python's signal handlers. If one
 /// raises (Ctrl-C: KeyboardInterrupt), `stop` is set, the work ends at its
 /// next check, and the exception is returned.
-fn interruptible<T: Send + 'static>(py: Python<'_>, work: impl FnOnce(Arc<AtomicBool>) -> anyhow::Result<T> + Send + 'static) -> PyResult<T> {
+fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce(Arc<AtomicBool>) -> anyhow::Result<T> + Send + 'static,
+) -> PyResult<T> {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let handle = std::thread::spawn(move || work(s2));
@@ -159,7 +162,9 @@ fn to_toml(kind: &str, data_json: &str, name: &str) -> PyResult<String> {
     let text = toml::to_string(&v).map_err(|e| SchedlabError::new_err(format!("{kind} {name}: cannot be written as TOML: {e}")))?;
     match kind {
         "machine" => schedlab_machine::from_toml_str(&text, name).map(|_| ()).map_err(|e| SchedlabError::new_err(format!("{e}")))?,
-        "workload" => schedlab_workload::file::from_toml_str(&text, name).map(|_| ()).map_err(|e| SchedlabError::new_err(format!("{e}")))?,
+        "workload" => {
+            schedlab_workload::file::from_toml_str(&text, name).map(|_| ()).map_err(|e| SchedlabError::new_err(format!("{e}")))?
+        }
         _ => return Err(SchedlabError::new_err(format!("unknown kind {kind:?}; use machine or workload"))),
     }
     Ok(text)

@@ -6,7 +6,7 @@ mod bench;
 mod compare;
 mod demo;
 mod html;
-mod oracle;
+use schedlab_oracle as oracle;
 mod output;
 mod reproduce;
 mod trace;
