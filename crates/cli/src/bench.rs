@@ -1,7 +1,7 @@
 //! `schedlab bench`: fixed scenarios measuring simulator speed (never run in tests).
 
-use crate::{prepare, RunArgs};
 use anyhow::Result;
+use schedlab_lab::{prepare, ScenarioSpec};
 use std::time::Instant;
 
 struct Scenario {
@@ -67,23 +67,15 @@ pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
         println!("{:<38} {:>14} {:>14} {:>9} {:>10} {:>12}", "scenario", "ctx-sw/s", "events/s", "wall s", "peak MB", "ctx switches");
     }
     for s in SCENARIOS.iter().filter(|s| filter.is_none_or(|f| s.name.contains(f))) {
-        let args = RunArgs {
+        let spec = ScenarioSpec {
             machine: s.machine.into(),
             kernel: s.kernel.into(),
-            features: None,
-            patch: None,
             workload: s.workload.into(),
-            set: vec![s.set.into()],
-            seed: 1,
             duration: s.duration.map(Into::into),
-            json: false,
-            schedstat: None,
-            switch_log: None,
-            machine_model: None,
-            trace: None,
-            ftrace: None,
-        };
-        let prep = prepare(&args)?;
+            ..ScenarioSpec::default()
+        }
+        .with_sets(&[s.set.to_string()])?;
+        let prep = prepare(&spec)?;
         reset_peak_rss();
         let t0 = Instant::now();
         let r = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
