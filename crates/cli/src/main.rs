@@ -77,6 +77,10 @@ enum Cmd {
         /// Run only scenarios whose name contains this string.
         #[arg(long)]
         filter: Option<String>,
+        /// Scenario set: `engine` (default) or `scale` (ping-pong, sleep/wake on
+        /// 4 to 1024 CPUs, 1024-CPU hackbench; with sim s/wall s and ns/switch).
+        #[arg(long)]
+        suite: Option<String>,
     },
 }
 
@@ -320,7 +324,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Bench { json, filter } => bench::bench(json, filter.as_deref()),
+        Cmd::Bench { json, filter, suite } => bench::bench(json, filter.as_deref(), suite.as_deref()),
         Cmd::Compare(args) => compare::compare(&args),
         Cmd::Reproduce(args) => reproduce::reproduce(&args),
         Cmd::Oracle(args) => oracle::oracle(&args),

@@ -124,6 +124,9 @@ enum ChanOutcome {
 struct SemRt {
     count: u64,
     waiters: std::collections::VecDeque<TaskId>,
+    /// Barging semaphores: the waiter woken by the last post that has not yet
+    /// re-tried (PostgreSQL's !releaseOK); no other waiter is woken meanwhile.
+    woken: Option<TaskId>,
 }
 
 /// Results of one run.
@@ -269,6 +272,8 @@ pub struct Sim<'a> {
     want_schedstat: bool,
     /// `Op::Barrier` state by id: (arrived, waiters); grown on first use.
     barriers: Vec<(u32, Vec<TaskId>)>,
+    /// `Op::SpinBarrier` arrivals still spinning, by barrier id.
+    spinners: Vec<Vec<TaskId>>,
     /// Time of the last `Op::WakeQueued` post per semaphore.
     sem_stamp: Vec<u64>,
     /// Latency histograms of `Op::WakeLatency`.
@@ -291,6 +296,10 @@ pub struct Sim<'a> {
     node_streams: Vec<u32>,
     /// Tracepoint recorder (None unless `SimConfig::trace`).
     trace: Option<Box<trace::Trace>>,
+    /// Reused list of tasks an op wakes (no allocation per wakeup).
+    wake_buf: Vec<TaskId>,
+    /// Reused list of message tags `Op::WakeQueued` drains.
+    tag_buf: Vec<u32>,
 }
 
 const INF: u64 = u64::MAX;
@@ -360,7 +369,7 @@ impl<'a> Sim<'a> {
                     tags: Default::default(),
                 })
                 .collect(),
-            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Default::default() }).collect(),
+            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Default::default(), woken: None }).collect(),
             marks: vec![None; 8],
             counters: vec![0; 8],
             rng: Pcg32::new(cfg.seed, 0x5c4ed1ab),
@@ -379,6 +388,7 @@ impl<'a> Sim<'a> {
             jitter_pct: wl.jitter_pct,
             want_schedstat: cfg.schedstat,
             barriers: Vec::new(),
+            spinners: Vec::new(),
             sem_stamp: vec![0; wl.sems.len()],
             lat_hists: Vec::new(),
             lat_sums: Vec::new(),
@@ -395,6 +405,8 @@ impl<'a> Sim<'a> {
             llc_streams: Vec::new(),
             node_streams: vec![0; machine.topology.nr_nodes()],
             trace: cfg.trace.then(|| Box::new(trace::Trace::new(n))),
+            wake_buf: Vec::new(),
+            tag_buf: Vec::new(),
         };
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
@@ -1054,8 +1066,12 @@ impl<'a> Sim<'a> {
                 }
                 Op::Mem { bytes } => {
                     if stage == 0 {
+                        // The phase's time varies as a Run's does (DRAM refresh,
+                        // page placement, prefetch): its effective bytes are jittered.
+                        // FIDELITY(F-801): uniform +-jitter_pct per phase, no measured distribution.
+                        let j = self.jitter(bytes);
                         let r = &mut self.rt[t.idx()];
-                        r.remaining = bytes;
+                        r.remaining = j;
                         r.stage = 1;
                         r.mem = true;
                         self.mem_start(c);
@@ -1116,6 +1132,9 @@ impl<'a> Sim<'a> {
                 }
                 Op::SemWait { sem } => {
                     let s = &mut self.sems[sem as usize];
+                    if s.woken == Some(t) {
+                        s.woken = None; // LWLockAcquire re-try: releaseOK again
+                    }
                     if s.count > 0 {
                         s.count -= 1;
                         self.advance(t);
@@ -1129,20 +1148,38 @@ impl<'a> Sim<'a> {
                     self.advance(t);
                     let sync = if wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
                     let s = &mut self.sems[sem as usize];
-                    let ws: Vec<TaskId> = if n == u32::MAX {
+                    if wl.sems[sem as usize].barging {
+                        // LWLockRelease() before 9.5: release, then wake the first
+                        // waiter unless one woken earlier has not re-tried yet; the
+                        // woken task runs its SemWait again (no hand-off).
+                        s.count += n.min(u32::MAX / 2) as u64;
+                        let w = if s.woken.is_none() { s.waiters.pop_front() } else { None };
+                        if let Some(w) = w {
+                            s.woken = Some(w);
+                            self.wake(w, c, Some(t), sync);
+                            if self.preempt_point(c) {
+                                return;
+                            }
+                        }
+                        continue;
+                    }
+                    let mut ws = std::mem::take(&mut self.wake_buf);
+                    if n == u32::MAX {
                         s.count = u64::MAX / 2;
-                        std::mem::take(&mut s.waiters).into()
+                        ws.extend(s.waiters.drain(..));
                     } else {
                         let k = (n as usize).min(s.waiters.len());
                         s.count += (n as usize - k) as u64;
-                        s.waiters.drain(..k).collect()
-                    };
+                        ws.extend(s.waiters.drain(..k));
+                    }
                     let woke = !ws.is_empty();
-                    for w in ws {
+                    for &w in &ws {
                         // futex/semaphore hand-off: the woken waiter owns the count it waited for.
                         self.advance(w);
                         self.wake(w, c, Some(t), sync);
                     }
+                    ws.clear();
+                    self.wake_buf = ws;
                     if woke && self.preempt_point(c) {
                         return;
                     }
@@ -1213,6 +1250,23 @@ impl<'a> Sim<'a> {
                 }
                 Op::Barrier { id, parties } => {
                     if self.barrier_arrive(c, t, id, parties) {
+                        return;
+                    }
+                }
+                Op::SpinBarrier { id, parties, spin } => {
+                    if stage == 0 {
+                        if self.barrier_arrive_spin(c, t, id, parties, spin) {
+                            return;
+                        }
+                    } else {
+                        // The spin ran out before the last arrival: futex_wait.
+                        let sp = &mut self.spinners[id as usize];
+                        if let Some(k) = sp.iter().position(|&x| x == t) {
+                            sp.swap_remove(k);
+                        }
+                        self.rt[t.idx()].stage = 0;
+                        self.barriers[id as usize].1.push(t);
+                        self.block(c);
                         return;
                     }
                 }
@@ -1312,19 +1366,22 @@ impl<'a> Sim<'a> {
         }
         let ch = &mut self.chans[chan as usize];
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
-        let woken: Vec<TaskId> = match spec.kind {
+        let mut woken = std::mem::take(&mut self.wake_buf);
+        match spec.kind {
             // pipe_read(): one exclusive writer once a page's worth of space is free.
             ChannelKind::Pipe { msgs_per_page } if !ch.writers.is_empty() && ch.count + msgs_per_page <= spec.capacity => {
-                vec![ch.writers.pop_front().expect("not empty")]
+                woken.push(ch.writers.pop_front().expect("not empty"));
             }
             // unix_write_space(): every writer once the buffer is at most a quarter full.
-            ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => std::mem::take(&mut ch.writers).into(),
-            _ => Vec::new(),
-        };
+            ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => woken.extend(ch.writers.drain(..)),
+            _ => {}
+        }
         let woke = !woken.is_empty();
-        for w in woken {
+        for &w in &woken {
             self.wake(w, c, Some(t), wf);
         }
+        woken.clear();
+        self.wake_buf = woken;
         ChanOutcome::Done { woke }
     }
 
@@ -1611,14 +1668,55 @@ impl Sim<'_> {
             return true;
         }
         b.0 = 0;
-        let ws = std::mem::take(&mut b.1);
+        let mut ws = std::mem::take(&mut self.wake_buf);
+        ws.append(&mut b.1);
         self.advance(t);
         let woke = !ws.is_empty();
-        for w in ws {
+        for &w in &ws {
             self.advance(w);
             self.wake(w, c, Some(t), WakeFlags::default());
         }
+        ws.clear();
+        self.wake_buf = ws;
         woke && self.preempt_point(c)
+    }
+
+    /// `Op::SpinBarrier`: as [`Self::barrier_arrive`], but an arrival that is
+    /// not the last spins for `spin` ns (CPU time, on its CPU) before it
+    /// blocks; the last arrival releases the spinners (they go on without a
+    /// wakeup, a running spinner's segment ends now) and wakes the sleepers.
+    /// libgomp gomp_barrier_wait_end() / do_wait() (config/linux/wait.h).
+    fn barrier_arrive_spin(&mut self, c: CpuId, t: TaskId, id: u32, parties: u32, spin: u64) -> bool {
+        if self.barriers.len() <= id as usize {
+            self.barriers.resize_with(id as usize + 1, Default::default);
+        }
+        if self.spinners.len() <= id as usize {
+            self.spinners.resize_with(id as usize + 1, Default::default);
+        }
+        let b = &mut self.barriers[id as usize];
+        if b.0 + 1 < parties && spin > 0 {
+            b.0 += 1;
+            self.spinners[id as usize].push(t);
+            let r = &mut self.rt[t.idx()];
+            r.stage = 1;
+            r.remaining = spin;
+            return false; // the run loop starts the spin segment
+        }
+        if b.0 + 1 == parties {
+            // Spinners see the generation change: no futex wakeup for them.
+            let spinners = std::mem::take(&mut self.spinners[id as usize]);
+            for s in spinners {
+                self.advance(s);
+                let cpu = self.kernel.tasks[s.idx()].cpu;
+                if self.cpus[cpu.idx()].running == Some(s) && s != t {
+                    self.rt[s.idx()].remaining = 0;
+                    self.reschedule_segment(cpu, s);
+                } else {
+                    self.rt[s.idx()].remaining = 0;
+                }
+            }
+        }
+        self.barrier_arrive(c, t, id, parties)
     }
 
     /// `Op::WakeQueued`: drain `chan`, posting `sem_base + tag` per message
@@ -1627,13 +1725,17 @@ impl Sim<'_> {
         let ch = &mut self.chans[chan as usize];
         let k = ch.count as u64;
         ch.count = 0;
-        let tags: Vec<u32> = ch.tags.drain(..).collect();
-        let writers = std::mem::take(&mut ch.writers);
+        let mut tags = std::mem::take(&mut self.tag_buf);
+        tags.extend(ch.tags.drain(..));
+        let mut writers = std::mem::take(&mut self.wake_buf);
+        writers.extend(ch.writers.drain(..));
         let wf = if self.wl.channels[chan as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
-        for w in writers {
+        for &w in &writers {
             self.wake(w, c, Some(t), wf);
         }
-        for tag in tags {
+        writers.clear();
+        self.wake_buf = writers;
+        for &tag in &tags {
             let sem = (sem_base + tag) as usize;
             self.sem_stamp[sem] = self.now;
             let sf = if self.wl.sems[sem].sync { WakeFlags::SYNC } else { WakeFlags::default() };
@@ -1646,6 +1748,8 @@ impl Sim<'_> {
                 self.wake(w, c, Some(t), sf);
             }
         }
+        tags.clear();
+        self.tag_buf = tags;
         k
     }
 
@@ -1654,13 +1758,17 @@ impl Sim<'_> {
     fn sem_wake(&mut self, c: CpuId, t: TaskId, sem: u32, n: u32) -> bool {
         let s = &mut self.sems[sem as usize];
         let k = (n as usize).min(s.waiters.len());
-        let ws: Vec<TaskId> = s.waiters.drain(..k).collect();
+        let mut ws = std::mem::take(&mut self.wake_buf);
+        ws.extend(s.waiters.drain(..k));
         let wf = if self.wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
         for &w in &ws {
             self.advance(w);
             self.wake(w, c, Some(t), wf);
         }
-        !ws.is_empty()
+        let woke = !ws.is_empty();
+        ws.clear();
+        self.wake_buf = ws;
+        woke
     }
 
     /// Record `d` ns in latency histogram `hist` (grown on first use).

@@ -534,3 +534,101 @@ fn mass_wakeup_examines_runqueues_near_linearly() {
     // n log n: 4 * log(4000)/log(1000) ~ 4.8; quadratic: 16.
     assert!(large < 8 * small, "runqueue steps grow quadratically: {small} at 1000 tasks, {large} at 4000");
 }
+
+// A barging semaphore (PostgreSQL's LWLocks before 9.5): the releaser wakes the
+// first waiter but keeps running and takes the lock again before the woken
+// waiter runs; with hand-off (a futex semaphore) the waiter owns the count and
+// the releaser's next wait blocks. One CPU, two tasks that never sleep otherwise.
+#[test]
+fn barging_semaphore_lets_the_releaser_take_the_lock_again() {
+    let text = |barging: bool| {
+        format!(
+            r#"format = 1
+name = "lwlock"
+time_bounded = true
+[metric]
+kind = "rate"
+name = "acquisitions"
+unit = "ops/s"
+counter = 0
+[[sem]]
+initial = 1
+sync = false
+barging = {barging}
+[[program]]
+ops = ["loop count=inf", "sem_wait sem=0", "run ns=50us", "count id=0 n=1", "sem_post sem=0 n=1", "run ns=5us", "end_loop"]
+[[program]]
+ops = ["loop count=inf", "sem_wait sem=0", "run ns=50us", "count id=1 n=1", "sem_post sem=0 n=1", "run ns=5us", "end_loop"]
+[[task]]
+name = "a"
+program = 0
+mm = 0
+[[task]]
+name = "b"
+program = 1
+mm = 0
+"#
+        )
+    };
+    let m = one_cpu_machine();
+    let handoff = schedlab_workload::file::from_toml_str(&text(false), "handoff.toml").unwrap();
+    let barging = schedlab_workload::file::from_toml_str(&text(true), "barging.toml").unwrap();
+    assert!(barging.sems[0].barging && !handoff.sems[0].barging);
+    let (h, b) = (go(&m, "v6.12", &handoff, 1, Some(100 * MS)), go(&m, "v6.12", &barging, 1, Some(100 * MS)));
+    // Hand-off: every release passes the lock to the sleeping waiter, so the
+    // tasks alternate and every acquisition after the first costs a wakeup.
+    assert!(h.wakeups > 500, "hand-off wakes the waiter at every release: {}", h.wakeups);
+    // Barging: the waiter is woken once and re-tries only when the releaser is
+    // preempted at the end of its slice; wakeups drop by an order of magnitude.
+    assert!(b.wakeups * 10 < h.wakeups, "barging {} vs hand-off {} wakeups", b.wakeups, h.wakeups);
+    assert!(b.metric_value > 0.0 && h.metric_value > 0.0);
+}
+
+// libgomp barriers (OMP_WAIT_POLICY unset): waiters spin 300,000 pause
+// iterations before they sleep, so STREAM's threads, whose phases end within
+// far less than that of each other, never block at a barrier; with
+// OMP_WAIT_POLICY=passive every non-last arrival sleeps and is woken.
+#[test]
+fn stream_barrier_waiters_spin_before_they_sleep() {
+    let m = machine("x86-12");
+    let (spin, passive) = (
+        wl(&m, "stream", "threads=12,array_size=1000000,ntimes=5"),
+        wl(&m, "stream", "threads=12,array_size=1000000,ntimes=5,wait_policy=passive"),
+    );
+    let (rs, rp) = (go(&m, "v6.12", &spin, 1, None), go(&m, "v6.12", &passive, 1, None));
+    check_invariants(&rs, &spin, true);
+    check_invariants(&rp, &passive, true);
+    assert!(rs.wakeups <= 12, "spinning waiters are not woken: {} wakeups", rs.wakeups);
+    assert!(rp.wakeups >= 5 * 4 * 6, "passive waiters sleep at most barriers: {} wakeups", rp.wakeups);
+}
+
+// Real machines vary from run to run: phases are jittered, so STREAM's result
+// depends on the seed (it was byte-identical for every seed).
+#[test]
+fn stream_differs_between_seeds() {
+    let m = machine("x86-12");
+    let w = wl(&m, "stream", "threads=12,array_size=1000000,ntimes=5");
+    let (a, b) = (go(&m, "v6.12", &w, 1, None), go(&m, "v6.12", &w, 2, None));
+    assert_ne!(a.metric_value, b.metric_value);
+    assert!((a.metric_value / b.metric_value - 1.0).abs() < 0.05, "{} vs {}", a.metric_value, b.metric_value);
+}
+
+// No built-in freezes into one result across kernels whose placement logic
+// differs (v5.11: CFS, SIS_PROP, pre-v5.13 select_idle_sibling; v6.12: EEVDF,
+// SIS_UTIL): each built-in's default run differs between them. Two defaults
+// place identically under both (STREAM: one thread per CPU and no wakeups;
+// soaker: one task), so they run with more tasks than CPUs here.
+#[test]
+fn every_builtin_differs_between_kernels_that_place_differently() {
+    let m = machine("x86-12");
+    for b in schedlab_workload::builtin::BUILTINS {
+        let set = match b.name {
+            "stream" => "threads=18",
+            "soaker" => "tasks=20,run_us=500,sleep_us=300",
+            _ => "",
+        };
+        let w = wl(&m, b.name, set);
+        let (x, y) = (go(&m, "v5.11", &w, 1, Some(20 * MS)), go(&m, "v6.12", &w, 1, Some(20 * MS)));
+        assert_ne!(x, y, "{}: v5.11 and v6.12 give byte-identical results", b.name);
+    }
+}

@@ -158,7 +158,15 @@ pub struct Kernel {
     /// ttwu_pending store becoming visible to other CPUs (hardware-dependent;
     /// the engine sets it from the machine model). 0 = no race.
     pub ttwu_pending_window_ns: u64,
-    pub(crate) sis_scratch: crate::fair::select::SisScratch,
+    /// Boxed: taken and put back per wakeup without copying its masks.
+    pub(crate) sis_scratch: Option<Box<crate::fair::select::SisScratch>>,
+    /// CPUs that may be idle or SCHED_IDLE-only (a superset): set where a CPU
+    /// can become one (curr cleared, a task dequeued, a SCHED_IDLE task
+    /// enqueued), cleared by select_idle_cpu()'s walk when it finds the CPU
+    /// busy. The walk checks only these CPUs and counts the others by word
+    /// operations, so its cost follows the idle CPUs it examines, not the LLC
+    /// size (a simulator index: the kernel's walk reads every rq).
+    pub(crate) idle_hint: CpuMask,
     nr_cpus: usize,
     /// Runqueues whose lock a load-balance pass took to detach tasks
     /// (`rq_lock(busiest)` in sched_balance_rq()), in order; the engine drains
@@ -254,7 +262,8 @@ impl Kernel {
             rq_steps: std::cell::Cell::new(0),
             alb_pushed: 0,
             ttwu_pending_window_ns: 0,
-            sis_scratch: crate::fair::select::SisScratch::new(n),
+            sis_scratch: Some(Box::new(crate::fair::select::SisScratch::new(n))),
+            idle_hint: CpuMask::from_cpus(n, (0..n).map(|c| CpuId(c as u16))),
             lb_locked: Vec::new(),
             nr_cpus: n,
             migration_log: None,
@@ -653,6 +662,7 @@ impl Kernel {
             if let Some(pv) = prev.filter(|&pv| self.tasks[pv.idx()].se.on_rq && self.task_is_cfs_curr(pv)) {
                 self.put_prev_task_fair(pv, now);
                 self.rqs[cpu.idx()].curr = None;
+                self.idle_hint.set(cpu);
                 if self.active_load_balance_cpu_stop(cpu, dst, now).is_some() {
                     kick = Some(dst);
                 }
@@ -675,6 +685,9 @@ impl Kernel {
             if r.pulled > 0 {
                 next = self.pick_next_task_fair(cpu, now);
             }
+        }
+        if next.is_none() {
+            self.idle_hint.set(cpu);
         }
         let rq = &mut self.rqs[cpu.idx()];
         rq.curr = next;

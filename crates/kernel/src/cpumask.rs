@@ -2,16 +2,38 @@
 
 use schedlab_topology::CpuId;
 
+/// Words of the largest mask (schedlab_topology::MAX_CPUS = 1024 CPUs).
+const MAX_WORDS: usize = schedlab_topology::MAX_CPUS / 64;
+
 /// A CPU bitmap sized for the machine. Iteration is ascending, as
-/// `for_each_cpu()` iterates.
-#[derive(Clone, PartialEq, Eq, Debug, Default)]
+/// `for_each_cpu()` iterates. Stored inline (no heap): copying one, as the
+/// balancer does with a group's span, never allocates.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct CpuMask {
-    words: Box<[u64]>,
+    /// Words `len..` are always zero.
+    w: [u64; MAX_WORDS],
+    len: u8,
+}
+
+impl std::fmt::Debug for CpuMask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuMask").field("words", &self.words()).finish()
+    }
 }
 
 impl CpuMask {
     pub fn new(nr_cpus: usize) -> Self {
-        CpuMask { words: vec![0u64; nr_cpus.div_ceil(64)].into_boxed_slice() }
+        let len = nr_cpus.div_ceil(64);
+        assert!(len <= MAX_WORDS, "{nr_cpus} CPUs: schedlab models at most {} CPUs", schedlab_topology::MAX_CPUS);
+        CpuMask { w: [0; MAX_WORDS], len: len as u8 }
+    }
+    #[inline]
+    fn words(&self) -> &[u64] {
+        &self.w[..self.len as usize]
+    }
+    #[inline]
+    fn words_mut(&mut self) -> &mut [u64] {
+        &mut self.w[..self.len as usize]
     }
     pub fn from_cpus(nr_cpus: usize, cpus: impl IntoIterator<Item = CpuId>) -> Self {
         let mut m = Self::new(nr_cpus);
@@ -22,33 +44,33 @@ impl CpuMask {
     }
     #[inline]
     pub fn set(&mut self, c: CpuId) {
-        self.words[c.idx() / 64] |= 1 << (c.idx() % 64);
+        self.words_mut()[c.idx() / 64] |= 1 << (c.idx() % 64);
     }
     #[inline]
     pub fn clear(&mut self, c: CpuId) {
-        self.words[c.idx() / 64] &= !(1 << (c.idx() % 64));
+        self.words_mut()[c.idx() / 64] &= !(1 << (c.idx() % 64));
     }
     #[inline]
     pub fn test(&self, c: CpuId) -> bool {
-        self.words[c.idx() / 64] & (1 << (c.idx() % 64)) != 0
+        self.words()[c.idx() / 64] & (1 << (c.idx() % 64)) != 0
     }
     pub fn weight(&self) -> u32 {
-        self.words.iter().map(|w| w.count_ones()).sum()
+        self.words().iter().map(|w| w.count_ones()).sum()
     }
     pub fn is_empty(&self) -> bool {
-        self.words.iter().all(|&w| w == 0)
+        self.words().iter().all(|&w| w == 0)
     }
     pub fn first(&self) -> Option<CpuId> {
         self.iter().next()
     }
     pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| BitIter(w).map(move |b| CpuId((i * 64 + b) as u16)))
+        self.words().iter().enumerate().flat_map(|(i, &w)| BitIter(w).map(move |b| CpuId((i * 64 + b) as u16)))
     }
     /// `cpumask_and` followed by iteration, without allocating.
     pub fn iter_and<'a>(&'a self, other: &'a CpuMask) -> impl Iterator<Item = CpuId> + 'a {
-        self.words
+        self.words()
             .iter()
-            .zip(other.words.iter())
+            .zip(other.words().iter())
             .enumerate()
             .flat_map(|(i, (&a, &b))| BitIter(a & b).map(move |bit| CpuId((i * 64 + bit) as u16)))
     }
@@ -56,28 +78,72 @@ impl CpuMask {
     /// lazily, word by word from `start`'s word, no allocation.
     pub fn iter_wrap(&self, start: CpuId) -> WrapIter<'_> {
         let s = start.idx();
-        let n = self.words.len();
+        let n = self.words().len();
         let w0 = (s / 64).min(n);
-        let cur = if w0 < n { self.words[w0] & (!0u64 << (s % 64)) } else { 0 };
-        WrapIter { words: &self.words, start: s, word: w0, cur, pass2: false }
+        let cur = if w0 < n { self.words()[w0] & (!0u64 << (s % 64)) } else { 0 };
+        WrapIter { words: self.words(), start: s, word: w0, cur, pass2: false }
     }
     pub fn is_subset_of(&self, other: &CpuMask) -> bool {
-        self.words.iter().zip(other.words.iter()).all(|(&a, &b)| a & !b == 0)
+        self.words().iter().zip(other.words().iter()).all(|(&a, &b)| a & !b == 0)
     }
     pub fn intersects(&self, other: &CpuMask) -> bool {
-        self.words.iter().zip(other.words.iter()).any(|(&a, &b)| a & b != 0)
+        self.words().iter().zip(other.words().iter()).any(|(&a, &b)| a & b != 0)
     }
     /// `cpumask_copy()`
     pub fn copy_from(&mut self, other: &CpuMask) {
-        self.words.copy_from_slice(&other.words);
+        self.words_mut().copy_from_slice(other.words());
     }
     /// `cpumask_clear()`
     pub fn clear_all(&mut self) {
-        self.words.iter_mut().for_each(|w| *w = 0);
+        self.words_mut().iter_mut().for_each(|w| *w = 0);
     }
     pub fn or_with(&mut self, other: &CpuMask) {
-        for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
+        for (a, b) in self.words_mut().iter_mut().zip(other.words().iter()) {
             *a |= b;
+        }
+    }
+    /// `cpumask_and(self, self, other)`
+    pub fn and_with(&mut self, other: &CpuMask) {
+        for (a, b) in self.words_mut().iter_mut().zip(other.words().iter()) {
+            *a &= b;
+        }
+    }
+    /// `cpumask_and(self, a, b)`
+    pub fn and_from(&mut self, a: &CpuMask, b: &CpuMask) {
+        for ((d, x), y) in self.words_mut().iter_mut().zip(a.words().iter()).zip(b.words().iter()) {
+            *d = x & y;
+        }
+    }
+    /// `cpumask_andnot(self, a, b)`
+    pub fn andnot_from(&mut self, a: &CpuMask, b: &CpuMask) {
+        for ((d, x), y) in self.words_mut().iter_mut().zip(a.words().iter()).zip(b.words().iter()) {
+            *d = x & !y;
+        }
+    }
+    /// Number of CPUs set in `lo..hi` (word operations).
+    pub fn count_range(&self, lo: usize, hi: usize) -> u32 {
+        if lo >= hi {
+            return 0;
+        }
+        let (wl, wh) = (lo / 64, (hi - 1) / 64);
+        let lo_mask = !0u64 << (lo % 64);
+        let hi_mask = !0u64 >> (63 - (hi - 1) % 64);
+        if wl == wh {
+            return (self.words()[wl] & lo_mask & hi_mask).count_ones();
+        }
+        let mut n = (self.words()[wl] & lo_mask).count_ones() + (self.words()[wh] & hi_mask).count_ones();
+        for w in &self.words()[wl + 1..wh] {
+            n += w.count_ones();
+        }
+        n
+    }
+    /// How many CPUs of the mask `for_each_cpu_wrap(start)` visits before `c`.
+    pub fn count_wrap_before(&self, start: CpuId, c: CpuId) -> u32 {
+        let (s, c) = (start.idx(), c.idx());
+        if c >= s {
+            self.count_range(s, c)
+        } else {
+            self.count_range(s, self.words().len() * 64) + self.count_range(0, c)
         }
     }
 }
@@ -159,5 +225,31 @@ mod tests {
         let o = CpuMask::from_cpus(130, [64, 129].map(CpuId));
         assert!(o.is_subset_of(&m));
         assert_eq!(m.iter_and(&o).count(), 2);
+    }
+
+    #[test]
+    fn counts_and_word_ops_match_iteration() {
+        for bits in [vec![], vec![0], vec![63, 64], vec![0, 63, 64, 127, 128, 129], (0..130).step_by(3).collect::<Vec<u16>>()] {
+            let m = CpuMask::from_cpus(130, bits.iter().map(|&b| CpuId(b)));
+            for s in 0..130u16 {
+                let order: Vec<CpuId> = m.iter_wrap(CpuId(s)).collect();
+                for (i, &c) in order.iter().enumerate() {
+                    assert_eq!(m.count_wrap_before(CpuId(s), c) as usize, i, "bits {bits:?} start {s} cpu {c:?}");
+                }
+                for hi in s..=130u16 {
+                    assert_eq!(m.count_range(s as usize, hi as usize) as usize, m.iter().filter(|c| c.0 >= s && c.0 < hi).count());
+                }
+            }
+        }
+        let a = CpuMask::from_cpus(130, [1, 64, 65, 129].map(CpuId));
+        let b = CpuMask::from_cpus(130, [64, 129, 3].map(CpuId));
+        let mut d = CpuMask::new(130);
+        d.and_from(&a, &b);
+        assert_eq!(d, CpuMask::from_cpus(130, [64, 129].map(CpuId)));
+        d.andnot_from(&a, &b);
+        assert_eq!(d, CpuMask::from_cpus(130, [1, 65].map(CpuId)));
+        d.copy_from(&a);
+        d.and_with(&b);
+        assert_eq!(d, CpuMask::from_cpus(130, [64, 129].map(CpuId)));
     }
 }

@@ -82,6 +82,8 @@ struct SemDoc {
     repeat: u32,
     initial: u32,
     sync: bool,
+    #[serde(default)]
+    barging: bool,
 }
 
 #[derive(Deserialize)]
@@ -183,7 +185,7 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
     for s in &doc.sem {
         count(s.get_ref().repeat, s.span())?;
         for _ in 0..s.get_ref().repeat {
-            sems.push(SemSpec { initial: s.get_ref().initial, sync: s.get_ref().sync });
+            sems.push(SemSpec { initial: s.get_ref().initial, sync: s.get_ref().sync, barging: s.get_ref().barging });
         }
     }
     let mut groups = Vec::new();
@@ -507,6 +509,7 @@ const OPS: &[(&str, &[&str])] = &[
     ("end_loop", &[]),
     ("mark", &["id"]),
     ("count", &["id", "n"]),
+    ("spin_barrier", &["id", "parties", "spin"]),
     ("exit", &["cost"]),
     ("barrier", &["id", "parties"]),
     ("poll", &["chan"]),
@@ -590,6 +593,7 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             "count" => Op::Count { id: f32("id")?, n: f64_("n")? },
             "exit" => Op::Exit { cost: f64_("cost")? },
             "barrier" => Op::Barrier { id: f32("id")?, parties: f32("parties")? },
+            "spin_barrier" => Op::SpinBarrier { id: f32("id")?, parties: f32("parties")?, spin: f64_("spin")? },
             "poll" => Op::Poll { chan: f32("chan")? },
             "wake_queued" => Op::WakeQueued { chan: f32("chan")?, sem_base: f32("sem_base")?, cost: f64_("cost")? },
             "wake_latency" => Op::WakeLatency { hist: f32("hist")?, sem: f32("sem")? },
@@ -628,6 +632,7 @@ fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
         Op::Count { id, n } => ("count", vec![id as u64, n]),
         Op::Exit { cost } => ("exit", vec![cost]),
         Op::Barrier { id, parties } => ("barrier", vec![id as u64, parties as u64]),
+        Op::SpinBarrier { id, parties, spin } => ("spin_barrier", vec![id as u64, parties as u64, spin]),
         Op::Poll { chan } => ("poll", vec![chan as u64]),
         Op::WakeQueued { chan, sem_base, cost } => ("wake_queued", vec![chan as u64, sem_base as u64, cost]),
         Op::WakeLatency { hist, sem } => ("wake_latency", vec![hist as u64, sem as u64]),
@@ -834,6 +839,9 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
             o.push_str(&format!("repeat = {n}\n"));
         }
         o.push_str(&format!("initial = {}\nsync = {}\n", s.initial, s.sync));
+        if s.barging {
+            o.push_str("barging = true\n");
+        }
         k += n;
     }
     for g in &w.groups {

@@ -108,6 +108,16 @@ pub enum Op {
         id: u32,
         parties: u32,
     },
+    /// A barrier whose waiters spin before they block, as libgomp's
+    /// gomp_barrier_wait_end() -> do_wait(): an arrival that is not the last
+    /// stays on its CPU, running, for up to `spin` ns (GOMP_SPINCOUNT pause
+    /// iterations) and goes on without sleeping if the barrier completes
+    /// meanwhile; then it blocks on the futex and is woken (not WF_SYNC).
+    SpinBarrier {
+        id: u32,
+        parties: u32,
+        spin: u64,
+    },
     /// poll()/epoll_wait() on one channel: block while it is empty, without
     /// taking a message (woken like a reader, with the channel's sync flag).
     Poll {
@@ -176,6 +186,12 @@ pub struct SemSpec {
     pub initial: u32,
     /// Wakeups carry WF_SYNC (a poll() gate woken by a pipe write does; futexes do not).
     pub sync: bool,
+    /// How a post reaches a waiter. false: hand-off (the woken waiter owns the
+    /// count it waited for: a futex-based semaphore). true: barging, as
+    /// PostgreSQL's LWLocks before 9.5 (LWLockRelease() wakes the first waiter
+    /// and no other until that one has run again, "releaseOK"; the woken task
+    /// re-tries and a running task may take the count first).
+    pub barging: bool,
 }
 
 /// A task to create: at start (`start == true`) or by a `Fork` op of another task.
@@ -335,7 +351,7 @@ impl Workload {
                     {
                         return err(format!("program {pi}: mark/counter/histogram id {id} is out of range (0..{MAX_IDS})"));
                     }
-                    Op::Barrier { id, parties } => {
+                    Op::Barrier { id, parties } | Op::SpinBarrier { id, parties, .. } => {
                         if parties == 0 || parties as usize > self.tasks.len().max(1) {
                             return err(format!(
                                 "program {pi}: barrier {id} with {parties} parties, but the workload has {} tasks",

@@ -127,7 +127,7 @@ impl Names {
         if let Some(i) = self.sems.iter().position(|(k, _)| *k == key) {
             return i as u32;
         }
-        self.sems.push((key, SemSpec { initial, sync: false }));
+        self.sems.push((key, SemSpec { initial, sync: false, barging: false }));
         self.sems.len() as u32 - 1
     }
 }

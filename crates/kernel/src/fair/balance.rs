@@ -924,7 +924,13 @@ impl Kernel {
     /// cfs_tasks (least recently run first) until the imbalance is met.
     fn detach_attach_tasks(&mut self, src: CpuId, env: &mut LbEnv, now: u64) -> u32 {
         // loop_max = min(sysctl_nr_migrate, nr_running): the 32 least recently used.
-        let cands: Vec<TaskId> = self.rqs[src.idx()].cfs_tasks.iter().take(32).map(|&(_, p)| p).collect();
+        let mut buf = [TaskId(0); 32];
+        let mut nc = 0;
+        for (slot, &(_, p)) in buf.iter_mut().zip(self.rqs[src.idx()].cfs_tasks.iter()) {
+            *slot = p;
+            nc += 1;
+        }
+        let cands = &buf[..nc];
         self.rq_steps.set(self.rq_steps.get() + cands.len() as u64);
         #[cfg(debug_assertions)]
         {

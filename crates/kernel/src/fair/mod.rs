@@ -1029,6 +1029,9 @@ impl Kernel {
             cur = self.parent_entity(x);
         }
         self.util_est_enqueue(p);
+        if idle {
+            self.idle_hint.set(self.tasks[p.idx()].cpu); // may now be SCHED_IDLE-only
+        }
         #[cfg(debug_assertions)]
         self.check_hierarchy(self.tasks[p.idx()].cpu, "enqueue_task_fair");
     }
@@ -1123,6 +1126,10 @@ impl Kernel {
             cfs.h_nr_running -= 1;
             cfs.h_nr_idle -= idle as u32;
             cur = self.parent_entity(x);
+        }
+        let rq = &self.rqs[cpu.idx()];
+        if rq.nr_running() == 0 || rq.nr_running() == rq.cfs.h_nr_idle {
+            self.idle_hint.set(cpu); // idle once curr goes, or SCHED_IDLE-only
         }
         #[cfg(debug_assertions)]
         self.check_hierarchy(cpu, "dequeue_task_fair");

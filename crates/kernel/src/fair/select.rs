@@ -17,11 +17,15 @@ pub struct SisScratch {
     skip: CpuMask,
     /// The target's cluster span (v6.8+ cluster-first scan).
     cls: CpuMask,
+    /// The walk's segments (cluster part, rest) and the hinted CPUs of one.
+    seg: [CpuMask; 2],
+    cand: CpuMask,
 }
 
 impl SisScratch {
     pub fn new(nr_cpus: usize) -> Self {
-        SisScratch { cpus: CpuMask::new(nr_cpus), skip: CpuMask::new(nr_cpus), cls: CpuMask::new(nr_cpus) }
+        let m = || CpuMask::new(nr_cpus);
+        SisScratch { cpus: m(), skip: m(), cls: m(), seg: [m(), m()], cand: m() }
     }
 }
 
@@ -618,9 +622,9 @@ impl Kernel {
     /// from SIS_PROP (<= v5.19) or SIS_UTIL (v6.0+); v6.8+ scans the cluster first.
     fn select_idle_cpu(&mut self, p: TaskId, llc: usize, has_idle_core: bool, target: CpuId) -> Option<CpuId> {
         // Scratch masks live in the kernel: no allocation per wakeup.
-        let mut sc = std::mem::take(&mut self.sis_scratch);
+        let mut sc = self.sis_scratch.take().expect("select_idle_cpu() is not re-entered");
         let r = self.select_idle_cpu_scan(p, llc, has_idle_core, target, &mut sc);
-        self.sis_scratch = sc;
+        self.sis_scratch = Some(sc);
         r
     }
 
@@ -629,11 +633,7 @@ impl Kernel {
         let now = self.cur_now;
         sc.cpus.copy_from(&self.sd.domains[llc].span);
         if let Some(m) = &self.tasks[p.idx()].cpus_allowed {
-            for c in self.sd.domains[llc].span.iter() {
-                if !m.test(c) {
-                    sc.cpus.clear(c);
-                }
-            }
+            sc.cpus.and_with(m);
         }
         let mut nr: u64 = u64::MAX;
         if self.feats.has(SIS_PROP) && !has_idle_core {
@@ -654,13 +654,18 @@ impl Kernel {
                 }
             }
         }
-        let before = self.last_scan;
         let mut idle_cpu: Option<CpuId> = None;
         let start = if self.profile.sis_scan_from_next { CpuId(((target.0 as usize + 1) % self.nr_cpus()) as u16) } else { target };
         // v6.8+: the target's cluster first, when the LLC's children are clusters;
         // then the rest of the LLC. Both walks are for_each_cpu_wrap(): lazy, so a
         // scan that stops at its budget has not looked at the CPUs after it.
         let cls_on = self.profile.sis_cluster_first && self.cluster_span_into(target, llc, &mut sc.cls);
+        if !has_idle_core {
+            // `if (!--nr) return -1;` (v5.12-v5.19; `--nr <= 0` v6.0+): no
+            // avg_scan_cost update when the budget runs out.
+            return self.select_idle_cpu_budget(sc, cls_on, start, nr, this_cpu);
+        }
+        // select_idle_core() per core (has_idle_core: no budget).
         sc.skip.clear_all();
         let (cpus, cls, skip) = (&sc.cpus, &sc.cls, &mut sc.skip);
         let first = if cls_on { Some(cls.iter_wrap(start)) } else { None };
@@ -669,7 +674,7 @@ impl Kernel {
             if skip.test(c) {
                 continue;
             }
-            if has_idle_core {
+            {
                 // select_idle_core(): the whole core must be idle; note an idle thread meanwhile.
                 let mut idle = true;
                 for s in self.sd.smt_mask[c.idx()].iter() {
@@ -695,31 +700,67 @@ impl Kernel {
                     return Some(c);
                 }
                 skip.or_with(&self.sd.smt_mask[c.idx()]);
-            } else {
-                nr -= 1;
-                if nr == 0 {
-                    // `if (!--nr) return -1;` (v5.12-v5.19; `--nr <= 0` v6.0+):
-                    // no avg_scan_cost update when the budget runs out.
-                    return None;
-                }
-                self.last_scan += 1;
-                if self.idle_candidate(c) {
-                    idle_cpu = Some(c);
-                    break;
-                }
             }
         }
-        if has_idle_core {
-            // v5.12 as released cleared the waker's LLC (set_idle_cores(this, false));
-            // fixed to target by 02dbb7246c5b (v5.13-rc2).
-            let c = if self.profile.version == (5, 12) { this_cpu } else { target };
-            let id = self.sd.sd_llc_id[c.idx()] as usize;
-            self.llc_shared[id].has_idle_cores = false;
-        }
-        if !has_idle_core {
-            self.update_scan_cost(this_cpu, self.last_scan - before, true);
-        }
+        // v5.12 as released cleared the waker's LLC (set_idle_cores(this, false));
+        // fixed to target by 02dbb7246c5b (v5.13-rc2).
+        let c = if self.profile.version == (5, 12) { this_cpu } else { target };
+        let id = self.sd.sd_llc_id[c.idx()] as usize;
+        self.llc_shared[id].has_idle_cores = false;
         idle_cpu
+    }
+
+    /// The `!has_idle_core` walk of [`Self::select_idle_cpu_scan`]: the CPUs of
+    /// `sc.cpus` in `for_each_cpu_wrap(start)` order (the cluster's first when
+    /// `cls_on`), each costing one unit of the budget `nr`; the first idle
+    /// candidate wins, `if (!--nr) return -1` stops the walk, and a walk that
+    /// did not run out charges its cost (update_scan_cost()).
+    ///
+    /// Kernel: the `else` branch of the loop in `select_idle_cpu()`, v5.12-v6.12.
+    ///
+    /// Model: same CPUs examined, same result, same `last_scan` count as
+    /// testing every CPU in order, but only the CPUs of `idle_hint` are tested;
+    /// the busy CPUs in between are counted with word operations.
+    fn select_idle_cpu_budget(&mut self, sc: &mut SisScratch, cls_on: bool, start: CpuId, nr: u64, this_cpu: CpuId) -> Option<CpuId> {
+        if cls_on {
+            sc.seg[0].and_from(&sc.cls, &sc.cpus);
+            sc.seg[1].andnot_from(&sc.cpus, &sc.cls);
+        } else {
+            sc.seg[0].clear_all();
+            sc.seg[1].copy_from(&sc.cpus);
+        }
+        // CPUs the walk passed in earlier segments.
+        let mut base = 0u64;
+        for seg in &sc.seg {
+            sc.cand.and_from(seg, &self.idle_hint);
+            for c in sc.cand.iter_wrap(start) {
+                let pos = base + seg.count_wrap_before(start, c) as u64;
+                if pos + 1 >= nr {
+                    // The budget ran out at position nr - 1, before `c`.
+                    self.last_scan += nr - 1;
+                    return None;
+                }
+                if self.idle_candidate(c) {
+                    self.last_scan += pos + 1;
+                    self.update_scan_cost(this_cpu, pos + 1, true);
+                    return Some(c);
+                }
+                let rq = &self.rqs[c.idx()];
+                let maybe_idle =
+                    (rq.curr.is_none() && rq.nr_running() == 0) || (rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle);
+                if !maybe_idle {
+                    self.idle_hint.clear(c); // busy: set again when it may become idle
+                }
+            }
+            base += seg.weight() as u64;
+        }
+        if base >= nr {
+            self.last_scan += nr - 1;
+            return None;
+        }
+        self.last_scan += base;
+        self.update_scan_cost(this_cpu, base, true);
+        None
     }
 
     /// Copy the span of the cluster domain below the LLC holding `target` into
@@ -1118,6 +1159,70 @@ mod placement_tests {
             picks.push(r.cpu.0);
         }
         assert_eq!(picks, vec![4, 5], "v5.12 scans to cpu4 (first idle from target 0); v5.13 takes prev(1)'s sibling 5");
+    }
+
+    // select_idle_cpu()'s budgeted walk examines only the CPUs of idle_hint and
+    // counts the rest: the same CPU and the same number examined as testing
+    // every CPU of the LLC in for_each_cpu_wrap() order, with a stale hint
+    // (CPUs busy again since they were idle), affinity masks and every budget.
+    #[test]
+    fn budgeted_walk_equals_the_cpu_by_cpu_walk() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for kernel in ["v5.13", "v6.0", "v6.12"] {
+            for round in 0..6 {
+                let n = 130u16;
+                let mut k = Kernel::new(&flat_llc(n as u32), profile(kernel).unwrap());
+                // Busy CPUs: every CPU's hint bit starts set (stale for these).
+                let busy_pct = [0, 50, 90, 98, 100, 75][round];
+                for c in 0..n {
+                    if rnd(100) < busy_pct {
+                        occupy(&mut k, c);
+                    }
+                }
+                let llc = k.sd.per_cpu[0][k.sd.sd_llc_level[0].unwrap() as usize] as usize;
+                for _ in 0..200 {
+                    let target = CpuId(rnd(n as u64) as u16);
+                    let p = sleeper_on(&mut k, target.0);
+                    if rnd(3) == 0 {
+                        let m = crate::cpumask::CpuMask::from_cpus(n as usize, (0..n).filter(|_| rnd(4) != 0).map(CpuId));
+                        k.tasks[p.idx()].cpus_allowed = Some(m);
+                    }
+                    k.llc_shared[0].nr_idle_scan = rnd(n as u64 + 10) as u32;
+                    let budget = if k.feats.has(crate::features::SchedFeat::SIS_UTIL) {
+                        k.llc_shared[0].nr_idle_scan as u64 + 1
+                    } else {
+                        k.sis_prop_budget(llc, k.cur_this_cpu, k.cur_now)
+                    };
+                    // Reference: test every allowed CPU in order.
+                    let start = if k.profile.sis_scan_from_next { CpuId((target.0 + 1) % n) } else { target };
+                    let order: Vec<CpuId> = k.sd.domains[llc].span.iter_wrap(start).filter(|&c| k.tasks[p.idx()].allowed(c)).collect();
+                    let mut want = (None, 0u64);
+                    if budget != 1 {
+                        let mut left = budget;
+                        for &c in &order {
+                            left -= 1;
+                            if left == 0 {
+                                break;
+                            }
+                            want.1 += 1;
+                            if k.idle_candidate(c) {
+                                want.0 = Some(c);
+                                break;
+                            }
+                        }
+                    }
+                    let before = k.last_scan;
+                    let got = k.select_idle_cpu(p, llc, false, target);
+                    assert_eq!((got, k.last_scan - before), want, "{kernel} round {round} target {target:?} budget {budget}");
+                }
+            }
+        }
     }
 
     // v6.0 update_idle_cpu_scan() on a 16-CPU LLC: x=512 -> 10, x>=876 -> 0.

@@ -227,24 +227,42 @@ impl Timeline {
 
     /// The two leftmost entities (and vruntimes), in order.
     pub fn first_two(&self, steps: &Cell<u64>) -> [Option<(Ent, u64)>; 2] {
+        // In-order walk stopped after two: the leftmost node, then the
+        // leftmost of its right subtree or else its parent (no stack needed).
         let mut out = [None, None];
-        let mut stack: Vec<u32> = Vec::new();
-        let mut t = if self.len == 0 { NIL } else { self.root };
-        let mut k = 0;
-        while k < 2 {
-            while t != NIL {
-                steps.set(steps.get() + 1);
-                stack.push(t);
-                t = self.nodes[t as usize].left;
-            }
-            let Some(x) = stack.pop() else {
-                break;
-            };
-            let nd = &self.nodes[x as usize];
-            out[k] = Some((nd.ent, nd.vruntime));
-            k += 1;
-            t = nd.right;
+        if self.len == 0 {
+            return out;
         }
+        let (mut parent, mut x) = (NIL, self.root);
+        let mut n = 0;
+        loop {
+            n += 1;
+            let l = self.nodes[x as usize].left;
+            if l == NIL {
+                break;
+            }
+            (parent, x) = (x, l);
+        }
+        let nd = &self.nodes[x as usize];
+        out[0] = Some((nd.ent, nd.vruntime));
+        let mut y = nd.right;
+        if y != NIL {
+            loop {
+                n += 1;
+                let l = self.nodes[y as usize].left;
+                if l == NIL {
+                    break;
+                }
+                y = l;
+            }
+        } else {
+            y = parent;
+        }
+        if y != NIL {
+            let nd = &self.nodes[y as usize];
+            out[1] = Some((nd.ent, nd.vruntime));
+        }
+        steps.set(steps.get() + n);
         out
     }
 

@@ -62,7 +62,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         tasks: Vec::new(),
         channels: Vec::new(),
         // sem 0: the ready pipe (children -> main), sem 1: the wakefd poll gate (sync: a pipe write wakes the pollers).
-        sems: vec![SemSpec { initial: 0, sync: true }, SemSpec { initial: 0, sync: true }],
+        sems: vec![SemSpec { initial: 0, sync: true, barging: false }, SemSpec { initial: 0, sync: true, barging: false }],
         metric: MetricSpec::Elapsed { name: "time".into(), start: MARK_START, end: MARK_END },
         time_bounded: false,
         groups: Vec::new(),

@@ -33,7 +33,7 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "mode", default: "tpcb", help: "tpcb (7 round trips) or select (-S, 1 round trip)" },
         ParamDoc { key: "db_size", default: "22", help: "database size in MB (pg_database_size; 22 = -s 1, 7484 = -s 500): pages outside shared_buffers are read from the page cache" },
         ParamDoc { key: "shared_buffers", default: "128", help: "PostgreSQL shared_buffers in MB" },
-        ParamDoc { key: "pg", default: "9.3", help: "PostgreSQL major version: 9.3 (seed 000's era; buffer replacement under BufFreelistLock, 8.3-9.4) or 15 (lock-free clock sweep, 9.5+)" },
+        ParamDoc { key: "pg", default: "9.3", help: "PostgreSQL major version: 9.1 (8.3-9.1: every relation and virtual-xid lock through the shared lock table under its partition LWLock, and BufFreelistLock), 9.3 (9.2-9.4: fast-path relation locks, BufFreelistLock) or 15 (9.5+: lock-free clock sweep)" },
         ParamDoc { key: "cpu", default: "x5650", help: "per-operation CPU costs of: x5650 (seed 000's Westmere-EP server) or epyc-guest (the 2-vCPU EPYC guest they were measured on)" },
         ParamDoc { key: "metric", default: "tps", help: "reported figure: tps or latency_{avg,p50,p90,p95,p99,p99.9}" },
     ],
@@ -90,6 +90,23 @@ const PAGE_READ_X5650_NS: u64 = 8_000;
 /// (StrategyGetBuffer() took it exclusively in PostgreSQL 8.3-9.4).
 /// [assumed] 1 us: a few buffer-header checks on a 12-CPU box.
 const FREELIST_HOLD_NS: u64 = 1_000;
+/// PostgreSQL 8.3-9.1 (before 9.2's fast-path locking, commit 3cba8999b34):
+/// LockAcquire() of every heavyweight lock, and LockReleaseAll() at commit,
+/// hold the lock's partition LWLock of the shared lock table exclusively.
+/// A select-only transaction takes three: its virtual xid (ExclusiveLock,
+/// VirtualXactLockTableInsert at transaction start) and AccessShareLock on
+/// pgbench_accounts and on pgbench_accounts_pkey (parse analysis / planner).
+/// The two relation locks have the same tag in every backend, so every
+/// backend's transaction goes through the same one or two partitions.
+const NUM_LOCK_PARTITIONS: u32 = 16;
+/// Partitions of the two relation locks: LockTagHashCode() % 16 of their
+/// tags. [assumed] different partitions (the OIDs are not known).
+const PART_ACCOUNTS: u32 = 3;
+const PART_ACCOUNTS_PKEY: u32 = 11;
+/// Hold time of a partition LWLock for one LockAcquire (lock and proclock
+/// hash lookups/inserts, grant) or one partition's share of LockReleaseAll.
+/// [assumed] 1 us on the X5650 (a few shared hash-table cache misses).
+const LOCK_HOLD_NS: u64 = 1_000;
 /// Bytes copied per page read.
 const PAGE_BYTES: u64 = 8192;
 /// Transactions per cycle of the backend program over which page reads are spread evenly.
@@ -147,12 +164,13 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let db_size = p.u64_in("db_size", 22, 1, 1 << 24)?;
     let shared_buffers = p.u64_in("shared_buffers", 128, 1, 1 << 24)?;
     let pg = p.get("pg").unwrap_or("9.3");
-    let freelist_lock = match pg {
-        "9.3" => true,
-        "15" => false,
+    let (freelist_lock, shared_lock_table) = match pg {
+        "9.1" => (true, true),
+        "9.3" => (true, false),
+        "15" => (false, false),
         v => {
             return Err(WorkloadError(format!(
-                "pg={v:?}: expected 9.3 (BufFreelistLock, PostgreSQL 8.3-9.4) or 15 (lock-free clock sweep, 9.5+)"
+                "pg={v:?}: expected 9.1 (shared lock table for every lock, PostgreSQL 8.3-9.1), 9.3 (fast-path locks and BufFreelistLock, 9.2-9.4) or 15 (lock-free clock sweep, 9.5+)"
             )))
         }
     };
@@ -178,8 +196,10 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         programs: Vec::new(),
         tasks: Vec::new(),
         channels: Vec::new(),
-        // sem 0: WALWriteLock, sem 1: BufFreelistLock (futex-based LWLocks: not sync)
-        sems: vec![SemSpec { initial: 1, sync: false }, SemSpec { initial: 1, sync: false }],
+        // sem 0: WALWriteLock, sem 1: BufFreelistLock, sems 2..2+16: the lock
+        // manager's partition LWLocks (semaphore sleeps/wakeups: not sync)
+        // FIDELITY(F-800): WALWriteLock and BufFreelistLock stay hand-off semaphores.
+        sems: (0..2 + NUM_LOCK_PARTITIONS).map(|k| SemSpec { initial: 1, sync: false, barging: k >= 2 }).collect(),
         metric,
         time_bounded: true,
         groups: Vec::new(),
@@ -209,8 +229,29 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         if select_only {
             let reply = Op::WriteTag { chan: resp0 + t, cost: be(SEL_BE_SEND_NS), tag: i };
             let txns = if cycle_reads == 0 { 1 } else { READ_CYCLE };
+            // With the shared lock table the program cycles over the 16 vxid
+            // partitions: the vxid's partition differs from one transaction to the next.
+            let txns = if shared_lock_table { txns.max(NUM_LOCK_PARTITIONS as u64) } else { txns };
             for k in 0..txns {
-                prog.extend([Op::Read { chan: req0 + i, cost: be(SEL_BE_RECV_NS) }, Op::Run { ns: be(SEL_BE_QUERY_NS) }]);
+                prog.push(Op::Read { chan: req0 + i, cost: be(SEL_BE_RECV_NS) });
+                if shared_lock_table {
+                    // FIDELITY(F-800): partition LWLocks as barging semaphores; hold times and partitions assumed.
+                    let vxid = 2 + ((i as u64 * 7 + k) % NUM_LOCK_PARTITIONS as u64) as u32;
+                    let lock = |prog: &mut Vec<Op>, sem: u32| {
+                        prog.extend([Op::SemWait { sem }, Op::Run { ns: LOCK_HOLD_NS }, Op::SemPost { sem, n: 1 }])
+                    };
+                    lock(&mut prog, vxid);
+                    prog.push(Op::Run { ns: be(SEL_BE_QUERY_NS) / 4 });
+                    lock(&mut prog, 2 + PART_ACCOUNTS);
+                    lock(&mut prog, 2 + PART_ACCOUNTS_PKEY);
+                    prog.push(Op::Run { ns: be(SEL_BE_QUERY_NS) - be(SEL_BE_QUERY_NS) / 4 });
+                    // CommitTransaction -> LockReleaseAll: each partition holding one of ours.
+                    for sem in [vxid, 2 + PART_ACCOUNTS, 2 + PART_ACCOUNTS_PKEY] {
+                        lock(&mut prog, sem);
+                    }
+                } else {
+                    prog.push(Op::Run { ns: be(SEL_BE_QUERY_NS) });
+                }
                 let reads = (k + 1) * cycle_reads / READ_CYCLE - k * cycle_reads / READ_CYCLE;
                 for _ in 0..reads {
                     // ReadBuffer miss: BufferAlloc -> StrategyGetBuffer (under
@@ -337,6 +378,30 @@ mod tests {
         assert_eq!(count(&w.programs[0], |o| matches!(o, Op::SemWait { .. })), 0);
         assert_eq!(count(&w.programs[0], |o| matches!(o, Op::Mem { .. })), 31);
         assert!(crate::build("pgbench", &Params::parse("pg=12").unwrap(), 12, &[]).is_err());
+    }
+
+    #[test]
+    fn pg91_takes_every_lock_through_the_shared_lock_table() {
+        // 8.3-9.1: per select-only transaction three LockAcquire() (vxid, table,
+        // index) and LockReleaseAll() over the same three partitions, each under
+        // a barging partition LWLock; both relation partitions are the same in
+        // every backend, the vxid partition changes from one transaction to the next.
+        let w = programs("clients=2,mode=select,pg=9.1");
+        let be = &w.programs[0];
+        let txns = count(be, |o| matches!(o, Op::Count { .. }));
+        assert_eq!(txns, NUM_LOCK_PARTITIONS as usize);
+        assert_eq!(count(be, |o| matches!(o, Op::SemWait { .. })), 6 * txns);
+        for part in [PART_ACCOUNTS, PART_ACCOUNTS_PKEY] {
+            // acquire + release in every transaction, plus the one transaction
+            // of the cycle whose vxid falls into the same partition
+            let n = count(be, |o| matches!(o, Op::SemWait { sem } if *sem == 2 + part));
+            assert_eq!(n, 2 * txns + 2, "partition {part}");
+        }
+        assert!(w.sems[2..].iter().all(|s| s.barging) && !w.sems[0].barging && !w.sems[1].barging);
+        assert_eq!(w.sems.len(), 2 + NUM_LOCK_PARTITIONS as usize);
+        // 9.2+ (fast-path relation locks, vxid locks in the PGPROC): no lock-table LWLock.
+        let w = programs("clients=2,mode=select,pg=9.3");
+        assert_eq!(count(&w.programs[0], |o| matches!(o, Op::SemWait { .. })), 0);
     }
 
     #[test]

@@ -123,7 +123,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         w.tasks.push(start_task(format!("schbench-msg{mi}"), hp, 0));
         for ti in 0..t {
             let futex = w.sems.len() as u32;
-            w.sems.push(SemSpec { initial: 0, sync: false });
+            w.sems.push(SemSpec { initial: 0, sync: false, barging: false });
             let mut prog = vec![Op::Loop { count: u64::MAX }];
             if old {
                 prog.push(Op::Run { ns: cputime_us * 1000 });

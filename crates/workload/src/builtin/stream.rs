@@ -1,8 +1,9 @@
 //! STREAM with OpenMP (benchmark-workloads §10): T threads of one process,
 //! each owning a static 1/T slice of the arrays, run Copy, Scale, Add and
 //! Triad `ntimes` times; every kernel ends with the implicit barrier of
-//! `#pragma omp parallel for` (a futex wakeup after libgomp's spin: not
-//! WF_SYNC). The kernels are memory-bound (`Op::Mem`): their progress is the
+//! `#pragma omp parallel for`: libgomp's waiters spin (GOMP_SPINCOUNT pause
+//! iterations) before they sleep on the futex, and the last arrival wakes the
+//! sleepers (not WF_SYNC). The kernels are memory-bound (`Op::Mem`): their progress is the
 //! bandwidth share the machine model grants per LLC and per node.
 //!
 //! Metric: bytes counted as STREAM counts them (16 B per element for Copy and
@@ -20,9 +21,29 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "threads", default: "cpus", help: "OMP_NUM_THREADS (default: all CPUs, as libgomp)" },
         ParamDoc { key: "array_size", default: "10000000", help: "STREAM_ARRAY_SIZE (elements of each of a, b, c)" },
         ParamDoc { key: "ntimes", default: "10", help: "NTIMES repetitions of the four kernels" },
+        ParamDoc {
+            key: "wait_policy",
+            default: "unset",
+            help: "OMP_WAIT_POLICY: unset (spin 300,000 pause iterations, then sleep), active (spin 30 billion) or passive (sleep at once)",
+        },
+        ParamDoc {
+            key: "spincount",
+            default: "policy",
+            help: "GOMP_SPINCOUNT: pause iterations before a barrier waiter sleeps (overrides the policy's count)",
+        },
+        ParamDoc {
+            key: "pause_ns",
+            default: "47",
+            help: "time of one spin iteration (load + pause), ns: 47 measured on the EPYC guest; ~4 on Westmere, ~40-50 on Skylake-SP",
+        },
     ],
     build,
 };
+
+/// One iteration of libgomp's do_spin() loop (an atomic load and `pause`),
+/// measured on the EPYC guest this project runs on (300,000 iterations in
+/// 14.2 ms, best of 20; docs/CALIBRATION.md "STREAM").
+const PAUSE_NS: u64 = 47;
 
 /// Bytes per element counted by STREAM: Copy, Scale, Add, Triad.
 pub const KERNEL_BYTES: [u64; 4] = [16, 16, 24, 24];
@@ -33,6 +54,29 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     let t = p.u64_in("threads", nr_cpus.max(1) as u64, 1, 100_000)? as u32;
     let n = p.u64_in("array_size", 10_000_000, 1, 1 << 40)?;
     let ntimes = p.u64_in("ntimes", 10, 1, 1_000_000)?;
+    let policy = p.get("wait_policy").unwrap_or("unset");
+    // libgomp initialize_env(): spin counts per OMP_WAIT_POLICY, and the
+    // throttled counts used when there are more threads than available CPUs
+    // (config/linux/wait.h do_wait()).
+    let (count, throttled) = match policy {
+        "unset" => (300_000u64, 100u64),
+        "active" => (30_000_000_000, 1_000),
+        "passive" => (0, 0),
+        v => return Err(WorkloadError(format!("wait_policy={v:?}: expected unset, active or passive (OMP_WAIT_POLICY)"))),
+    };
+    let explicit = match p.get("spincount") {
+        Some(_) => Some(p.u64_in("spincount", 0, 0, 1 << 50)?),
+        None => None,
+    };
+    let count = match explicit {
+        Some(n) => n,
+        None if t as usize > nr_cpus.max(1) => throttled,
+        None => count,
+    };
+    let count = if policy == "passive" { 0 } else { count };
+    let pause_ns = p.u64_in("pause_ns", PAUSE_NS, 1, 10_000)?;
+    // FIDELITY(F-801): one spin iteration costs pause_ns on every machine (a parameter, not the machine model's).
+    let spin = count.saturating_mul(pause_ns);
     let mut w = Workload {
         name: "stream".into(),
         params: vec![("threads".into(), t.to_string()), ("array_size".into(), n.to_string()), ("ntimes".into(), ntimes.to_string())],
@@ -52,6 +96,11 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         groups: Vec::new(),
         jitter_pct: 2,
     };
+    for key in ["wait_policy", "spincount", "pause_ns"] {
+        if let Some(v) = p.get(key) {
+            w.params.push((key.into(), v.to_string()));
+        }
+    }
     for j in 0..t {
         // schedule(static): the first n % t threads get one more element.
         let elems = n / t as u64 + u64::from((j as u64) < n % t as u64);
@@ -62,7 +111,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         prog.push(Op::Loop { count: ntimes });
         for b in KERNEL_BYTES {
             prog.push(Op::Mem { bytes: elems * b });
-            prog.push(Op::Barrier { id: 0, parties: t });
+            prog.push(if spin > 0 { Op::SpinBarrier { id: 0, parties: t, spin } } else { Op::Barrier { id: 0, parties: t } });
             if j == 0 {
                 prog.push(Op::Count { id: COUNTER_BYTES, n: n * b });
             }
@@ -86,10 +135,29 @@ mod tests {
         let w = crate::build("stream", &Params::parse("threads=4,array_size=1001").unwrap(), 12, &[]).unwrap();
         assert_eq!(w.tasks.len(), 4);
         assert!(w.tasks.iter().all(|t| t.mm == 0));
-        let barriers = w.programs[1].iter().filter(|o| matches!(o, Op::Barrier { id: 0, parties: 4 })).count();
-        assert_eq!(barriers, 4, "one barrier per kernel");
+        let barriers = w.programs[1].iter().filter(|o| matches!(o, Op::SpinBarrier { id: 0, parties: 4, spin: 14_100_000 })).count();
+        assert_eq!(barriers, 4, "one barrier per kernel, 300,000 spins of 47 ns first");
         // thread 0 gets the extra element
         assert_eq!(w.programs[0][2], Op::Mem { bytes: 251 * 16 });
         assert_eq!(crate::build("stream", &Params::default(), 12, &[]).unwrap().tasks.len(), 12);
+    }
+
+    #[test]
+    fn wait_policy_sets_the_spin() {
+        let spin_of = |set: &str| {
+            let w = crate::build("stream", &Params::parse(set).unwrap(), 4, &[]).unwrap();
+            w.programs[0].iter().find_map(|o| match o {
+                Op::SpinBarrier { spin, .. } => Some(*spin),
+                Op::Barrier { .. } => Some(0),
+                _ => None,
+            })
+        };
+        assert_eq!(spin_of("threads=4,wait_policy=passive"), Some(0));
+        assert_eq!(spin_of("threads=4,wait_policy=active,pause_ns=1"), Some(30_000_000_000));
+        // more threads than CPUs: libgomp's throttled count
+        assert_eq!(spin_of("threads=8,pause_ns=10"), Some(1_000));
+        assert_eq!(spin_of("threads=8,wait_policy=active,pause_ns=10"), Some(10_000));
+        assert_eq!(spin_of("threads=4,spincount=10,pause_ns=10"), Some(100));
+        assert!(crate::build("stream", &Params::parse("wait_policy=lazy").unwrap(), 4, &[]).is_err());
     }
 }

@@ -74,7 +74,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         programs: Vec::new(),
         tasks: Vec::new(),
         channels: Vec::new(),
-        sems: vec![SemSpec { initial: 1, sync: false }, SemSpec { initial: 1, sync: false }],
+        sems: vec![SemSpec { initial: 1, sync: false, barging: false }, SemSpec { initial: 1, sync: false, barging: false }],
         metric,
         time_bounded: true,
         groups: Vec::new(),

@@ -1,0 +1,72 @@
+//! No allocation on the hot path: a counting global allocator shows that a
+//! run twice as long allocates no more than a constant more (the set-up and
+//! the final result are the same size; only the steady state differs).
+
+use schedlab_engine::{run, SimConfig};
+use schedlab_kernel::profile::profile;
+use schedlab_workload::{build, Params};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+struct Counting;
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+/// (allocations, context switches) of one run.
+fn count(machine: &str, kernel: &str, workload: &str, set: &str, duration_ns: Option<u64>) -> (u64, u64) {
+    let m = schedlab_machine::load(machine).unwrap();
+    let cores = m.topology.core_groups();
+    let w = build(workload, &Params::parse(set).unwrap(), m.topology.nr_cpus(), &cores).unwrap();
+    let cfg = SimConfig { seed: 1, model: Default::default(), schedstat: false, duration_ns, switch_log: false, trace: false };
+    let k = profile(kernel).unwrap();
+    let before = ALLOCS.load(Relaxed);
+    let r = run(&m, k, &w, &cfg);
+    (ALLOCS.load(Relaxed) - before, r.voluntary_switches + r.involuntary_switches)
+}
+
+/// Machine, kernel, workload, short and long run's `--set`, short and long run's duration.
+type Case = (&'static str, &'static str, &'static str, &'static str, &'static str, Option<u64>, Option<u64>);
+
+#[test]
+fn steady_state_allocates_nothing_per_switch() {
+    let cases: &[Case] = &[
+        ("laptop-4c8t", "v6.12", "pipe", "loops=20000", "loops=40000", None, None),
+        ("x86-12", "v3.10", "hackbench", "groups=2,loops=200,pipe=1", "groups=2,loops=400,pipe=1", None, None),
+        ("zen3-2s-nps1", "v6.6", "hackbench", "groups=4,loops=100", "groups=4,loops=200", None, None),
+        (
+            "spr-112",
+            "v6.12",
+            "soaker",
+            "tasks=448,run_us=100,sleep_us=300",
+            "tasks=448,run_us=100,sleep_us=300",
+            Some(20_000_000),
+            Some(40_000_000),
+        ),
+        ("x86-12", "v5.13", "pgbench", "", "", Some(100_000_000), Some(200_000_000)),
+    ];
+    for &(m, k, w, short, long, d1, d2) in cases {
+        let (a1, s1) = count(m, k, w, short, d1);
+        let (a2, s2) = count(m, k, w, long, d2);
+        assert!(s2 >= s1 + 4_000, "{m} {k} {w}: the long run must switch more ({s1} vs {s2})");
+        let extra = a2.saturating_sub(a1);
+        eprintln!("{m} {k} {w}: {a1} allocs/{s1} sw, {a2}/{s2}");
+        assert!(extra <= 200, "{m} {k} {w}: {a1} allocations in {s1} switches, {a2} in {s2}: {extra} more for {} more switches", s2 - s1);
+    }
+}
