@@ -236,6 +236,13 @@ fn prepare_scenario(s: &Scenario) -> Result<Prepared> {
         workload,
         cfg: SimConfig { seed: 1, duration_ns, schedstat: false, switch_log: false, trace: false, model: Default::default() },
         duration_defaulted: false,
+        // A synthetic machine or workload file: the spec names the scenario.
+        spec: schedlab_lab::ScenarioSpec {
+            machine: s.name.into(),
+            kernel: s.kernel.into(),
+            duration: s.duration.map(Into::into),
+            ..Default::default()
+        },
     })
 }
 

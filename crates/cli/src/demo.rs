@@ -7,20 +7,13 @@
 //! kernels v3.10, v6.6, v6.12; seed 1. Deterministic: the same table on any
 //! machine. `scripts/demo` builds schedlab and runs this.
 
-use crate::{prepare, RunArgs};
 use anyhow::Result;
-use clap::Parser;
+use schedlab_lab::{prepare, ScenarioSpec};
 use std::fmt::Write as _;
 
 const KERNELS: [&str; 3] = ["v3.10", "v6.6", "v6.12"];
 /// (workload, machine, --set)
 const CASES: [(&str, &str, &str); 2] = [("hackbench", "x86-12", "groups=4,loops=200,pipe=1"), ("pipe", "laptop-4c8t", "loops=100000")];
-
-#[derive(Parser)]
-struct Wrap {
-    #[command(flatten)]
-    run: RunArgs,
-}
 
 fn value(v: f64) -> String {
     if v.abs() >= 1000.0 {
@@ -45,9 +38,9 @@ pub fn demo() -> Result<String> {
     let mut rows: Vec<[String; 8]> = Vec::new();
     for (wl, machine, set) in CASES {
         for k in KERNELS {
-            let args = ["schedlab", "--seed", "1", "--machine", machine, "--kernel", k, "--workload", wl, "--set", set];
-            let run = Wrap::try_parse_from(args)?.run;
-            let p = prepare(&run)?;
+            let spec = ScenarioSpec { seed: 1, machine: machine.into(), kernel: k.into(), workload: wl.into(), ..ScenarioSpec::default() }
+                .with_sets(&[set.to_string()])?;
+            let p = prepare(&spec)?;
             let r = schedlab_engine::run(&p.machine, p.kernel.clone(), &p.workload, &p.cfg);
             let arrow = if r.higher_is_better { "higher better" } else { "lower better" };
             rows.push([

@@ -7,11 +7,10 @@ mod compare;
 mod demo;
 mod html;
 mod import;
-mod oracle;
+use schedlab_oracle as oracle;
 mod output;
 mod record;
 mod reproduce;
-mod stats;
 mod trace;
 mod trace_profile;
 mod validate;
@@ -20,12 +19,15 @@ mod wellformed;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use schedlab_engine::SimConfig;
-use schedlab_kernel::profile::{self, KernelProfile};
-use schedlab_kernel::topology::{flag_names, SchedDomains};
-use schedlab_machine::Machine;
+use schedlab_kernel::profile;
+use schedlab_kernel::topology::flag_names;
+pub use schedlab_lab::scenario::{
+    cores_of, domains, load_kernel, load_kernel_patched, load_machine, load_workload, parse_duration, Prepared,
+};
+use schedlab_lab::spec::{ScenarioSpec, DEFAULT_KERNEL, DEFAULT_MACHINE, DEFAULT_WORKLOAD};
+pub use schedlab_lab::stats;
 use schedlab_topology::{cpulist, CpuId};
-use schedlab_workload::{builtin, Params, Workload};
+use schedlab_workload::{builtin, Params};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -97,7 +99,7 @@ enum MachineCmd {
     Show {
         name: String,
         /// Kernel profile whose sched_init() rules to apply.
-        #[arg(long, default_value = "v6.12")]
+        #[arg(long, default_value = DEFAULT_KERNEL)]
         kernel: String,
         /// Print the machine as TOML (the documented file format) instead.
         #[arg(long)]
@@ -115,7 +117,7 @@ enum WorkloadCmd {
         #[arg(long = "set")]
         set: Vec<String>,
         /// Machine whose CPU count sizes defaulted parameters.
-        #[arg(long, default_value = "x86-12")]
+        #[arg(long, default_value = DEFAULT_MACHINE)]
         machine: String,
         /// Output file (default: stdout).
         #[arg(long, short = 'o')]
@@ -131,10 +133,10 @@ enum KernelCmd {
 #[derive(clap::Args, Clone)]
 pub struct RunArgs {
     /// Machine preset, `local`, or a .toml / .xml (hwloc) file.
-    #[arg(long, default_value = "x86-12")]
+    #[arg(long, default_value = DEFAULT_MACHINE)]
     pub machine: String,
     /// Kernel profile (`schedlab kernels`).
-    #[arg(long, default_value = "v6.12")]
+    #[arg(long, default_value = DEFAULT_KERNEL)]
     pub kernel: String,
     /// Feature bits to flip, as /sys/kernel/debug/sched/features takes them: NO_PLACE_LAG,NEXT_BUDDY.
     #[arg(long)]
@@ -143,12 +145,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub patch: Option<String>,
     /// Built-in workload (`schedlab workloads`), or a workload file: FILE.toml (docs/workload-format.md) or FILE.json (rt-app).
-    #[arg(long, default_value = "hackbench")]
+    #[arg(long, default_value = DEFAULT_WORKLOAD)]
     pub workload: String,
     /// Workload parameters key=value[,key=value...]; may be repeated.
     #[arg(long = "set")]
     pub set: Vec<String>,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = schedlab_lab::spec::DEFAULT_SEED)]
     pub seed: u64,
     /// Simulated run time for time-bounded workloads (e.g. 2s, 500ms); for run-to-completion workloads a cap that is an error if it cuts the run.
     #[arg(long, allow_hyphen_values = true)]
@@ -342,132 +344,39 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-pub struct Prepared {
-    pub machine: Machine,
-    pub kernel: KernelProfile,
-    pub workload: Workload,
-    pub cfg: SimConfig,
-    pub duration_defaulted: bool,
+impl RunArgs {
+    /// The library's scenario for these arguments.
+    pub fn spec(&self) -> Result<ScenarioSpec> {
+        ScenarioSpec {
+            machine: self.machine.clone(),
+            kernel: self.kernel.clone(),
+            patch: self.patch.clone(),
+            features: self.features.clone(),
+            workload: self.workload.clone(),
+            params: Vec::new(),
+            seed: self.seed,
+            duration: self.duration.clone(),
+            machine_model: self.machine_model.clone(),
+            schedstat: self.schedstat.is_some(),
+            switch_log: self.switch_log.is_some(),
+            trace: self.trace.is_some() || self.ftrace.is_some(),
+        }
+        .with_sets(&self.set)
+    }
 }
 
-pub fn load_machine(name: &str) -> Result<Machine> {
-    schedlab_machine::load(name).map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-pub fn load_kernel_patched(name: &str, patch: Option<&str>, features: Option<&str>) -> Result<KernelProfile> {
-    let mut k = load_kernel(name, None)?;
-    if let Some(p) = patch {
-        k.apply_patches(p).map_err(anyhow::Error::msg)?;
-    }
-    if let Some(f) = features {
-        k.apply_features(f).map_err(anyhow::Error::msg)?;
-    }
-    Ok(k)
-}
-
-pub fn load_kernel(name: &str, features: Option<&str>) -> Result<KernelProfile> {
-    if let Some(note) = profile::deprecation_note(name) {
-        eprintln!("schedlab: warning: {note}");
-    }
-    let mut k = profile::profile(name).map_err(anyhow::Error::msg)?;
-    if let Some(f) = features {
-        k.apply_features(f).map_err(anyhow::Error::msg)?;
-    }
-    Ok(k)
-}
-
-/// CPUs of each core, cores in order of their first CPU (hwloc logical order).
-pub fn cores_of(m: &Machine) -> Vec<Vec<u16>> {
-    m.topology.core_groups()
-}
-
-/// Parse a duration: `2s`, `500ms`, `250us`, `1000ns`, `1.5s`, `2min`, `1h`.
-pub fn parse_duration(s: &str) -> Result<u64> {
-    let s = s.trim();
-    let num = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let unit = &s[num.len()..];
-    let mult = match unit {
-        "ns" => 1.0,
-        "us" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "min" => 60e9,
-        "h" => 3600e9,
-        "" => bail!("duration {s:?} needs a unit: e.g. 2s, 500ms, 250us"),
-        u if num.trim().is_empty() => bail!("duration {s:?} is not a number with a unit (e.g. 2s); {u:?} has no number"),
-        u => bail!("duration {s:?} has an unknown unit {u:?}; use ns, us, ms, s, min or h (lower case)"),
-    };
-    let v: f64 = num.trim().parse().with_context(|| format!("duration {s:?} is not a number with a unit (e.g. 2s)"))?;
-    if !v.is_finite() || v <= 0.0 {
-        bail!("duration {s:?} must be positive");
-    }
-    let ns = v * mult;
-    if ns < 1.0 {
-        bail!("duration {s:?} is shorter than 1 ns; schedlab's clock counts whole nanoseconds");
-    }
-    if ns > 3600e9 {
-        bail!("duration {s:?} is longer than one simulated hour; use a shorter run");
-    }
-    Ok(ns as u64)
-}
-
+/// `schedlab_lab::prepare` for the CLI's run arguments.
 pub fn prepare(args: &RunArgs) -> Result<Prepared> {
-    let machine = load_machine(&args.machine)?;
-    let kernel = load_kernel_patched(&args.kernel, args.patch.as_deref(), args.features.as_deref())?;
-    let params = Params::parse(&args.set.join(",")).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let cores = cores_of(&machine);
-    let workload = load_workload(&args.workload, &params, &machine, &cores)?;
-    for t in &workload.tasks {
-        if let Some(c) = &t.cpus {
-            if let Some(bad) = c.iter().find(|&&x| x as usize >= machine.topology.nr_cpus()) {
-                bail!("task {} is bound to CPU {bad}, but {} has {} CPUs", t.name, machine.name, machine.topology.nr_cpus());
-            }
+    let spec = match args.spec() {
+        Ok(s) => s,
+        Err(e) => {
+            // A bad machine or kernel is reported before a bad --set, as always.
+            load_machine(&args.machine)?;
+            load_kernel_patched(&args.kernel, args.patch.as_deref(), args.features.as_deref())?;
+            return Err(e);
         }
-    }
-    let mut duration_ns = args.duration.as_deref().map(parse_duration).transpose()?;
-    let mut duration_defaulted = false;
-    if workload.time_bounded && duration_ns.is_none() {
-        duration_ns = Some(1_000_000_000);
-        duration_defaulted = true;
-    }
-    Ok(Prepared {
-        machine,
-        kernel,
-        workload,
-        cfg: SimConfig {
-            seed: args.seed,
-            duration_ns,
-            schedstat: args.schedstat.is_some(),
-            switch_log: args.switch_log.is_some(),
-            trace: args.trace.is_some() || args.ftrace.is_some(),
-            model: schedlab_machine::cost::ModelSwitches::parse(args.machine_model.as_deref().unwrap_or("")).map_err(anyhow::Error::msg)?,
-        },
-        duration_defaulted,
-    })
-}
-
-/// A built-in by name, or a workload file: `.toml` (docs/workload-format.md)
-/// or `.json` (rt-app). Files take no `--set`.
-pub fn load_workload(name: &str, params: &Params, machine: &Machine, cores: &[Vec<u16>]) -> Result<Workload> {
-    let is_toml = name.ends_with(".toml");
-    if is_toml || name.ends_with(".json") {
-        if !params.0.is_empty() {
-            bail!("--set applies to built-in workloads; edit the file {name} instead");
-        }
-        let text = std::fs::read_to_string(name).with_context(|| format!("cannot read workload file {name}"))?;
-        let w = if is_toml {
-            schedlab_workload::file::from_toml_str(&text, name)
-        } else {
-            schedlab_workload::rtapp::from_json_str(&text, name)
-        };
-        return w.map_err(|e| anyhow::anyhow!("{e}"));
-    }
-    schedlab_workload::build(name, params, machine.topology.nr_cpus(), cores).map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-/// Domains for display (`machine show`).
-pub fn domains(m: &Machine, k: &KernelProfile) -> SchedDomains {
-    SchedDomains::build(&m.topology, k)
+    };
+    schedlab_lab::prepare(&spec)
 }
 
 pub fn fmt_span(sd: &schedlab_kernel::topology::SchedDomain) -> String {
@@ -480,25 +389,4 @@ pub fn fmt_flags(f: u32) -> String {
 
 pub fn cpu0() -> CpuId {
     CpuId(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("2s").unwrap(), 2_000_000_000);
-        assert_eq!(parse_duration("500ms").unwrap(), 500_000_000);
-        assert_eq!(parse_duration("1.5s").unwrap(), 1_500_000_000);
-        assert!(parse_duration("2").unwrap_err().to_string().contains("unit"));
-        assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("xs").is_err());
-        assert!(parse_duration("0.5ns").unwrap_err().to_string().contains("1 ns"));
-        assert_eq!(parse_duration("1h").unwrap(), 3_600_000_000_000);
-        assert_eq!(parse_duration("2min").unwrap(), 120_000_000_000);
-        assert!(parse_duration("2h").unwrap_err().to_string().contains("one simulated hour"));
-        assert!(parse_duration("1S").unwrap_err().to_string().contains("unknown unit \"S\""));
-        assert!(parse_duration("abc").unwrap_err().to_string().contains("not a number"));
-        assert!(parse_duration("-1s").unwrap_err().to_string().contains("must be positive"));
-    }
 }

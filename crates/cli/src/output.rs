@@ -7,7 +7,7 @@ use schedlab_kernel::features::SchedFeat;
 use schedlab_kernel::profile::{EffectiveTunables, KernelProfile};
 use schedlab_machine::Machine;
 use schedlab_topology::{cpulist, CpuId};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write;
 
 pub fn machine_show(m: &Machine, k: &KernelProfile) -> String {
@@ -251,82 +251,9 @@ pub fn wakeup_table(r: &RunResult) -> String {
     o
 }
 
-fn schedstat_json(r: &RunResult) -> Value {
-    json!({
-        "ttwu_count": r.ttwu_count,
-        "ttwu_local": r.ttwu_local,
-        "local_share": pct(r.ttwu_local, r.ttwu_count) / 100.0,
-        "levels": r.levels.iter().map(|l| json!({
-            "level": l.name,
-            "ttwu_wake_remote": l.ttwu_wake_remote,
-            "ttwu_move_affine": l.ttwu_move_affine,
-            "wake_remote_share": pct(l.ttwu_wake_remote, r.ttwu_count) / 100.0,
-            "affine_share": pct(l.ttwu_move_affine, r.ttwu_count) / 100.0,
-            "lb_count": l.lb_count,
-            "lb_balanced": l.lb_balanced,
-            "lb_failed": l.lb_failed,
-            "lb_gained": l.lb_gained,
-            "alb_pushed": l.alb_pushed,
-        })).collect::<Vec<_>>(),
-    })
-}
-
-pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
-    let mut v = run_json_fields(p, args, r);
-    if r.blocked_forever > 0 {
-        // Only when it happened: normal runs' JSON stays as it was.
-        v["tasks"]["blocked_forever"] = json!(r.blocked_forever);
-    }
-    v
-}
-
-fn run_json_fields(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
-    json!({
-        "schedlab_version": env!("CARGO_PKG_VERSION"),
-        "kernel": p.kernel.name,
-        "features": args.features.clone().unwrap_or_default(),
-        "workload": p.workload.name,
-        "params": p.workload.params.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
-        "seed": args.seed,
-        "metric": { "name": r.metric_name, "value": r.metric_value, "unit": r.metric_unit, "higher_is_better": r.higher_is_better },
-        "simulated_ns": r.simulated_ns,
-        "context_switches": { "voluntary": r.voluntary_switches, "involuntary": r.involuntary_switches },
-        "migrations": r.migrations,
-        "wakeups": r.wakeups,
-        "run_delay_ns": { "p50": r.run_delay_p50, "p90": r.run_delay_p90, "p99": r.run_delay_p99, "max": r.run_delay_max },
-        "cpus": r.cpus.iter().enumerate().map(|(i, &(b, idle))| json!({"cpu": i, "busy_ns": b, "idle_ns": idle})).collect::<Vec<_>>(),
-        "tasks": { "created": r.tasks_created, "exited": r.tasks_exited },
-        "machine": {
-            "name": p.machine.name,
-            "l2_misses": r.l2_misses,
-            "llc_misses": r.llc_misses,
-            "dram_bytes": r.dram_bytes,
-            "remote_bytes": r.remote_bytes,
-            "rq_lock_wait_ns": r.rq_lock_wait_ns,
-            "idle_exit_ns": r.idle_exit_ns,
-            "mm_switches": r.mm_switches,
-        },
-        "group_switches": r.group_switches,
-        "groups": r.groups.iter().map(|g| json!({
-            "name": g.name,
-            "shares": g.shares,
-            "tasks": g.tasks,
-            "runtime_ns": g.runtime_ns,
-        })).collect::<Vec<_>>(),
-        "latencies": r.latencies.iter().map(|l| json!({
-            "hist": l.hist,
-            "count": l.count,
-            "p50_ns": l.p50,
-            "p90_ns": l.p90,
-            "p95_ns": l.p95,
-            "mean_ns": l.mean,
-            "p99_ns": l.p99,
-            "p999_ns": l.p999,
-            "max_ns": l.max,
-        })).collect::<Vec<_>>(),
-        "schedstat": schedstat_json(r),
-        "events": r.events,
-    })
+/// The `run --json` document: the library's `RunReport`, serialised.
+pub fn run_json(p: &Prepared, _args: &RunArgs, r: &RunResult) -> Value {
+    schedlab_lab::RunReport::new(p, r).to_json()
 }
 
 /// `--switch-log`: the per-CPU sched_switch sequence as tab-separated text,

@@ -5,6 +5,7 @@
 use crate::compare::{self, CompareArgs};
 use crate::html;
 use anyhow::{anyhow, bail, Context, Result};
+use schedlab_lab::spec::{DEFAULT_KERNEL, DEFAULT_MACHINE, DEFAULT_RUNS, DEFAULT_WORKLOAD};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -114,10 +115,10 @@ pub fn parse(text: &str, file: &str) -> Result<Experiment> {
             let line = line_of(text, c.span().start);
             let c = c.get_ref().clone();
             let args = CompareArgs {
-                machine: list(c.machine, "x86-12"),
-                workload: list(c.workload, "hackbench"),
+                machine: list(c.machine, DEFAULT_MACHINE),
+                workload: list(c.workload, DEFAULT_WORKLOAD),
                 set: list(c.set, ""),
-                kernel: c.kernel.unwrap_or_else(|| "v6.12".into()),
+                kernel: c.kernel.unwrap_or_else(|| DEFAULT_KERNEL.into()),
                 patch: c.patch,
                 features: c.features,
                 machine_model: c.machine_model,
@@ -125,7 +126,7 @@ pub fn parse(text: &str, file: &str) -> Result<Experiment> {
                 patch_b: c.patch_b,
                 features_b: c.features_b,
                 machine_model_b: c.machine_model_b,
-                runs: c.runs.unwrap_or(5),
+                runs: c.runs.unwrap_or(DEFAULT_RUNS),
                 duration: c.duration,
                 jobs: None,
                 json: None,

@@ -238,6 +238,8 @@ pub struct LatencySummary {
 pub struct Sim<'a> {
     pub kernel: Kernel,
     machine: &'a Machine,
+    /// Set from outside (another thread) to end the run early (`run_stoppable`).
+    stop: Option<&'a std::sync::atomic::AtomicBool>,
     wl: &'a Workload,
     now: u64,
     seq: u64,
@@ -346,6 +348,7 @@ impl<'a> Sim<'a> {
             }
         }
         let mut s = Sim {
+            stop: None,
             kernel,
             machine,
             wl,
@@ -477,6 +480,9 @@ impl<'a> Sim<'a> {
             }
             self.now = at;
             self.events += 1;
+            if self.events & 0x3fff == 0 && self.stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+                break; // stopped from outside: the caller discards this result
+            }
             match self.kind_of(slot) {
                 EvKind::SegEnd { cpu, gen } => {
                     let c = CpuId(cpu);
@@ -1627,6 +1633,23 @@ fn fmt_dur(ns: u64) -> String {
 pub fn run(machine: &Machine, profile: schedlab_kernel::profile::KernelProfile, wl: &Workload, cfg: &SimConfig) -> RunResult {
     let kernel = Kernel::new(&machine.topology, profile);
     Sim::new(machine, kernel, wl, cfg).run(cfg)
+}
+
+/// `run`, checking `stop` every 16k events: once it is set (e.g. by a Ctrl-C
+/// handler on another thread) the run ends early and returns `None`. A run
+/// that is not stopped returns exactly what `run` returns.
+pub fn run_stoppable(
+    machine: &Machine,
+    profile: schedlab_kernel::profile::KernelProfile,
+    wl: &Workload,
+    cfg: &SimConfig,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Option<RunResult> {
+    let kernel = Kernel::new(&machine.topology, profile);
+    let mut sim = Sim::new(machine, kernel, wl, cfg);
+    sim.stop = Some(stop);
+    let res = sim.run(cfg);
+    (!stop.load(std::sync::atomic::Ordering::Relaxed)).then_some(res)
 }
 
 impl Sim<'_> {

@@ -42,7 +42,7 @@ pub fn cv_pct(x: &[f64]) -> f64 {
 }
 
 /// Result of Welch's t-test.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Welch {
     /// t statistic for mean(b) - mean(a) (infinite when both variances are 0 and the means differ).
     pub t: f64,

@@ -9,9 +9,9 @@ use schedlab_workload::Workload;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The project's guest programs (oracle/programs/*.c), built at oracle time.
+/// The project's guest programs (crates/oracle/programs/*.c), built at oracle time.
 pub const PROGRAMS: &[(&str, &str)] =
-    &[("sl-pingpong", include_str!("../../../../oracle/programs/pingpong.c")), ("sl-rr", include_str!("../../../../oracle/programs/rr.c"))];
+    &[("sl-pingpong", include_str!("../programs/pingpong.c")), ("sl-rr", include_str!("../programs/rr.c"))];
 
 /// Built-ins the guest can run, with the program that runs them.
 pub const SUPPORTED: &[(&str, &str)] = &[
@@ -292,7 +292,7 @@ pub fn build_program(name: &str, cache: &Path) -> Result<PathBuf> {
     let tmp = dir.join(format!("{stem}.tmp{}", std::process::id()));
     run_ok(
         Command::new("gcc").args(["-static", "-O2", "-Wall", "-o"]).arg(&tmp).arg(&c).arg("-lpthread"),
-        &format!("compiling {name} (oracle/programs) with gcc -static"),
+        &format!("compiling {name} (crates/oracle/programs) with gcc -static"),
         "install gcc and the C library (apt-get install gcc libc6-dev)",
     )?;
     std::fs::rename(&tmp, &bin)?;

@@ -8,10 +8,11 @@ pub mod guest;
 pub mod qemu;
 pub mod schedstat;
 
-use crate::{prepare, RunArgs};
 use anyhow::{bail, Context, Result};
 use schedlab_engine::RunResult;
 use schedlab_kernel::topology::SchedDomains;
+use schedlab_lab::scenario::{cores_of, prepare};
+use schedlab_lab::spec::ScenarioSpec;
 use schedlab_machine::Machine;
 use schedlab_topology::{cpulist, parse_cpulist, CpuId};
 use serde_json::{json, Value};
@@ -312,31 +313,31 @@ fn boot(qemu: &Path, args: &[String], run_dir: &Path, timeout: Duration) -> Resu
 }
 
 pub fn oracle(a: &OracleArgs) -> Result<()> {
-    let run_args = RunArgs {
-        machine: a.machine.clone(),
-        kernel: PROFILE.into(),
-        features: None,
-        patch: None,
-        workload: a.workload.clone(),
-        set: a.set.clone(),
-        seed: a.seed,
-        duration: a.duration.clone(),
-        json: a.json,
-        machine_model: None,
-        schedstat: None,
-        switch_log: None,
-        trace: None,
-        ftrace: None,
-    };
     if a.workload.ends_with(".toml") || a.workload.ends_with(".json") {
         bail!(
             "the oracle runs built-in workloads only ({}), not workload files",
             guest::SUPPORTED.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
         );
     }
-    let prep = prepare(&run_args)?;
+    let spec = ScenarioSpec {
+        machine: a.machine.clone(),
+        kernel: PROFILE.into(),
+        workload: a.workload.clone(),
+        seed: a.seed,
+        duration: a.duration.clone(),
+        ..ScenarioSpec::default()
+    };
+    let spec = match spec.with_sets(&a.set) {
+        Ok(s) => s,
+        Err(e) => {
+            // A bad machine is reported before a bad --set, as always.
+            schedlab_lab::scenario::load_machine(&a.machine)?;
+            return Err(e);
+        }
+    };
+    let prep = prepare(&spec)?;
     let shape = qemu::shape(&prep.machine)?;
-    let gw = guest::workload_command(&prep.workload, prep.cfg.duration_ns, &crate::cores_of(&prep.machine))?;
+    let gw = guest::workload_command(&prep.workload, prep.cfg.duration_ns, &cores_of(&prep.machine))?;
     let cache = guest::cache_dir()?;
     let qemu_bin = guest::host_binary(
         "qemu-system-x86_64",

@@ -1,0 +1,232 @@
+//! The result of one run as a typed value with one serialisation: the
+//! CLI's `run --json` document is `serde_json` of `RunReport`, and the
+//! Python package's `Result.json` is the same text.
+
+use crate::scenario::Prepared;
+use schedlab_engine::RunResult;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+    pub higher_is_better: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextSwitches {
+    pub voluntary: u64,
+    pub involuntary: u64,
+}
+
+/// Run delay (runnable -> running) percentiles, ns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunDelay {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTime {
+    pub cpu: usize,
+    pub busy_ns: u64,
+    pub idle_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tasks {
+    pub created: u64,
+    pub exited: u64,
+    /// Only when it happened: normal runs' JSON has no such key.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub blocked_forever: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+/// Machine-model counters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineCounters {
+    pub name: String,
+    pub l2_misses: u64,
+    pub llc_misses: u64,
+    pub dram_bytes: u64,
+    pub remote_bytes: u64,
+    pub rq_lock_wait_ns: u64,
+    pub idle_exit_ns: u64,
+    pub mm_switches: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    pub name: String,
+    pub shares: u64,
+    pub tasks: u64,
+    pub runtime_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Latency {
+    pub hist: u32,
+    pub count: u64,
+    pub mean_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+/// schedstat per domain level (bottom-up), with shares of all try_to_wake_up() calls.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Level {
+    pub level: String,
+    pub ttwu_wake_remote: u64,
+    pub ttwu_move_affine: u64,
+    pub wake_remote_share: f64,
+    pub affine_share: f64,
+    pub lb_count: u64,
+    pub lb_balanced: u64,
+    pub lb_failed: u64,
+    pub lb_gained: u64,
+    pub alb_pushed: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Schedstat {
+    pub ttwu_count: u64,
+    pub ttwu_local: u64,
+    pub local_share: f64,
+    pub levels: Vec<Level>,
+}
+
+/// One run's result. Serialised, its keys come out sorted (as every
+/// schedlab JSON document: `serde_json::Value` keeps maps sorted).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub schedlab_version: String,
+    pub kernel: String,
+    /// The `--features` string as given ("" for none).
+    pub features: String,
+    pub workload: String,
+    pub params: BTreeMap<String, String>,
+    pub seed: u64,
+    pub metric: Metric,
+    /// Why the metric is not valid (its end was never reached); the CLI
+    /// refuses such a run, a sweep records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+    pub simulated_ns: u64,
+    pub context_switches: ContextSwitches,
+    pub migrations: u64,
+    pub wakeups: u64,
+    pub run_delay_ns: RunDelay,
+    pub cpus: Vec<CpuTime>,
+    pub tasks: Tasks,
+    pub machine: MachineCounters,
+    pub group_switches: u64,
+    pub groups: Vec<Group>,
+    pub latencies: Vec<Latency>,
+    pub schedstat: Schedstat,
+    pub events: u64,
+}
+
+fn share(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / d as f64 / 100.0
+    }
+}
+
+impl RunReport {
+    pub fn new(p: &Prepared, r: &RunResult) -> RunReport {
+        RunReport {
+            schedlab_version: env!("CARGO_PKG_VERSION").into(),
+            kernel: p.kernel.name.to_string(),
+            features: p.spec.features.clone().unwrap_or_default(),
+            workload: p.workload.name.clone(),
+            params: p.workload.params.iter().cloned().collect(),
+            seed: p.cfg.seed,
+            metric: Metric {
+                name: r.metric_name.clone(),
+                value: r.metric_value,
+                unit: r.metric_unit.clone(),
+                higher_is_better: r.higher_is_better,
+            },
+            truncated: r.metric_missing.clone(),
+            simulated_ns: r.simulated_ns,
+            context_switches: ContextSwitches { voluntary: r.voluntary_switches, involuntary: r.involuntary_switches },
+            migrations: r.migrations,
+            wakeups: r.wakeups,
+            run_delay_ns: RunDelay { p50: r.run_delay_p50, p90: r.run_delay_p90, p99: r.run_delay_p99, max: r.run_delay_max },
+            cpus: r.cpus.iter().enumerate().map(|(cpu, &(busy_ns, idle_ns))| CpuTime { cpu, busy_ns, idle_ns }).collect(),
+            tasks: Tasks { created: r.tasks_created, exited: r.tasks_exited, blocked_forever: r.blocked_forever },
+            machine: MachineCounters {
+                name: p.machine.name.clone(),
+                l2_misses: r.l2_misses,
+                llc_misses: r.llc_misses,
+                dram_bytes: r.dram_bytes,
+                remote_bytes: r.remote_bytes,
+                rq_lock_wait_ns: r.rq_lock_wait_ns,
+                idle_exit_ns: r.idle_exit_ns,
+                mm_switches: r.mm_switches,
+            },
+            group_switches: r.group_switches,
+            groups: r
+                .groups
+                .iter()
+                .map(|g| Group { name: g.name.clone(), shares: g.shares, tasks: g.tasks, runtime_ns: g.runtime_ns })
+                .collect(),
+            latencies: r
+                .latencies
+                .iter()
+                .map(|l| Latency {
+                    hist: l.hist,
+                    count: l.count,
+                    mean_ns: l.mean,
+                    p50_ns: l.p50,
+                    p90_ns: l.p90,
+                    p95_ns: l.p95,
+                    p99_ns: l.p99,
+                    p999_ns: l.p999,
+                    max_ns: l.max,
+                })
+                .collect(),
+            schedstat: Schedstat {
+                ttwu_count: r.ttwu_count,
+                ttwu_local: r.ttwu_local,
+                local_share: share(r.ttwu_local, r.ttwu_count),
+                levels: r
+                    .levels
+                    .iter()
+                    .map(|l| Level {
+                        level: l.name.to_string(),
+                        ttwu_wake_remote: l.ttwu_wake_remote,
+                        ttwu_move_affine: l.ttwu_move_affine,
+                        wake_remote_share: share(l.ttwu_wake_remote, r.ttwu_count),
+                        affine_share: share(l.ttwu_move_affine, r.ttwu_count),
+                        lb_count: l.lb_count,
+                        lb_balanced: l.lb_balanced,
+                        lb_failed: l.lb_failed,
+                        lb_gained: l.lb_gained,
+                        alb_pushed: l.alb_pushed,
+                    })
+                    .collect(),
+            },
+            events: r.events,
+        }
+    }
+
+    /// The JSON document (sorted keys, as `schedlab run --json` prints it).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a RunReport always serialises")
+    }
+}
