@@ -82,6 +82,7 @@ pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
             machine_model: None,
             trace: None,
             ftrace: None,
+            explain: false,
         };
         let prep = prepare(&args)?;
         reset_peak_rss();

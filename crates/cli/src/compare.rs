@@ -457,6 +457,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
                         switch_log: None,
                         trace: None,
                         ftrace: None,
+                        explain: false,
                     };
                     let at = if several { format!("{workload} on {machine}, ") } else { String::new() };
                     let mut p = prepare(&ra).with_context(|| format!("{at}side {} ({}), point {label}", ["A", "B"][si], side.kernel))?;

@@ -5,6 +5,7 @@
 mod bench;
 mod compare;
 mod demo;
+mod explain;
 mod html;
 mod oracle;
 mod output;
@@ -158,6 +159,9 @@ pub struct RunArgs {
     /// Write the same events as ftrace text (the kernel's `trace` file layout) to FILE.
     #[arg(long, value_name = "FILE")]
     pub ftrace: Option<std::path::PathBuf>,
+    /// Explain every placement decision: wakeup paths by rule and level, wake_affine clauses, select_idle_sibling efficiency, balance outcomes (with --trace: the records as Perfetto tracks; with --json: an "explain" object).
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// Die quietly when stdout is a pipe whose reader has gone, as Unix tools do
@@ -258,7 +262,12 @@ fn dispatch(cli: Cli) -> Result<()> {
                     .transpose()
             };
             let (pf_file, ft_file) = (create("--trace", &args.trace)?, create("--ftrace", &args.ftrace)?);
-            let res = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
+            let (res, explained, records) = if args.explain {
+                let (r, x, recs) = explain::run_explained(&prep, &prep.cfg, args.trace.is_some());
+                (r, Some(x), recs)
+            } else {
+                (schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg), None, Vec::new())
+            };
             if let (Some(path), Some(text)) = (&args.schedstat, &res.schedstat) {
                 std::fs::write(path, text).with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
             }
@@ -275,6 +284,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                     let meta = trace::Meta::new(&prep.machine.name, &prep.kernel, args.seed);
                     let mut w = buffered(f);
                     trace::perfetto::write(tr, &meta, &mut w)
+                        .and_then(|_| explained.as_ref().map_or(Ok(()), |x| explain::write_perfetto(&records, tr, x, &mut w)))
                         .and_then(|_| w.flush())
                         .with_context(|| format!("cannot write --trace file {}", p.display()))?;
                 }
@@ -296,9 +306,16 @@ fn dispatch(cli: Cli) -> Result<()> {
                 );
             }
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&output::run_json(&prep, &args, &res))?);
+                let mut v = output::run_json(&prep, &args, &res);
+                if let (Some(x), Some(o)) = (&explained, v.as_object_mut()) {
+                    o.insert("explain".into(), explain::report_json(x));
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 print!("{}", output::run_summary(&prep, &args, &res));
+                if let Some(x) = &explained {
+                    print!("\n{}", explain::report_text(x));
+                }
             }
             Ok(())
         }

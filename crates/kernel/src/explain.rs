@@ -451,6 +451,8 @@ pub struct Counts {
     pub want_affine: u64,
     pub wake_list: u64,
     pub migrated: u64,
+    /// Wakeups that took the idle-CPU scan path, by budget kind (Budget as usize).
+    pub idle_cpu_by_budget: [u64; 3],
     /// Scans by budget kind (index Budget as usize) and the budget summed.
     pub scans: [u64; 3],
     pub budget_sum: [u64; 3],
@@ -594,6 +596,9 @@ impl Kernel {
             WakeKind::Wakeup => {
                 c.wakeups += 1;
                 c.wake_paths[r.path as usize][sl] += 1;
+                if r.path == Path::IdleCpu {
+                    c.idle_cpu_by_budget[r.budget as usize] += 1;
+                }
             }
             WakeKind::Fork => {
                 c.forks += 1;

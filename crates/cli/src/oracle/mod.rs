@@ -327,6 +327,7 @@ pub fn oracle(a: &OracleArgs) -> Result<()> {
         switch_log: None,
         trace: None,
         ftrace: None,
+        explain: false,
     };
     if a.workload.ends_with(".toml") || a.workload.ends_with(".json") {
         bail!(
