@@ -68,6 +68,9 @@ pub struct CompareArgs {
     /// Write a self-contained HTML report (plots and tables, no scripts, opens offline) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
+    /// Also record every placement decision (extra runs per side) and print the wakeup-path shares of both sides and their difference, largest change first.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// One side of the comparison.
@@ -307,6 +310,20 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Every (machine, workload, point) with its two prepared sides and their descriptions (`--explain`).
+    pub(crate) fn explain_points(&self) -> Vec<(String, [String; 2], [&Prepared; 2])> {
+        let names = [describe(&self.sides[0]), describe(&self.sides[1])];
+        let mut out = Vec::new();
+        for c in &self.cells {
+            for (i, (label, _)) in c.points.iter().enumerate() {
+                let p = &c.preps[2 * i];
+                let title = format!("{} on {}, {label}", p.workload.name, p.machine.name);
+                out.push((title, names.clone(), [p, &c.preps[2 * i + 1]]));
+            }
+        }
+        out
+    }
+
     /// Simulation runs this comparison makes.
     pub fn nr_runs(&self) -> usize {
         self.cells.iter().map(|c| c.preps.len()).sum::<usize>() * self.args.runs as usize
@@ -370,6 +387,9 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let report = execute_with(&plan, &mut progress)?;
     progress.finish();
     print!("{}", report.text);
+    if args.explain {
+        print!("{}", crate::explain::compare_explain(&plan.explain_points(), args.runs)?);
+    }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report.json)?;
         std::fs::write(path, text + "\n").with_context(|| format!("cannot write --json file {}", path.display()))?;

@@ -388,10 +388,6 @@ pub fn compare_text(a_name: &str, b_name: &str, a: &Explained, b: &Explained) ->
     o
 }
 
-/// `compare --explain` JSON: both sides' counts.
-pub fn compare_json(a: &Explained, b: &Explained) -> Value {
-    json!({"a": report_json(a), "b": report_json(b)})
-}
 
 /// Perfetto track-event field numbers (google/perfetto protos:
 /// trace_packet.proto, track_descriptor.proto, track_event.proto,
@@ -551,4 +547,31 @@ pub fn write_perfetto(
         }
     }
     Ok(())
+}
+
+/// Run `prep` with seeds seed..seed+runs and decision recording; the counts summed.
+pub fn run_explained_seeds(prep: &Prepared, runs: u64) -> Explained {
+    let mut sum = Explained::default();
+    for k in 0..runs {
+        let cfg = schedlab_engine::SimConfig { seed: prep.cfg.seed.wrapping_add(k), ..prep.cfg.clone() };
+        let (_, x, _) = run_explained(prep, &cfg, false);
+        sum.add(&x);
+    }
+    sum
+}
+
+/// `compare --explain`: both sides of every point, each over the compare's seeds, run on two threads.
+pub fn compare_explain(points: &[(String, [String; 2], [&Prepared; 2])], runs: u64) -> anyhow::Result<String> {
+    let mut o = String::new();
+    for (title, names, preps) in points {
+        let (a, b) = std::thread::scope(|s| {
+            let ha = s.spawn(|| run_explained_seeds(preps[0], runs));
+            let b = run_explained_seeds(preps[1], runs);
+            (ha.join(), b)
+        });
+        let a = a.map_err(|_| anyhow::anyhow!("an explained run failed (internal error)"))?;
+        let _ = writeln!(o, "\nplacement decisions: {title} (A = {}, B = {}; {runs} run(s) each, counts summed)", names[0], names[1]);
+        o.push_str(&compare_text(&names[0], &names[1], &a, &b));
+    }
+    Ok(o)
 }
