@@ -3,6 +3,7 @@
 //! engine, print.
 
 mod bench;
+mod bisect;
 mod compare;
 mod demo;
 mod explain;
@@ -66,6 +67,8 @@ enum Cmd {
     Oracle(oracle::OracleArgs),
     /// The main job on a built-in default: hackbench and pipe under v3.10, v6.6 and v6.12, one table.
     Demo,
+    /// Which release step, and which difference inside it (feature bit, algorithm variant), carries a metric change: `bisect --kernel A --vs B`.
+    Bisect(bisect::BisectArgs),
     /// Fidelity scorecard: published kernel results (validation/*.toml, docs/validation-format.md) against the model.
     Validate(validate::ValidateArgs),
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
@@ -340,6 +343,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Reproduce(args) => reproduce::reproduce(&args),
         Cmd::Oracle(args) => oracle::oracle(&args),
         Cmd::Validate(args) => validate::validate(&args),
+        Cmd::Bisect(args) => bisect::bisect(&args),
     }
 }
 
