@@ -95,7 +95,9 @@ fn chain(a: &str, b: &str) -> Result<Vec<KernelProfile>> {
         if profile::deprecation_note(n).is_some() {
             bail!("{n} is a deprecated name, not a release; bisect takes release profiles ({})", names(&all));
         }
-        all.iter().position(|p| p.name.trim_start_matches('v') == want).ok_or_else(|| anyhow::anyhow!("unknown kernel {n:?}; release profiles: {}", names(&all)))
+        all.iter()
+            .position(|p| p.name.trim_start_matches('v') == want)
+            .ok_or_else(|| anyhow::anyhow!("unknown kernel {n:?}; release profiles: {}", names(&all)))
     };
     let (ia, ib) = (pos(a)?, pos(b)?);
     if ia > ib {
@@ -190,8 +192,7 @@ pub fn bisect(args: &BisectArgs) -> Result<()> {
     let (vals, info) = measure(&profiles, &mut progress)?;
     let info = info.ok_or_else(|| anyhow::anyhow!("internal error: no metric identity"))?;
     let hib = info.higher_is_better;
-    let points: Vec<Point> =
-        profiles.iter().zip(vals).map(|(k, v)| Point { label: label(k), mean: stats::amean(&v), values: v }).collect();
+    let points: Vec<Point> = profiles.iter().zip(vals).map(|(k, v)| Point { label: label(k), mean: stats::amean(&v), values: v }).collect();
     let steps: Vec<Step> = (1..points.len())
         .map(|i| {
             let (a, b) = (&points[i - 1], &points[i]);
@@ -342,7 +343,8 @@ fn text(o: &Outcome) -> String {
     if let Some(l) = &o.paths_line {
         let _ = writeln!(s, "decisions (seed 1): {l}");
     }
-    let _ = writeln!(s, "share = (mean with the difference alone - mean of {pl}) / (mean of {ql} - mean of {pl}); *: p < 0.05 against {pl}");
+    let _ =
+        writeln!(s, "share = (mean with the difference alone - mean of {pl}) / (mean of {ql} - mean of {pl}); *: p < 0.05 against {pl}");
     s
 }
 

@@ -288,7 +288,8 @@ pub fn report_json(x: &Explained) -> Value {
         if n == 0 {
             continue;
         }
-        let by: Map<String, Value> = cols.iter().enumerate().filter(|(k, _)| row[*k] > 0).map(|(k, n)| (n.clone(), json!(row[k]))).collect();
+        let by: Map<String, Value> =
+            cols.iter().enumerate().filter(|(k, _)| row[*k] > 0).map(|(k, n)| (n.clone(), json!(row[k]))).collect();
         paths.insert(p.name().into(), json!({"count": n, "by_level": by, "rule": p.rule()}));
     }
     let mut affine = Map::new();
@@ -299,7 +300,8 @@ pub fn report_json(x: &Explained) -> Value {
         if n == 0 {
             continue;
         }
-        let by: Map<String, Value> = acols.iter().enumerate().filter(|(k, _)| row[*k] > 0).map(|(k, n)| (n.clone(), json!(row[k]))).collect();
+        let by: Map<String, Value> =
+            acols.iter().enumerate().filter(|(k, _)| row[*k] > 0).map(|(k, n)| (n.clone(), json!(row[k]))).collect();
         affine.insert(a.name().into(), json!({"count": n, "by_level": by, "pulls": a.pulls()}));
     }
     let mut balance = Map::new();
@@ -316,7 +318,8 @@ pub fn report_json(x: &Explained) -> Value {
         if lvl.is_empty() {
             continue;
         }
-        let refused: Map<String, Value> = Refusal::ALL.iter().map(|r| (r.name().to_string(), json!(c.lb_refused[s][*r as usize]))).collect();
+        let refused: Map<String, Value> =
+            Refusal::ALL.iter().map(|r| (r.name().to_string(), json!(c.lb_refused[s][*r as usize]))).collect();
         lvl.insert("refused".into(), Value::Object(refused));
         lvl.insert("tasks_moved".into(), json!(c.lb_moved[s]));
         lvl.insert("active_kicks".into(), json!(c.lb_kicks[s]));
@@ -387,7 +390,6 @@ pub fn compare_text(a_name: &str, b_name: &str, a: &Explained, b: &Explained) ->
     let _ = writeln!(o, "=== B: {b_name} ===\n{}", report_text(b));
     o
 }
-
 
 /// Perfetto track-event field numbers (google/perfetto protos:
 /// trace_packet.proto, track_descriptor.proto, track_event.proto,

@@ -125,7 +125,8 @@ fn compare_explain_leads_with_the_move() {
 // bisect names the step, the difference inside it and its share.
 #[test]
 fn bisect_names_step_and_difference() {
-    let out = ok(&["bisect", "--kernel", "v5.11", "--vs", "v5.13", "--machine", "skylake-2s", "--workload", "schbench", "--duration", "200ms"]);
+    let out =
+        ok(&["bisect", "--kernel", "v5.11", "--vs", "v5.13", "--machine", "skylake-2s", "--workload", "schbench", "--duration", "200ms"]);
     assert!(out.contains("v5.11 -> v5.12") && out.contains("v5.12 -> v5.13"), "{out}");
     let step = out.lines().find(|l| l.starts_with("step ")).expect("a chosen step");
     assert!(step.contains("each applied alone"), "{step}");

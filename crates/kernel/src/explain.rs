@@ -375,6 +375,7 @@ impl LbOutcome {
 }
 
 /// Why can_migrate_task() / detach_tasks() left a task where it was.
+// FIDELITY(F-741): no NUMA-locality refusal (the model has no NUMA balancing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// Not allowed on the destination (LBF_SOME_PINNED).
@@ -613,6 +614,7 @@ impl Kernel {
             c.wake_list += r.wake_list as u64;
             c.migrated += (cpu.0 != r.prev_cpu) as u64;
         }
+        // FIDELITY(F-740): Mel Gorman's sis_* counters per run, from the records.
         if r.sis {
             c.sis_search += 1;
             c.sis_scanned += 1 + r.domain_scanned as u64;

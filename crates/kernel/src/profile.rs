@@ -880,7 +880,12 @@ impl KernelProfile {
         macro_rules! field {
             ($aspect:expr, $name:expr, $f:ident) => {
                 if self.$f != to.$f {
-                    out.push(Difference { aspect: $aspect, name: $name.into(), from: format!("{:?}", self.$f), to: format!("{:?}", to.$f) });
+                    out.push(Difference {
+                        aspect: $aspect,
+                        name: $name.into(),
+                        from: format!("{:?}", self.$f),
+                        to: format!("{:?}", to.$f),
+                    });
                 }
             };
         }
