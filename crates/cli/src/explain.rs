@@ -167,8 +167,8 @@ pub fn report_text(x: &Explained) -> String {
             continue;
         }
         let _ = write!(o, "  {:<18} {:>6.1}% {:>9}", p.name(), pct(n, c.wakeups), n);
-        for k in 0..cols.len() {
-            let _ = write!(o, " {:>9}", row[k]);
+        for v in row.iter().take(cols.len()) {
+            let _ = write!(o, " {v:>9}");
         }
         let _ = writeln!(o, "  {}", p.rule());
     }
@@ -184,7 +184,7 @@ pub fn report_text(x: &Explained) -> String {
     );
     let _ = writeln!(o, "\nwake_affine clauses (columns: the SD_WAKE_AFFINE domain that spans prev)");
     let _ = write!(o, "  {:<26} {:>7} {:>9} {:>6}", "clause", "share", "count", "pulls");
-    let acols: Vec<String> = std::iter::once("-".to_string()).chain(x.level_names.iter().map(|s| s.to_string())).collect();
+    let acols: Vec<String> = std::iter::once("-".to_string()).chain(x.level_names.iter().take(MAX_LEVELS).map(|s| s.to_string())).collect();
     for col in &acols {
         let _ = write!(o, " {col:>9}");
     }
@@ -196,8 +196,8 @@ pub fn report_text(x: &Explained) -> String {
             continue;
         }
         let _ = write!(o, "  {:<26} {:>6.1}% {:>9} {:>6}", a.name(), pct(n, c.wakeups), n, if a.pulls() { "this" } else { "prev" });
-        for k in 0..acols.len() {
-            let _ = write!(o, " {:>9}", row[k]);
+        for v in row.iter().take(acols.len()) {
+            let _ = write!(o, " {v:>9}");
         }
         let _ = writeln!(o);
     }
@@ -293,7 +293,7 @@ pub fn report_json(x: &Explained) -> Value {
         paths.insert(p.name().into(), json!({"count": n, "by_level": by, "rule": p.rule()}));
     }
     let mut affine = Map::new();
-    let acols: Vec<String> = std::iter::once("none".to_string()).chain(x.level_names.iter().map(|s| s.to_string())).collect();
+    let acols: Vec<String> = std::iter::once("none".to_string()).chain(x.level_names.iter().take(MAX_LEVELS).map(|s| s.to_string())).collect();
     for &a in &AffineRule::ALL {
         let row = &c.affine[a as usize];
         let n: u64 = row.iter().sum();
@@ -415,8 +415,8 @@ mod te {
 
 /// The decision records' packet sequence (the ftrace packets use 1).
 const EXPLAIN_SEQ: u64 = 2;
-const WAKE_TRACK: u64 = 0x5c4ed1ab_0000_0001;
-const BALANCE_TRACK: u64 = 0x5c4ed1ab_0000_0002;
+const WAKE_TRACK: u64 = 0x5c4e_d1ab_0000_0001;
+const BALANCE_TRACK: u64 = 0x5c4e_d1ab_0000_0002;
 
 enum Arg<'a> {
     I(i64),
