@@ -293,7 +293,8 @@ pub fn report_json(x: &Explained) -> Value {
         paths.insert(p.name().into(), json!({"count": n, "by_level": by, "rule": p.rule()}));
     }
     let mut affine = Map::new();
-    let acols: Vec<String> = std::iter::once("none".to_string()).chain(x.level_names.iter().take(MAX_LEVELS).map(|s| s.to_string())).collect();
+    let acols: Vec<String> =
+        std::iter::once("none".to_string()).chain(x.level_names.iter().take(MAX_LEVELS).map(|s| s.to_string())).collect();
     for &a in &AffineRule::ALL {
         let row = &c.affine[a as usize];
         let n: u64 = row.iter().sum();

@@ -11,6 +11,7 @@ mod html;
 mod oracle;
 mod output;
 mod reproduce;
+mod schedstat_report;
 mod stats;
 mod trace;
 mod validate;
@@ -69,6 +70,11 @@ enum Cmd {
     Demo,
     /// Which release step, and which difference inside it (feature bit, algorithm variant), carries a metric change: `bisect --kernel A --vs B`.
     Bisect(bisect::BisectArgs),
+    /// A /proc/schedstat snapshot (`run --schedstat FILE`) as `perf sched stats report` / `diff` lay it out.
+    Schedstat {
+        #[command(subcommand)]
+        cmd: SchedstatCmd,
+    },
     /// Fidelity scorecard: published kernel results (validation/*.toml, docs/validation-format.md) against the model.
     Validate(validate::ValidateArgs),
     /// Fixed performance scenarios: simulated context switches and events per wall-clock second.
@@ -111,6 +117,24 @@ enum WorkloadCmd {
         /// Output file (default: stdout).
         #[arg(long, short = 'o')]
         output: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum SchedstatCmd {
+    /// Per-domain (and with --cpus per-CPU) report of one snapshot.
+    Report {
+        file: std::path::PathBuf,
+        /// Also every CPU, after the all-CPU summary.
+        #[arg(long)]
+        cpus: bool,
+    },
+    /// Two snapshots side by side with the percent change.
+    Diff {
+        a: std::path::PathBuf,
+        b: std::path::PathBuf,
+        #[arg(long)]
+        cpus: bool,
     },
 }
 
@@ -344,6 +368,14 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Oracle(args) => oracle::oracle(&args),
         Cmd::Validate(args) => validate::validate(&args),
         Cmd::Bisect(args) => bisect::bisect(&args),
+        Cmd::Schedstat { cmd: SchedstatCmd::Report { file, cpus } } => {
+            print!("{}", schedstat_report::report(&file, cpus)?);
+            Ok(())
+        }
+        Cmd::Schedstat { cmd: SchedstatCmd::Diff { a, b, cpus } } => {
+            print!("{}", schedstat_report::diff(&a, &b, cpus)?);
+            Ok(())
+        }
     }
 }
 

@@ -172,3 +172,24 @@ fn bisect_across_a_patch() {
     assert!(out.contains("v3.10 -> v3.10+wakee-flips"), "{out}");
     assert!(out.contains("wake_wide: None -> V3_12"), "{out}");
 }
+
+// schedstat report / diff: the modelled /proc/schedstat in perf sched stats' layout.
+#[test]
+fn schedstat_report_and_diff() {
+    let dir = std::env::temp_dir().join(format!("schedlab-schedstat-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.txt"), dir.join("b.txt"));
+    let (sa, sb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let v = json_of(&[&["run", "--json", "--kernel", "v5.13", "--schedstat", sa][..], SMALL].concat());
+    ok(&[&["run", "--kernel", "v6.12", "--schedstat", sb][..], SMALL].concat());
+    let rep = ok(&["schedstat", "report", sa]);
+    let ttwu = rep.lines().find(|l| l.starts_with("ttwu_count ")).expect("ttwu_count row");
+    assert_eq!(ttwu.split(':').nth(1).unwrap().trim().parse::<u64>().unwrap(), v["schedstat"]["ttwu_count"].as_u64().unwrap());
+    assert!(rep.contains("CPU <ALL CPUS SUMMARY>, DOMAIN 0") && rep.contains("<Category newidle>") && rep.contains("*idle_lb_avg_pulled"));
+    let diff = ok(&["schedstat", "diff", sa, sb, "--cpus"]);
+    assert!(diff.contains("PCT_CHANGE") && diff.contains("\nCPU 11\n"), "{diff}");
+    let o = schedlab(&["schedstat", "report", dir.join("missing").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("cannot read"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
