@@ -323,20 +323,20 @@ fn text(o: &Outcome) -> String {
             t.change_pct,
             mark(t.p),
             p_text(t.p),
-            t.share * 100.0
+            (t.share * 100.0).round() + 0.0
         );
     }
     let sum: f64 = o.tried.iter().map(|t| t.share).sum();
     if let Some(top) = o.tried.first() {
         let _ = writeln!(
             s,
-            "\n{} carries {:.0}% of the {pl} -> {ql} change ({}{:+.2}% of {:+.2}%); single differences together {:.0}%{}",
+            "\n{} carries {:.0}% of the {pl} -> {ql} change ({} {:+.2}% of {:+.2}%); single differences together {:.0}%{}",
             top.diff.describe(),
-            top.share * 100.0,
+            (top.share * 100.0).round() + 0.0,
             o.info.name,
             top.change_pct,
             st.change_pct,
-            sum * 100.0,
+            (sum * 100.0).round() + 0.0,
             if (sum - 1.0).abs() > 0.2 { " (the rest: interactions between differences, or noise)" } else { "" }
         );
     }
