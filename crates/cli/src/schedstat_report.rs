@@ -169,8 +169,11 @@ fn change(a: f64, b: f64) -> f64 {
     }
 }
 
-/// The rows of one CPU (or the summary): (desc, values per side, share of, timed).
-fn cpu_rows(c: &[&Cpu]) -> Vec<(String, Vec<f64>, Option<Vec<f64>>, Option<Vec<f64>>)> {
+/// A report row: description, value per side, share (percent) per side.
+type Row = (String, Vec<f64>, Option<Vec<f64>>);
+
+/// The rows of one CPU (or the summary).
+fn cpu_rows(c: &[&Cpu]) -> Vec<Row> {
     let mut rows = Vec::new();
     for (i, name) in CPU_FIELDS.iter().enumerate() {
         let v: Vec<f64> = c.iter().map(|x| x.fields[i] as f64).collect();
@@ -180,7 +183,7 @@ fn cpu_rows(c: &[&Cpu]) -> Vec<(String, Vec<f64>, Option<Vec<f64>>, Option<Vec<f
             "run_delay" => Some(c.iter().map(|x| pct(x.fields[7], x.fields[6])).collect()),
             _ => None,
         };
-        rows.push((name.to_string(), v, share, None));
+        rows.push((name.to_string(), v, share));
     }
     rows
 }
@@ -267,7 +270,7 @@ fn render(snaps: &[Snapshot], per_cpu: bool) -> Result<String> {
         let _ = writeln!(o, "\n{RULE}\n{title}\n{RULE}");
         let _ = writeln!(o, "{:<65}  {}", "DESC", if two { "     COUNT1,     COUNT2  | PCT_CHANGE |" } else { "      COUNT   PCT_CHANGE" });
         let _ = writeln!(o, "{RULE}");
-        for (desc, v, share, _) in cpu_rows(&g) {
+        for (desc, v, share) in cpu_rows(&g) {
             row(&mut o, &desc, &v, false, share.as_deref(), None);
         }
         let _ = writeln!(o, "{RULE}");
