@@ -218,6 +218,7 @@ fn prepare_scenario(s: &Scenario) -> Result<Prepared> {
             machine_model: None,
             trace: None,
             ftrace: None,
+            explain: false,
         });
     }
     let machine = machine(s.machine)?;

@@ -67,6 +67,9 @@ pub struct CompareArgs {
     /// Write a self-contained HTML report (plots and tables, no scripts, opens offline) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
+    /// Also record every placement decision (extra runs per side) and print the wakeup-path shares of both sides and their difference, largest change first.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 impl CompareArgs {
@@ -124,6 +127,9 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let report = execute_with(&plan, &mut progress)?;
     progress.finish();
     print!("{}", report.text);
+    if args.explain {
+        print!("{}", crate::explain::compare_explain(&plan.explain_points(), args.runs)?);
+    }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report.json)?;
         std::fs::write(path, text + "\n").with_context(|| format!("cannot write --json file {}", path.display()))?;

@@ -3,14 +3,17 @@
 //! engine, print.
 
 mod bench;
+mod bisect;
 mod compare;
 mod demo;
+mod explain;
 mod html;
 mod import;
 use schedlab_oracle as oracle;
 mod output;
 mod record;
 mod reproduce;
+mod schedstat_report;
 mod trace;
 mod trace_profile;
 mod validate;
@@ -70,6 +73,13 @@ enum Cmd {
     Oracle(oracle::OracleArgs),
     /// The main job on a built-in default: hackbench and pipe under v3.10, v6.6 and v6.12, one table.
     Demo,
+    /// Which release step, and which difference inside it (feature bit, algorithm variant), carries a metric change: `bisect --kernel A --vs B`.
+    Bisect(bisect::BisectArgs),
+    /// A /proc/schedstat snapshot (`run --schedstat FILE`) as `perf sched stats report` / `diff` lay it out.
+    Schedstat {
+        #[command(subcommand)]
+        cmd: SchedstatCmd,
+    },
     /// Fidelity scorecard: published kernel results (validation/*.toml, docs/validation-format.md) against the model.
     Validate(validate::ValidateArgs),
     /// Trace a real command's scheduling through tracefs (root): `schedlab record -o FILE -- CMD ARGS...`.
@@ -126,6 +136,24 @@ enum WorkloadCmd {
 }
 
 #[derive(Subcommand)]
+enum SchedstatCmd {
+    /// Per-domain (and with --cpus per-CPU) report of one snapshot.
+    Report {
+        file: std::path::PathBuf,
+        /// Also every CPU, after the all-CPU summary.
+        #[arg(long)]
+        cpus: bool,
+    },
+    /// Two snapshots side by side with the percent change.
+    Diff {
+        a: std::path::PathBuf,
+        b: std::path::PathBuf,
+        #[arg(long)]
+        cpus: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum KernelCmd {
     Show { name: String },
 }
@@ -173,6 +201,9 @@ pub struct RunArgs {
     /// Write the same events as ftrace text (the kernel's `trace` file layout) to FILE.
     #[arg(long, value_name = "FILE")]
     pub ftrace: Option<std::path::PathBuf>,
+    /// Explain every placement decision: wakeup paths by rule and level, wake_affine clauses, select_idle_sibling efficiency, balance outcomes (with --trace: the records as Perfetto tracks; with --json: an "explain" object).
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// Die quietly when stdout is a pipe whose reader has gone, as Unix tools do
@@ -273,7 +304,12 @@ fn dispatch(cli: Cli) -> Result<()> {
                     .transpose()
             };
             let (pf_file, ft_file) = (create("--trace", &args.trace)?, create("--ftrace", &args.ftrace)?);
-            let res = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
+            let (res, explained, records) = if args.explain {
+                let (r, x, recs) = explain::run_explained(&prep, &prep.cfg, args.trace.is_some());
+                (r, Some(x), recs)
+            } else {
+                (schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg), None, Vec::new())
+            };
             if let (Some(path), Some(text)) = (&args.schedstat, &res.schedstat) {
                 std::fs::write(path, text).with_context(|| format!("cannot write --schedstat file {}", path.display()))?;
             }
@@ -290,6 +326,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                     let meta = trace::Meta::new(&prep.machine.name, &prep.kernel, args.seed);
                     let mut w = buffered(f);
                     trace::perfetto::write(tr, &meta, &mut w)
+                        .and_then(|_| explained.as_ref().map_or(Ok(()), |x| explain::write_perfetto(&records, tr, x, &mut w)))
                         .and_then(|_| w.flush())
                         .with_context(|| format!("cannot write --trace file {}", p.display()))?;
                 }
@@ -311,9 +348,16 @@ fn dispatch(cli: Cli) -> Result<()> {
                 );
             }
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&output::run_json(&prep, &args, &res))?);
+                let mut v = output::run_json(&prep, &args, &res);
+                if let (Some(x), Some(o)) = (&explained, v.as_object_mut()) {
+                    o.insert("explain".into(), explain::report_json(x));
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 print!("{}", output::run_summary(&prep, &args, &res));
+                if let Some(x) = &explained {
+                    print!("\n{}", explain::report_text(x));
+                }
             }
             Ok(())
         }
@@ -341,6 +385,15 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Record(args) => record::record(&args),
         Cmd::Import(args) => import::import(&args),
         Cmd::Profile(args) => trace_profile::profile(&args),
+        Cmd::Bisect(args) => bisect::bisect(&args),
+        Cmd::Schedstat { cmd: SchedstatCmd::Report { file, cpus } } => {
+            print!("{}", schedstat_report::report(&file, cpus)?);
+            Ok(())
+        }
+        Cmd::Schedstat { cmd: SchedstatCmd::Diff { a, b, cpus } } => {
+            print!("{}", schedstat_report::diff(&a, &b, cpus)?);
+            Ok(())
+        }
     }
 }
 

@@ -132,6 +132,7 @@ pub fn parse(text: &str, file: &str) -> Result<Experiment> {
                 json: None,
                 csv: None,
                 html: None,
+                explain: false,
             };
             (line, args, c.published)
         })

@@ -822,6 +822,7 @@ fn plan_case(case: &Case, seed: u64) -> std::result::Result<Vec<Prepared>, Verdi
                 switch_log: None,
                 trace: None,
                 ftrace: None,
+                explain: false,
             };
             match prepare(&ra) {
                 Ok(p) => preps.push(p),

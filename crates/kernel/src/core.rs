@@ -175,6 +175,8 @@ pub struct Kernel {
     /// When Some, `set_task_cpu()` appends (task, from, to) here: the
     /// `sched_migrate_task` tracepoint, for the engine's trace recorder to drain.
     pub migration_log: Option<Vec<(TaskId, CpuId, CpuId)>>,
+    /// Decision records (issue 20), when `enable_explain()` asked for them; None costs one branch per hook.
+    pub explain: Option<Box<crate::explain::Explain>>,
 }
 
 impl Kernel {
@@ -267,6 +269,7 @@ impl Kernel {
             lb_locked: Vec::new(),
             nr_cpus: n,
             migration_log: None,
+            explain: None,
         }
     }
 
@@ -380,6 +383,7 @@ impl Kernel {
         debug_assert_eq!(self.tasks[p.idx()].state, TaskState::New);
         let prev = self.tasks[p.idx()].cpu;
         self.last_scan = 0;
+        self.xw_begin(crate::explain::WakeKind::Fork, p, None, prev, this_cpu, now);
         let cpu = self.select_task_rq(p, prev, this_cpu, None, WakeFlags::FORK, now);
         // __set_task_cpu(): placing a new task is not a migration.
         self.tasks[p.idx()].cpu = cpu;
@@ -392,6 +396,7 @@ impl Kernel {
         };
         self.activate_task(cpu, p, flags, now);
         self.check_preempt_wakeup(cpu, p, true, now);
+        self.xw_finish(cpu, false);
         let scanned = std::mem::take(&mut self.last_scan);
         WakeResult { cpu, migrated: cpu != prev, resched: self.rqs[cpu.idx()].need_resched, queued: false, ipi: false, scanned }
     }
@@ -402,7 +407,10 @@ impl Kernel {
         self.cur_now = now;
         let allowed = self.tasks[p.idx()].cpus_allowed.clone();
         let cpu = match &allowed {
-            Some(m) if m.weight() == 1 => m.first().unwrap(),
+            Some(m) if m.weight() == 1 => {
+                self.xw(|r| r.path = crate::explain::Path::Pinned);
+                m.first().unwrap()
+            }
             _ => self.select_task_rq_fair(p, prev, this_cpu, waker, wf, now),
         };
         match &allowed {
@@ -464,6 +472,7 @@ impl Kernel {
         let t = &self.tasks[p.idx()];
         debug_assert_eq!(t.state, TaskState::Sleeping, "waking a task that is not asleep");
         let prev = t.cpu;
+        self.xw_begin(crate::explain::WakeKind::Wakeup, p, waker, prev, this_cpu, now);
         if t.se.on_rq {
             // ttwu_runnable(): a sched_delayed task is still queued: requeue, no CPU selection.
             debug_assert!(t.se.sched_delayed);
@@ -476,6 +485,8 @@ impl Kernel {
             t.last_queued = Some(now);
             self.ttwu_stat(prev, this_cpu);
             self.check_preempt_wakeup(prev, p, false, now);
+            self.xw(|r| r.path = crate::explain::Path::DelayedRequeue);
+            self.xw_finish(prev, false);
             return WakeResult {
                 cpu: prev,
                 migrated: false,
@@ -517,9 +528,11 @@ impl Kernel {
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Waking;
             t.last_queued = Some(now);
+            self.xw_finish(cpu, true);
             return WakeResult { cpu, migrated, resched: false, queued: true, ipi, scanned };
         }
         self.ttwu_do_activate(cpu, p, migrated, now);
+        self.xw_finish(cpu, false);
         WakeResult { cpu, migrated, resched: self.rqs[cpu.idx()].need_resched, queued: false, ipi: false, scanned }
     }
 

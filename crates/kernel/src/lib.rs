@@ -9,6 +9,7 @@
 
 pub mod core;
 pub mod cpumask;
+pub mod explain;
 pub mod fair;
 pub mod features;
 pub mod pelt;

@@ -819,3 +819,164 @@ mod tests {
         assert!(!profile("v6.6").unwrap().features.has(DELAY_DEQUEUE));
     }
 }
+
+/// One difference between two profiles: a feature bit, or one algorithm
+/// variant / setting (issue 20, `schedlab bisect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aspect {
+    Feature(SchedFeat),
+    Tunables,
+    Pick,
+    SdInit,
+    FindIdlest,
+    ForkPlacement,
+    LevelNames,
+    ClusterLevel,
+    WakeWide,
+    WakeAffine,
+    WakeLoad,
+    Sis,
+    SelectShape,
+    RecentUsed,
+    TtwuQueue,
+    SisScanFromNext,
+    SisClusterFirst,
+    Lb,
+    NextBuddyHint,
+    Patches,
+    /// The code the model gates on the release number (`profile.version`
+    /// comparisons: fixes and changes that have no variant of their own).
+    Version,
+}
+
+/// A difference of `to` from `from`, with both values in words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    pub aspect: Aspect,
+    pub name: String,
+    pub from: String,
+    pub to: String,
+}
+
+impl Difference {
+    /// `wake_affine: V4_14 -> V5_11`
+    pub fn describe(&self) -> String {
+        format!("{}: {} -> {}", self.name, self.from, self.to)
+    }
+}
+
+impl KernelProfile {
+    /// Every way `to` differs from `self`, feature bits one by one; applying
+    /// all of them to `self` (`apply_difference`) gives `to`'s behaviour.
+    pub fn differences(&self, to: &KernelProfile) -> Vec<Difference> {
+        let mut out = Vec::new();
+        for &f in SchedFeat::ALL {
+            let (a, b) = (self.features.has(f), to.features.has(f));
+            if a != b {
+                let on = |x: bool| if x { "on" } else { "off" }.to_string();
+                out.push(Difference { aspect: Aspect::Feature(f), name: format!("feature {}", f.name()), from: on(a), to: on(b) });
+            }
+        }
+        macro_rules! field {
+            ($aspect:expr, $name:expr, $f:ident) => {
+                if self.$f != to.$f {
+                    out.push(Difference {
+                        aspect: $aspect,
+                        name: $name.into(),
+                        from: format!("{:?}", self.$f),
+                        to: format!("{:?}", to.$f),
+                    });
+                }
+            };
+        }
+        field!(Aspect::Tunables, "tunables", tunables);
+        field!(Aspect::Pick, "pick", pick);
+        field!(Aspect::SdInit, "sd_init", sd_init);
+        field!(Aspect::FindIdlest, "find_idlest_group", find_idlest);
+        field!(Aspect::ForkPlacement, "fork placement", fork_placement);
+        field!(Aspect::LevelNames, "level names", level_names);
+        field!(Aspect::ClusterLevel, "cluster level", has_cluster_level);
+        field!(Aspect::WakeWide, "wake_wide", wake_wide);
+        field!(Aspect::WakeAffine, "wake_affine", wake_affine);
+        field!(Aspect::WakeLoad, "wake load", wake_load);
+        field!(Aspect::Sis, "select_idle_sibling", sis);
+        field!(Aspect::SelectShape, "select_task_rq_fair shape", select_shape);
+        field!(Aspect::RecentUsed, "recent_used_cpu", recent_used);
+        field!(Aspect::TtwuQueue, "ttwu_queue_cond", ttwu_queue);
+        field!(Aspect::SisScanFromNext, "select_idle_cpu scan from target+1", sis_scan_from_next);
+        field!(Aspect::SisClusterFirst, "select_idle_cpu cluster first", sis_cluster_first);
+        field!(Aspect::Lb, "load balancer", lb);
+        field!(Aspect::NextBuddyHint, "next-buddy hint", next_buddy_hint);
+        field!(Aspect::Patches, "patches", patches);
+        if self.version != to.version {
+            out.push(Difference {
+                aspect: Aspect::Version,
+                name: "version-gated code".into(),
+                from: format!("{}.{}", self.version.0, self.version.1),
+                to: format!("{}.{}", to.version.0, to.version.1),
+            });
+        }
+        out
+    }
+
+    /// Take one difference (`aspect`) from `to`, leaving everything else as it is.
+    pub fn apply_difference(&mut self, to: &KernelProfile, aspect: Aspect) {
+        match aspect {
+            Aspect::Feature(f) => self.features.set(f, to.features.has(f)),
+            Aspect::Tunables => self.tunables = to.tunables,
+            Aspect::Pick => self.pick = to.pick,
+            Aspect::SdInit => self.sd_init = to.sd_init,
+            Aspect::FindIdlest => self.find_idlest = to.find_idlest,
+            Aspect::ForkPlacement => self.fork_placement = to.fork_placement,
+            Aspect::LevelNames => self.level_names = to.level_names,
+            Aspect::ClusterLevel => self.has_cluster_level = to.has_cluster_level,
+            Aspect::WakeWide => self.wake_wide = to.wake_wide,
+            Aspect::WakeAffine => self.wake_affine = to.wake_affine,
+            Aspect::WakeLoad => self.wake_load = to.wake_load,
+            Aspect::Sis => self.sis = to.sis,
+            Aspect::SelectShape => self.select_shape = to.select_shape,
+            Aspect::RecentUsed => self.recent_used = to.recent_used,
+            Aspect::TtwuQueue => self.ttwu_queue = to.ttwu_queue,
+            Aspect::SisScanFromNext => self.sis_scan_from_next = to.sis_scan_from_next,
+            Aspect::SisClusterFirst => self.sis_cluster_first = to.sis_cluster_first,
+            Aspect::Lb => self.lb = to.lb,
+            Aspect::NextBuddyHint => self.next_buddy_hint = to.next_buddy_hint,
+            Aspect::Patches => self.patches = to.patches.clone(),
+            Aspect::Version => self.version = to.version,
+        }
+    }
+}
+
+#[cfg(test)]
+mod difference_tests {
+    use super::*;
+
+    // Applying every difference of v5.13 from v5.11 to v5.11 gives v5.13's
+    // behaviour (every field but the names); v5.12 -> v5.13 is the
+    // select_idle_sibling variant, two feature bits and the version gates.
+    #[test]
+    fn differences_rebuild_the_target() {
+        let (a, b) = (profile("v5.11").unwrap(), profile("v5.13").unwrap());
+        let mut x = a.clone();
+        for d in a.differences(&b) {
+            x.apply_difference(&b, d.aspect);
+        }
+        assert!(x.differences(&b).is_empty());
+        let (a, b) = (profile("v5.12").unwrap(), profile("v5.13").unwrap());
+        let names: Vec<String> = a.differences(&b).iter().map(|d| d.describe()).collect();
+        assert_eq!(
+            names,
+            [
+                "feature ALT_PERIOD: off -> on",
+                "feature BASE_SLICE: off -> on",
+                "select_idle_sibling: V5_12 -> V5_13",
+                "version-gated code: 5.12 -> 5.13"
+            ]
+        );
+        let mut one = a.clone();
+        one.apply_difference(&b, Aspect::Sis);
+        assert_eq!(one.sis, SisVariant::V5_13);
+        assert_eq!(one.version, (5, 12), "one difference only");
+        assert_eq!(one.differences(&b).len(), 3);
+    }
+}

@@ -252,6 +252,21 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Every (machine, workload, point) with its two prepared sides and their
+    /// descriptions (`compare --explain`).
+    pub fn explain_points(&self) -> Vec<(String, [String; 2], [&Prepared; 2])> {
+        let names = [describe(&self.sides[0]), describe(&self.sides[1])];
+        let mut out = Vec::new();
+        for c in &self.cells {
+            for (i, (label, _)) in c.points.iter().enumerate() {
+                let p = &c.preps[2 * i];
+                let title = format!("{} on {}, {label}", p.workload.name, p.machine.name);
+                out.push((title, names.clone(), [p, &c.preps[2 * i + 1]]));
+            }
+        }
+        out
+    }
+
     /// Simulation runs this comparison makes.
     pub fn nr_runs(&self) -> usize {
         self.cells.iter().map(|c| c.preps.len()).sum::<usize>() * self.spec.runs as usize

@@ -13,6 +13,7 @@
 
 use crate::core::Kernel;
 use crate::cpumask::CpuMask;
+use crate::explain::{LbOutcome, Refusal};
 use crate::features::SchedFeat::*;
 use crate::profile::LbVariant;
 use crate::sched::{TaskId, TaskState};
@@ -329,23 +330,34 @@ impl Kernel {
     pub(crate) fn sched_balance_rq(&mut self, dst: CpuId, lvl: usize, idle: IdleType, now: u64, out: &mut BalanceResult) -> (u32, bool) {
         let sd_id = self.sd.per_cpu[dst.idx()][lvl] as usize;
         self.lb_stats[dst.idx()][lvl][idle as usize].lb_count += 1;
+        self.xb_begin(dst, lvl, idle as usize, now);
         if !self.should_we_balance(dst, lvl, idle) {
             self.lb_out_balanced(dst, lvl, idle);
+            self.xb_finish(LbOutcome::NotDesignated);
             return (0, false);
         }
         let mut env = LbEnv { dst, lvl, idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true, active: false };
         let Some(busiest_group) = self.find_busiest_group(sd_id, &mut env, out) else {
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_balanced += 1;
             self.lb_out_balanced(dst, lvl, idle);
+            self.xb_finish(LbOutcome::Balanced);
             return (0, true);
         };
+        self.xb(|r| {
+            r.busiest_group = busiest_group.first().map_or(u16::MAX, |c| c.0);
+            r.migration = env.migration_type as u8 + 1;
+            r.imbalance = env.imbalance;
+        });
         let Some(src) = self.find_busiest_queue(&busiest_group, &env, out) else {
             let st: &mut LbStats = &mut self.lb_stats[dst.idx()][lvl][idle as usize];
             st.lb_nobusyq += 1;
             st.lb_balanced += 1;
             self.lb_out_balanced(dst, lvl, idle);
+            self.xb_finish(LbOutcome::NoBusiestRq);
             return (0, true);
         };
+        self.xb(|r| r.busiest_rq = src.0);
+        let one_task = self.rqs[src.idx()].nr_running() <= 1;
         let pulled = if self.rqs[src.idx()].nr_running() > 1 {
             // detach_tasks() runs under the busiest rq's lock (the engine charges it).
             self.lb_locked.push(src);
@@ -367,6 +379,7 @@ impl Kernel {
                     // out_one_pinned
                     self.lb_tune_interval(dst, lvl, idle);
                     out.pulled += pulled;
+                    self.xb_finish(if one_task { LbOutcome::OneTask } else { LbOutcome::Refused });
                     return (0, true);
                 }
                 if self.rqs[src.idx()].active_balance.is_none() {
@@ -374,6 +387,7 @@ impl Kernel {
                     self.resched_curr(src);
                     out.kicks.push(src);
                     kicked = true;
+                    self.xb(|r| r.active_kick = true);
                 }
                 if !v5_13 {
                     // "We've kicked active balancing, force task migration."
@@ -389,6 +403,14 @@ impl Kernel {
             self.sd_lb[dst.idx()][lvl].balance_interval = self.sd.domains[sd_id].min_interval as u64;
         }
         out.pulled += pulled;
+        self.xb(|r| r.moved = pulled);
+        self.xb_finish(if pulled > 0 {
+            LbOutcome::Moved
+        } else if one_task {
+            LbOutcome::OneTask
+        } else {
+            LbOutcome::Refused
+        });
         (pulled, true)
     }
 
@@ -560,6 +582,10 @@ impl Kernel {
                 return None;
             }
         }
+        self.xb(|r| {
+            r.local_type = lt as u8 + 1;
+            r.busiest_type = bt as u8 + 1;
+        });
         self.calculate_imbalance(sd, env, &local, &busiest_s, lt, bt, sds_avg);
         if env.imbalance <= 0 {
             return None;
@@ -903,13 +929,16 @@ impl Kernel {
             && env.migration_type != MigrationType::Load
             && self.profile.has_patch(crate::profile::Patch::DelayedAccounting)
         {
+            self.xb_refuse(Refusal::Delayed);
             return false; // 61b82dfb6b7e (v6.14)
         }
         if !t.allowed(env.dst) {
+            self.xb_refuse(Refusal::Affinity);
             return false;
         }
         env.all_pinned = false;
         if self.rqs[src.idx()].curr == Some(p) {
+            self.xb_refuse(Refusal::Running);
             return false;
         }
         if env.active && self.profile.version >= (5, 13) {
@@ -917,7 +946,11 @@ impl Kernel {
         }
         let hot = self.task_hot(p, env.lvl, env.dst, now);
         let sd = &self.sd.domains[self.sd.per_cpu[env.dst.idx()][env.lvl] as usize];
-        !hot || self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed > sd.cache_nice_tries
+        let ok = !hot || self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed > sd.cache_nice_tries;
+        if !ok {
+            self.xb_refuse(Refusal::CacheHot);
+        }
+        ok
     }
 
     /// `detach_tasks()` + `attach_tasks()`: move tasks from the tail of `src`'s
@@ -960,6 +993,7 @@ impl Kernel {
                     // move_tasks() v3.x: skip if load / 2 > imbalance; v5.10+ shr_bound(load, failed).
                     let eff = if self.profile.lb == LbVariant::LoadIdx { load / 2 } else { load >> failed.min(63) };
                     if eff > env.imbalance {
+                        self.xb_refuse(Refusal::TooBig);
                         continue;
                     }
                     env.imbalance -= load;
@@ -970,6 +1004,7 @@ impl Kernel {
                     // CPU-bound workloads"): shr_bound(util, nr_balance_failed).
                     let failed = if self.profile.version >= (6, 8) { self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed } else { 0 };
                     if (util >> failed.min(63)) > env.imbalance {
+                        self.xb_refuse(Refusal::TooBig);
                         continue;
                     }
                     env.imbalance -= util;

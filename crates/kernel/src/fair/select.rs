@@ -3,6 +3,7 @@
 
 use crate::core::{Kernel, WakeFlags};
 use crate::cpumask::CpuMask;
+use crate::explain::{AffineRule, Budget, Path, ScanEnd, SlowWhy, NO_LEVEL};
 use crate::features::SchedFeat::*;
 use crate::profile::{FindIdlestVariant, Patch, RecentUsedVariant, SelectShape, SisVariant, WakeAffineVariant, WakeWideVariant};
 use crate::sched::TaskId;
@@ -80,6 +81,12 @@ impl Kernel {
         }
         let wide = ttwu && self.profile.wake_wide == WakeWideVariant::V4_5 && self.wake_wide(p, waker, this_cpu);
         let want_affine = ttwu && !wide && self.tasks[p.idx()].allowed(this_cpu);
+        self.xw(|r| {
+            r.want_affine = want_affine;
+            r.wake_wide = wide;
+            r.waker_flips = waker.map_or(0, |w| self.tasks[w.idx()].wakee_flips);
+            r.wakee_flips = self.tasks[p.idx()].wakee_flips;
+        });
         let mut new_cpu = prev_cpu;
         let mut sd: Option<u32> = None;
         let mut affine: Option<usize> = None;
@@ -96,6 +103,10 @@ impl Kernel {
                 break;
             }
         }
+        self.xw(|r| r.affine_level = affine.map_or(NO_LEVEL, |l| l as u8));
+        if affine.is_some() && this_cpu == prev_cpu {
+            self.xw(|r| r.affine = AffineRule::SameCpu);
+        }
         match self.profile.select_shape {
             SelectShape::AffineSd => {
                 if let Some(lvl) = affine {
@@ -109,6 +120,7 @@ impl Kernel {
                 if let Some(sd) = sd {
                     return self.find_idlest_cpu(sd, p, this_cpu, prev_cpu, sd_flag);
                 }
+                self.xw(|r| r.path = Path::PrevNoSearch);
                 prev_cpu
             }
             SelectShape::FastPath => {
@@ -127,6 +139,8 @@ impl Kernel {
                             self.tasks[w.idx()].recent_used_cpu = this_cpu;
                         }
                     }
+                } else {
+                    self.xw(|r| r.path = Path::PrevNoSearch);
                 }
                 new_cpu
             }
@@ -188,6 +202,10 @@ impl Kernel {
     /// lightly loaded. The v3.11 form first gives up on wide wakeups.
     fn wake_affine_old(&mut self, this_cpu: CpuId, lvl: usize, p: TaskId, prev_cpu: CpuId, sync: bool, waker: Option<TaskId>) -> bool {
         if self.profile.wake_wide == WakeWideVariant::V3_12 && self.wake_wide(p, waker, this_cpu) {
+            self.xw(|r| {
+                r.wake_wide = true;
+                r.affine = AffineRule::OldWide;
+            });
             return false;
         }
         let sd_id = self.sd.per_cpu[this_cpu.idx()][lvl] as usize;
@@ -209,12 +227,18 @@ impl Kernel {
         } else {
             true
         };
+        self.xw(|r| {
+            r.this_load = this_load + weight;
+            r.prev_load = load;
+            r.affine = if sync && balanced { AffineRule::OldSyncBalanced } else { AffineRule::OldKeep };
+        });
         if sync && balanced {
             self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
             return true;
         }
         let tl_per_task = self.cpu_avg_load_per_task(this_cpu) as i64;
         if balanced || (this_load <= load && this_load + load <= tl_per_task) {
+            self.xw(|r| r.affine = if balanced { AffineRule::OldBalanced } else { AffineRule::OldLightThis });
             self.sd_stats[this_cpu.idx()][lvl].ttwu_move_affine += 1;
             return true;
         }
@@ -224,6 +248,7 @@ impl Kernel {
     /// `wake_affine()` v4.14+: WA_IDLE then WA_WEIGHT; returns this_cpu or prev_cpu.
     fn wake_affine(&mut self, this_cpu: CpuId, lvl: usize, p: TaskId, prev_cpu: CpuId, sync: bool, waker: Option<TaskId>) -> CpuId {
         let mut target = None;
+        self.xw(|r| r.affine = AffineRule::NoClause);
         if self.feats.has(WA_IDLE) {
             target = self.wake_affine_idle(this_cpu, prev_cpu, sync);
         }
@@ -240,6 +265,8 @@ impl Kernel {
     /// `wake_affine_idle()`
     fn wake_affine_idle(&self, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) -> Option<CpuId> {
         if self.available_idle_cpu(this_cpu) && self.sd.cpus_share_cache(this_cpu, prev_cpu) {
+            let prev_idle = self.available_idle_cpu(prev_cpu);
+            self.xw(|r| r.affine = if prev_idle { AffineRule::IdleThisPrevIdle } else { AffineRule::IdleThis });
             return Some(if self.available_idle_cpu(prev_cpu) { prev_cpu } else { this_cpu });
         }
         let rq = &self.rqs[this_cpu.idx()];
@@ -249,16 +276,19 @@ impl Kernel {
             nr -= rq.cfs.h_nr_delayed;
         }
         if sync && nr == 1 {
+            self.xw(|r| r.affine = AffineRule::SyncOneTask);
             return Some(this_cpu);
         }
         if self.profile.has_patch(Patch::ShortrunRfc) {
             // RFC v1: `(sync && nr_running == 1) || is_short_task(cpu_curr(this_cpu))`
             // → this_cpu; no sync or nr_running condition on the second clause.
             if self.curr_is_short(this_cpu) {
+                self.xw(|r| r.affine = AffineRule::ShortRfc);
                 return Some(this_cpu);
             }
         }
         if self.profile.wake_affine == WakeAffineVariant::V5_11 && self.available_idle_cpu(prev_cpu) {
+            self.xw(|r| r.affine = AffineRule::PrevIdle);
             return Some(prev_cpu);
         }
         None
@@ -280,6 +310,11 @@ impl Kernel {
             if let Some(w) = waker {
                 let current_load = self.task_h_load(w) as i64;
                 if current_load > this_eff {
+                    self.xw(|r| {
+                        r.affine = AffineRule::WeightSyncHeavy;
+                        r.this_load = this_eff;
+                        r.prev_load = current_load;
+                    });
                     return Some(this_cpu);
                 }
                 this_eff -= current_load;
@@ -299,6 +334,11 @@ impl Kernel {
         if sync {
             prev_eff += 1;
         }
+        self.xw(|r| {
+            r.affine = if this_eff < prev_eff { AffineRule::WeightPull } else { AffineRule::WeightKeep };
+            r.this_load = this_eff;
+            r.prev_load = prev_eff;
+        });
         (this_eff < prev_eff).then_some(this_cpu)
     }
 
@@ -339,11 +379,34 @@ impl Kernel {
     /// `select_idle_sibling()` in the profile's form (v2.6.38, v3.10, v5.2-v6.12). Counts the
     /// CPUs it examines in `self.last_scan`.
     fn select_idle_sibling(&mut self, p: TaskId, prev: CpuId, target: CpuId, this_cpu: CpuId) -> CpuId {
-        match self.profile.sis {
+        self.xw(|r| {
+            r.sis = true;
+            r.target = target.0;
+        });
+        let cpu = match self.profile.sis {
             SisVariant::V2_6_38 => self.sis_v2_6_38(p, prev, target, this_cpu),
             SisVariant::V3_10 => self.sis_v3_10(p, prev, target, this_cpu),
             _ => self.sis_modern(p, prev, target, this_cpu),
-        }
+        };
+        // The domain scan's runqueues: CPUs examined since the scan began, plus
+        // the one at which the budget ran out (sis_scanned counts it).
+        let now_scanned = self.last_scan as u32;
+        self.xw(|r| {
+            if r.domain_search {
+                r.domain_scanned = now_scanned.wrapping_sub(r.domain_scanned) + (r.scan_end == ScanEnd::BudgetOut) as u32;
+            }
+        });
+        cpu
+    }
+
+    /// Decision record: the LLC scan of select_idle_sibling() begins here.
+    #[inline(always)]
+    fn xw_domain_search(&self) {
+        let base = self.last_scan as u32;
+        self.xw(|r| {
+            r.domain_search = true;
+            r.domain_scanned = base;
+        });
     }
 
     /// v2.6.38: this/prev if idle, then the first idle allowed CPU walking up the
@@ -352,11 +415,15 @@ impl Kernel {
     fn sis_v2_6_38(&mut self, p: TaskId, prev: CpuId, mut target: CpuId, this_cpu: CpuId) -> CpuId {
         self.last_scan += 1;
         if target == this_cpu && self.idle_cpu(this_cpu) {
+            self.xw(|r| r.path = Path::TargetIdle);
             return this_cpu;
         }
         if target == prev && self.idle_cpu(prev) {
+            self.xw(|r| r.path = Path::PrevIdle);
             return prev;
         }
+        let orig = target;
+        self.xw_domain_search();
         let ids = self.sd.per_cpu[target.idx()].clone();
         for id in ids {
             let sd = &self.sd.domains[id as usize];
@@ -375,6 +442,14 @@ impl Kernel {
                 break;
             }
         }
+        if target != orig {
+            self.xw(|r| {
+                r.path = Path::DomainWalk;
+                r.scan_end = ScanEnd::Found;
+            });
+        } else {
+            self.xw(|r| r.scan_end = ScanEnd::Exhausted);
+        }
         target
     }
 
@@ -384,14 +459,17 @@ impl Kernel {
     fn sis_v3_10(&mut self, p: TaskId, prev: CpuId, target: CpuId, this_cpu: CpuId) -> CpuId {
         self.last_scan += 1;
         if target == this_cpu && self.idle_cpu(this_cpu) {
+            self.xw(|r| r.path = Path::TargetIdle);
             return this_cpu;
         }
         if target == prev && self.idle_cpu(prev) {
+            self.xw(|r| r.path = Path::PrevIdle);
             return prev;
         }
         let Some(llc) = self.sd.sd_llc_level[target.idx()] else {
             return target;
         };
+        self.xw_domain_search();
         for lvl in (0..=llc as usize).rev() {
             let sd = &self.sd.domains[self.sd.per_cpu[target.idx()][lvl] as usize];
             let n = sd.groups.len();
@@ -411,11 +489,16 @@ impl Kernel {
                     }
                 }
                 if all_idle {
+                    self.xw(|r| {
+                        r.path = Path::IdleGroup;
+                        r.scan_end = ScanEnd::Found;
+                    });
                     let task = &self.tasks[p.idx()];
                     return g.iter().find(|&c| task.allowed(c)).unwrap_or(target);
                 }
             }
         }
+        self.xw(|r| r.scan_end = ScanEnd::Exhausted);
         target
     }
 
@@ -423,11 +506,13 @@ impl Kernel {
     fn sis_modern(&mut self, p: TaskId, prev: CpuId, target: CpuId, _this_cpu: CpuId) -> CpuId {
         self.last_scan += 1;
         if self.idle_candidate(target) {
+            self.xw(|r| r.path = Path::TargetIdle);
             return target;
         }
         if prev != target && self.sd.cpus_share_cache(prev, target) {
             self.last_scan += 1;
             if self.idle_candidate(prev) {
+                self.xw(|r| r.path = Path::PrevIdle);
                 return prev;
             }
         }
@@ -445,16 +530,19 @@ impl Kernel {
             && self.tasks[p.idx()].allowed(recent)
         {
             self.last_scan += 1;
+            self.xw(|r| r.recent_tried = true);
             if self.idle_candidate(recent) {
                 if self.profile.recent_used == RecentUsedVariant::V5_2 {
                     self.tasks[p.idx()].recent_used_cpu = prev;
                 }
+                self.xw(|r| r.path = Path::RecentUsed);
                 return recent;
             }
         }
         let Some(llc_lvl) = self.sd.sd_llc_level[target.idx()] else {
             return target;
         };
+        self.xw_domain_search();
         let llc = self.sd.per_cpu[target.idx()][llc_lvl as usize] as usize;
         let smt = self.smt_active;
         let llc_id = self.sd.sd_llc_id[target.idx()] as usize;
@@ -462,11 +550,18 @@ impl Kernel {
             SisVariant::V5_2 => {
                 // select_idle_core(): whole LLC, only when has_idle_cores.
                 if smt && self.llc_shared[llc_id].has_idle_cores {
+                    self.xw(|r| r.core_search = true);
                     if let Some(c) = self.select_idle_core_v5_2(p, llc, target) {
+                        self.xw(|r| {
+                            r.core_hit = true;
+                            r.path = Path::IdleCore;
+                            r.scan_end = ScanEnd::Found;
+                        });
                         return c;
                     }
                 }
                 if let Some(c) = self.select_idle_cpu_v5_2(p, llc, target) {
+                    self.xw(|r| r.path = Path::IdleCpu);
                     return c;
                 }
                 if smt {
@@ -474,6 +569,7 @@ impl Kernel {
                     for s in self.sd.smt_mask[target.idx()].clone().iter() {
                         self.last_scan += 1;
                         if self.tasks[p.idx()].allowed(s) && self.available_idle_cpu(s) {
+                            self.xw(|r| r.path = Path::SmtTarget);
                             return s;
                         }
                     }
@@ -491,6 +587,7 @@ impl Kernel {
                         }
                         self.last_scan += 1;
                         if self.idle_candidate(s) {
+                            self.xw(|r| r.path = Path::SmtPrev);
                             return s;
                         }
                     }
@@ -567,8 +664,15 @@ impl Kernel {
             nr = self.sis_prop_budget(llc, this_cpu, now);
         }
         if self.feats.has(SIS_AVG_CPU) && self.rqs[this_cpu.idx()].avg_idle / 512 < self.avg_scan_cost[this_cpu.idx()] + 1 {
+            self.xw(|r| r.scan_end = ScanEnd::AvgCpuSkip);
             return None;
         }
+        self.xw(|r| {
+            if nr != u64::MAX {
+                r.budget = Budget::SisProp;
+                r.nr = nr.min(u32::MAX as u64 - 1) as u32;
+            }
+        });
         let mut scanned = 0;
         let mut found = None;
         let task = &self.tasks[p.idx()];
@@ -580,6 +684,7 @@ impl Kernel {
             if nr == 0 {
                 // Budget exhausted: return -1 before update_avg().
                 self.last_scan += scanned;
+                self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
                 return None;
             }
             scanned += 1;
@@ -590,6 +695,7 @@ impl Kernel {
         }
         self.last_scan += scanned;
         self.update_scan_cost(this_cpu, scanned, false);
+        self.xw(|r| r.scan_end = if found.is_some() { ScanEnd::Found } else { ScanEnd::Exhausted });
         found
     }
 
@@ -638,11 +744,25 @@ impl Kernel {
         let mut nr: u64 = u64::MAX;
         if self.feats.has(SIS_PROP) && !has_idle_core {
             nr = self.sis_prop_budget(llc, this_cpu, now);
+            self.xw(|r| {
+                r.budget = Budget::SisProp;
+                r.nr = nr.min(u32::MAX as u64 - 1) as u32;
+            });
+        }
+        if has_idle_core {
+            self.xw(|r| r.core_search = true);
         }
         if self.feats.has(SIS_UTIL) {
             let id = self.sd.sd_llc_id[target.idx()] as usize;
             nr = self.llc_shared[id].nr_idle_scan as u64 + 1;
+            if !has_idle_core {
+                self.xw(|r| {
+                    r.budget = Budget::SisUtil;
+                    r.nr = (nr - 1) as u32;
+                });
+            }
             if nr == 1 {
+                self.xw(|r| r.scan_end = ScanEnd::UtilZero);
                 return None; // LLC judged overloaded: no scan at all
             }
             if self.profile.has_patch(Patch::ShortrunRfc) {
@@ -650,6 +770,7 @@ impl Kernel {
                 // target that is running a short task instead of scanning.
                 let span_weight = self.sd.domains[llc].span_weight as u64;
                 if !has_idle_core && 5 * nr < 3 * span_weight && self.is_short_task(p) && self.curr_is_short(target) {
+                    self.xw(|r| r.path = Path::ShortRfc);
                     return Some(target);
                 }
             }
@@ -663,7 +784,14 @@ impl Kernel {
         if !has_idle_core {
             // `if (!--nr) return -1;` (v5.12-v5.19; `--nr <= 0` v6.0+): no
             // avg_scan_cost update when the budget runs out.
-            return self.select_idle_cpu_budget(sc, cls_on, start, nr, this_cpu);
+            let found = self.select_idle_cpu_budget(sc, cls_on, start, nr, this_cpu);
+            if found.is_some() {
+                self.xw(|r| {
+                    r.path = Path::IdleCpu;
+                    r.scan_end = ScanEnd::Found;
+                });
+            }
+            return found;
         }
         // select_idle_core() per core (has_idle_core: no budget).
         sc.skip.clear_all();
@@ -697,6 +825,11 @@ impl Kernel {
                 if idle {
                     // An idle core returns at once: no SIS_PROP accounting
                     // (the budget and its cost are for !has_idle_core scans).
+                    self.xw(|r| {
+                        r.core_hit = true;
+                        r.path = Path::IdleCore;
+                        r.scan_end = ScanEnd::Found;
+                    });
                     return Some(c);
                 }
                 skip.or_with(&self.sd.smt_mask[c.idx()]);
@@ -707,6 +840,14 @@ impl Kernel {
         let c = if self.profile.version == (5, 12) { this_cpu } else { target };
         let id = self.sd.sd_llc_id[c.idx()] as usize;
         self.llc_shared[id].has_idle_cores = false;
+        self.xw(|r| {
+            if idle_cpu.is_some() {
+                r.path = Path::IdleCpu;
+                r.scan_end = ScanEnd::Found;
+            } else {
+                r.scan_end = ScanEnd::Exhausted;
+            }
+        });
         idle_cpu
     }
 
@@ -738,6 +879,7 @@ impl Kernel {
                 if pos + 1 >= nr {
                     // The budget ran out at position nr - 1, before `c`.
                     self.last_scan += nr - 1;
+                    self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
                     return None;
                 }
                 if self.idle_candidate(c) {
@@ -756,10 +898,12 @@ impl Kernel {
         }
         if base >= nr {
             self.last_scan += nr - 1;
+            self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
             return None;
         }
         self.last_scan += base;
         self.update_scan_cost(this_cpu, base, true);
+        self.xw(|r| r.scan_end = ScanEnd::Exhausted);
         None
     }
 
@@ -808,8 +952,15 @@ impl Kernel {
     fn find_idlest_cpu(&self, sd_id: u32, p: TaskId, mut cpu: CpuId, prev_cpu: CpuId, sd_flag: u32) -> CpuId {
         let task = &self.tasks[p.idx()];
         let sd0 = &self.sd.domains[sd_id as usize];
+        let lvl0 = self.sd.per_cpu[cpu.idx()].iter().position(|&x| x == sd_id).map_or(NO_LEVEL, |l| l as u8);
+        self.xw(|r| {
+            r.path = Path::SlowPath;
+            r.slow_level = lvl0;
+            r.slow_why = SlowWhy::LocalKept;
+        });
         if let Some(m) = &task.cpus_allowed {
             if !sd0.span.intersects(m) {
+                self.xw(|r| r.slow_why = SlowWhy::NoAllowed);
                 return prev_cpu;
             }
         }
@@ -832,6 +983,10 @@ impl Kernel {
                 continue;
             }
             // Continue at the new CPU, below the level just balanced.
+            self.xw(|r| {
+                r.slow_why = SlowWhy::Descended;
+                r.slow_moves += 1;
+            });
             let w = sd.span_weight;
             cpu = new_cpu;
             level = None;
