@@ -68,6 +68,7 @@ pub fn bench(json: bool, filter: Option<&str>) -> Result<()> {
     }
     for s in SCENARIOS.iter().filter(|s| filter.is_none_or(|f| s.name.contains(f))) {
         let args = RunArgs {
+            sysctl: None,
             machine: s.machine.into(),
             kernel: s.kernel.into(),
             features: None,

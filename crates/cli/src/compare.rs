@@ -443,6 +443,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
             for (label, set) in &points {
                 for (si, side) in sides.iter().enumerate() {
                     let ra = RunArgs {
+                        sysctl: None,
                         machine: machine.clone(),
                         kernel: side.kernel.clone(),
                         features: side.features.clone(),

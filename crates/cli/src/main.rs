@@ -7,6 +7,7 @@ mod compare;
 mod demo;
 mod html;
 mod oracle;
+mod numa_out;
 mod output;
 mod reproduce;
 mod stats;
@@ -129,6 +130,10 @@ pub struct RunArgs {
     /// Proposed patches to apply on top of the kernel profile (`schedlab kernels` lists them).
     #[arg(long)]
     pub patch: Option<String>,
+    /// Kernel sysctls, name=value[,...]: numa_balancing=0|1, numa_balancing_scan_delay_ms, numa_balancing_scan_period_min_ms,
+    /// numa_balancing_scan_period_max_ms, numa_balancing_scan_size_mb, numa_balancing_cling_degree (the cling patch).
+    #[arg(long)]
+    pub sysctl: Option<String>,
     /// Built-in workload (`schedlab workloads`), or a workload file: FILE.toml (docs/workload-format.md) or FILE.json (rt-app).
     #[arg(long, default_value = "hackbench")]
     pub workload: String,
@@ -397,7 +402,10 @@ pub fn parse_duration(s: &str) -> Result<u64> {
 
 pub fn prepare(args: &RunArgs) -> Result<Prepared> {
     let machine = load_machine(&args.machine)?;
-    let kernel = load_kernel_patched(&args.kernel, args.patch.as_deref(), args.features.as_deref())?;
+    let mut kernel = load_kernel_patched(&args.kernel, args.patch.as_deref(), args.features.as_deref())?;
+    if let Some(s) = &args.sysctl {
+        kernel.tunables.numa.apply(s).map_err(anyhow::Error::msg)?;
+    }
     let params = Params::parse(&args.set.join(",")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let cores = cores_of(&machine);
     let workload = load_workload(&args.workload, &params, &machine, &cores)?;

@@ -171,6 +171,7 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
             );
         }
     }
+    crate::numa_out::text(&mut o, r.numa.as_ref());
     let _ = writeln!(
         o,
         "  {:<22} p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
@@ -276,6 +277,10 @@ pub fn run_json(p: &Prepared, args: &RunArgs, r: &RunResult) -> Value {
     if r.blocked_forever > 0 {
         // Only when it happened: normal runs' JSON stays as it was.
         v["tasks"]["blocked_forever"] = json!(r.blocked_forever);
+    }
+    if let Some(n) = crate::numa_out::json(r.numa.as_ref()) {
+        // Only for runs with memory on a NUMA machine: other runs' JSON stays as it was.
+        v["numa"] = n;
     }
     v
 }

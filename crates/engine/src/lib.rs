@@ -9,6 +9,7 @@
 //! task needs CPU time, sleeps, or a remote CPU must react.
 
 pub mod metrics;
+pub mod numa;
 pub mod queue;
 pub mod rng;
 pub mod trace;
@@ -185,6 +186,8 @@ pub struct RunResult {
     pub latencies: Vec<LatencySummary>,
     /// The sched tracepoints of the run, when `SimConfig::trace` asked for them.
     pub trace: Option<Box<trace::Trace>>,
+    /// Memory per node and NUMA balancing, for workloads that declare memory on NUMA machines.
+    pub numa: Option<numa::NumaReport>,
 }
 
 impl RunResult {
@@ -289,6 +292,8 @@ pub struct Sim<'a> {
     node_streams: Vec<u32>,
     /// Tracepoint recorder (None unless `SimConfig::trace`).
     trace: Option<Box<trace::Trace>>,
+    /// Memory behaviour of processes that declare memory (numa.rs).
+    numa_mem: Option<Box<numa::EngineNuma>>,
 }
 
 const INF: u64 = u64::MAX;
@@ -392,11 +397,13 @@ impl<'a> Sim<'a> {
             llc_streams: Vec::new(),
             node_streams: vec![0; machine.topology.nr_nodes()],
             trace: cfg.trace.then(|| Box::new(trace::Trace::new(n))),
+            numa_mem: None,
         };
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
             cpu.rate = 1000;
         }
+        s.numa_setup(wl);
         // Tasks that exist at time 0 are started from CPU 0, as a shell would fork them.
         for (i, t) in wl.tasks.iter().enumerate() {
             if t.start {
@@ -493,6 +500,9 @@ impl<'a> Sim<'a> {
                         continue; // NOHZ: an idle CPU stops its tick
                     }
                     let tr = self.kernel.scheduler_tick(c, self.now);
+                    if self.numa_mem.is_some() {
+                        self.numa_charge(c);
+                    }
                     if self.trace.is_some() {
                         self.tr_migrations(c);
                     }
@@ -1038,7 +1048,10 @@ impl<'a> Sim<'a> {
             match op {
                 Op::Run { ns } => {
                     if stage == 0 {
-                        let j = self.jitter(ns);
+                        let mut j = self.jitter(ns);
+                        if self.numa_mem.is_some() {
+                            j = self.numa_run_ns(t, c, j);
+                        }
                         let r = &mut self.rt[t.idx()];
                         r.remaining = j;
                         r.stage = 1;
@@ -1552,6 +1565,7 @@ impl<'a> Sim<'a> {
             schedstat,
             latencies,
             trace: self.trace.take(),
+            numa: self.numa_report(end),
         }
     }
 }

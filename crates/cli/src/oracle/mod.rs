@@ -313,6 +313,7 @@ fn boot(qemu: &Path, args: &[String], run_dir: &Path, timeout: Duration) -> Resu
 
 pub fn oracle(a: &OracleArgs) -> Result<()> {
     let run_args = RunArgs {
+        sysctl: None,
         machine: a.machine.clone(),
         kernel: PROFILE.into(),
         features: None,

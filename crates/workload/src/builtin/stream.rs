@@ -34,6 +34,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     let n = p.u64_in("array_size", 10_000_000, 1, 1 << 40)?;
     let ntimes = p.u64_in("ntimes", 10, 1, 1_000_000)?;
     let mut w = Workload {
+        memory: Vec::new(),
         name: "stream".into(),
         params: vec![("threads".into(), t.to_string()), ("array_size".into(), n.to_string()), ("ntimes".into(), ntimes.to_string())],
         programs: Vec::new(),
