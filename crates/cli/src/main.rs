@@ -405,6 +405,12 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared> {
     let mut kernel = load_kernel_patched(&args.kernel, args.patch.as_deref(), args.features.as_deref())?;
     if let Some(s) = &args.sysctl {
         kernel.tunables.numa.apply(s).map_err(anyhow::Error::msg)?;
+        if kernel.tunables.numa.enabled == Some(true) && !schedlab_kernel::Kernel::numa_balancing_modelled(&kernel) {
+            bail!(
+                "--sysctl numa_balancing=1: NUMA balancing is modelled in its v5.2 form only (docs/FIDELITY.md F-771); use --kernel v5.2, or leave numa_balancing unset ({} runs with it off)",
+                kernel.name
+            );
+        }
     }
     let params = Params::parse(&args.set.join(",")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let cores = cores_of(&machine);

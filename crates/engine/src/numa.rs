@@ -178,3 +178,162 @@ impl Sim<'_> {
         Some(NumaReport { balancing: st.enabled, nodes: st.nr_nodes, groups: out })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SimConfig;
+    use schedlab_kernel::fair::numa::NO_NODE;
+    use schedlab_kernel::profile::profile;
+    use schedlab_kernel::Kernel;
+    use schedlab_workload::{GroupSpec, MemSpec, MetricSpec, Op, TaskSpec};
+
+    const S: u64 = 1_000_000_000;
+
+    /// `procs` processes of `threads` CPU-bound threads, each process in
+    /// its own cgroup, each with `shared_mib` of memory shared by its threads.
+    fn cpu_bound(procs: u32, threads: u32, shared_mib: u64, initial_node: Option<u32>) -> Workload {
+
+        let mut w = Workload {
+            memory: Vec::new(),
+            name: "numa-test".into(),
+            params: Vec::new(),
+            programs: vec![vec![Op::Loop { count: u64::MAX }, Op::Run { ns: 1_000_000 }, Op::Count { id: 0, n: 1 }, Op::EndLoop]],
+            tasks: Vec::new(),
+            channels: Vec::new(),
+            sems: Vec::new(),
+            metric: MetricSpec::Rate { name: "loops".into(), unit: "loops/s".into(), counter: 0, start: None, end: None },
+            time_bounded: true,
+            jitter_pct: 0,
+            groups: Vec::new(),
+        };
+        for p in 0..procs {
+            w.groups.push(GroupSpec { name: format!("g{p}"), parent: 0, shares: 1024 });
+            for t in 0..threads {
+                w.tasks.push(TaskSpec { name: format!("p{p}t{t}"), program: 0, mm: p, nice: 0, cpus: None, start: true, group: p + 1 });
+            }
+            w.memory.push(MemSpec {
+                mm: p,
+                shared_mib,
+                private_mib: 0,
+                private_pct: 0,
+                stall_pct: 40,
+                touch_mib_per_s: 2048,
+                initial_node,
+            });
+        }
+        if shared_mib > 0 {
+            w.validate().unwrap();
+        }
+        w
+    }
+
+    fn run_kernel(kernel: &str, patch: Option<&str>, sysctl: &str, w: &Workload, secs: u64) -> (crate::RunResult, Kernel) {
+        let m = schedlab_machine::load("numa-2n-96").unwrap();
+        let mut k = profile(kernel).unwrap();
+        if let Some(p) = patch {
+            k.apply_patches(p).unwrap();
+        }
+        k.tunables.numa.apply(sysctl).unwrap();
+        let cfg = SimConfig { seed: 1, duration_ns: Some(secs * S), schedstat: false, model: Default::default(), trace: false, switch_log: false };
+        let kernel = Kernel::new(&m.topology, k);
+        let sim = Sim::new(&m, kernel, w, &cfg);
+        sim.run_keep_kernel(&cfg)
+    }
+
+    fn node_of(k: &Kernel, cpu: CpuId) -> u32 {
+        if cpu.0 < 24 || (48..72).contains(&cpu.0) {
+            0
+        } else {
+            let _ = k;
+            1
+        }
+    }
+
+    /// task_numa_work()/task_numa_fault()/should_numa_migrate_memory() and
+    /// numa_migrate_preferred() (v5.2): four threads whose memory (128 MiB
+    /// each, private) sits on node 1 while they start on node 0 (forked from
+    /// CPU 0; find_idlest_group() keeps them local). The scan starts after
+    /// scan_delay (1 s) and marks scan_size (256 MB) per scan period; with
+    /// 512 MiB resident task_scan_start() = max(100 ms, 1000 ms / 2 windows)
+    /// = 500 ms, so the pages are all marked within 1 s + 2 x 500 ms; the
+    /// first fault of a young task (numa_scan_seq <= 4) migrates the page to
+    /// the faulting node, and a task whose faults say node 1 moves there. By
+    /// 3 s every thread's memory is where the thread runs.
+    #[test]
+    fn memory_on_node1_threads_on_node0_becomes_local() {
+        let mut w = cpu_bound(1, 4, 0, Some(1));
+        w.memory[0].private_mib = 128;
+        w.memory[0].private_pct = 100;
+        w.validate().unwrap();
+        let (r, k) = run_kernel("v5.2", None, "", &w, 3);
+        let st = k.numa.as_deref().unwrap();
+        assert_eq!(st.mms[0].chunks_on.iter().sum::<u64>(), 256, "4 x 128 MiB = 256 huge pages");
+        for i in 0..4 {
+            let node = node_of(&k, k.tasks[i].cpu) as usize;
+            let on = &st.tasks[i].priv_on;
+            let total: u64 = on.iter().sum();
+            assert!(on[node] * 10 >= total * 9, "thread {i} on node {node}, its memory per node {on:?}");
+        }
+        let c = &r.numa.as_ref().unwrap().groups.iter().find(|g| g.name == "g0").unwrap().counters;
+        assert!(c.hint_faults >= 256 * 512, "every huge page faulted at least once: {c:?}");
+        // Nothing happened before the scan delay: a 1 s run has no fault.
+        let (r0, k0) = run_kernel("v5.2", None, "", &w, 1);
+        let c0 = &r0.numa.as_ref().unwrap().groups.iter().find(|g| g.name == "g0").unwrap().counters;
+        assert_eq!(c0.hint_faults, 0, "no scan within scan_delay: {c0:?}");
+        assert_eq!(k0.numa.as_deref().unwrap().mms[0].chunks_on, vec![0, 256]);
+        // Threads bound to node 0 cannot follow their memory: the pages come to them.
+        let node0: Vec<u16> = (0..24).chain(48..72).collect();
+        for t in &mut w.tasks {
+            t.cpus = Some(node0.clone());
+        }
+        let (_, kb) = run_kernel("v5.2", None, "", &w, 3);
+        assert_eq!(kb.numa.as_deref().unwrap().mms[0].chunks_on, vec![256, 0]);
+    }
+
+    /// With kernel.numa_balancing=0 nothing moves for NUMA reasons: no scan,
+    /// no hinting fault, no page or task migration by NUMA balancing, no
+    /// preferred node; the pages stay where they were first touched.
+    #[test]
+    fn balancing_off_moves_nothing() {
+        let w = cpu_bound(1, 4, 512, Some(1));
+        let (r, k) = run_kernel("v5.2", None, "numa_balancing=0", &w, 3);
+        let rep = r.numa.as_ref().unwrap();
+        assert!(!rep.balancing);
+        let c = &rep.groups.iter().find(|g| g.name == "g0").unwrap().counters;
+        assert_eq!((c.hint_faults, c.pages_migrated, c.task_migrated, c.task_swapped, c.pte_updates), (0, 0, 0, 0, 0));
+        let st = k.numa.as_deref().unwrap();
+        assert_eq!(st.mms[0].chunks_on, vec![0, 256]);
+        assert!(st.tasks.iter().all(|t| t.preferred_nid == NO_NODE));
+    }
+
+    /// task_numa_placement() / task_numa_group() / task_numa_migrate() /
+    /// migrate_swap() / should_numa_migrate_memory() (v5.2): two processes
+    /// that share nothing, 16 CPU-bound threads and 256 MiB each (each fits
+    /// in one 48-CPU node of numa-2n-96), start mixed over both nodes (fork
+    /// balancing from CPU 0). A scan pass over 256 MiB takes about one scan
+    /// period (task_scan_start(): 1000 ms / 1 window, growing towards
+    /// task_scan_max() while faults are local) and placement runs once per
+    /// pass; within 60 s each process's threads sit on one node with its
+    /// memory, the two on different nodes (swaps need imp >= SMALLIMP and no
+    /// worse load imbalance, so it takes tens of passes).
+    #[test]
+    fn two_groups_settle_on_different_nodes() {
+        let w = cpu_bound(2, 16, 256, None);
+        let (_, k) = run_kernel("v5.2", None, "", &w, 60);
+        let st = k.numa.as_deref().unwrap();
+        let mut home = Vec::new();
+        for p in 0..2usize {
+            let on: Vec<u32> = (0..16).map(|i| node_of(&k, k.tasks[p * 16 + i].cpu)).collect();
+            let n1 = on.iter().filter(|&&n| n == 1).count();
+            let node = if n1 * 2 > 16 { 1 } else { 0 };
+            let mine = on.iter().filter(|&&n| n == node).count();
+            let m = &st.mms[p];
+            let total: u64 = m.chunks_on.iter().sum();
+            assert!(mine >= 14, "process {p}: threads per node {on:?}");
+            assert!(m.chunks_on[node as usize] * 10 >= total * 9, "process {p}: memory per node {:?}", m.chunks_on);
+            home.push(node);
+        }
+        assert_ne!(home[0], home[1], "the two processes share a node");
+    }
+}

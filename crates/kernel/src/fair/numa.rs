@@ -524,7 +524,8 @@ impl Kernel {
         let tick_ns = self.tun.tick_ns;
         let mut st = NumaState {
             sysctl,
-            enabled: sysctl.enabled.unwrap_or(true),
+            // FIDELITY(F-771): NUMA balancing is modelled in its v5.2 form only; other profiles run with it off.
+            enabled: sysctl.enabled.unwrap_or(true) && Self::numa_balancing_modelled(&self.profile),
             nr_nodes,
             node_of,
             node_cpus,
@@ -567,6 +568,13 @@ impl Kernel {
             }
         }
         self.numa = Some(Box::new(st));
+    }
+
+    /// Whether this profile's NUMA balancing form is modelled: the v5.2 one
+    /// (task_numa_find_cpu()/update_numa_stats() before Mel Gorman's v5.7
+    /// "reconcile NUMA balancing decisions with the load balancer" series).
+    pub fn numa_balancing_modelled(p: &crate::profile::KernelProfile) -> bool {
+        p.version == (5, 2)
     }
 
     #[inline]
