@@ -94,6 +94,7 @@ impl Sim<'_> {
     /// Wall work of `ns` nominal ns of `Run` for task `t` on `c`: the DRAM
     /// share stretches by the mean latency of the pages it reads from
     /// this node, weighted by the task's private/shared access split.
+    // FIDELITY(F-774): the remote cost is fixed where the op starts.
     pub(crate) fn numa_run_ns(&self, t: TaskId, c: CpuId, ns: u64) -> u64 {
         let (Some(st), Some(e)) = (self.kernel.numa.as_deref(), self.numa_mem.as_deref()) else { return ns };
         let Some(tn) = st.tasks.get(t.idx()) else { return ns };

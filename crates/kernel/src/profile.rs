@@ -398,6 +398,7 @@ fn v5_2() -> KernelProfile {
     p.version = (5, 2);
     p.features = p.features.with(&[UTIL_EST_FASTUP], false);
     p.tunables.amd_reclaim_distance_32 = false;
+    // FIDELITY(F-772): sd_init() v4's busy_idx/idle_idx are not set (index 0).
     p.sd_init = SdInitVariant::V4;
     p.find_idlest = FindIdlestVariant::LoadBased;
     p.wake_affine = WakeAffineVariant::V4_14;

@@ -1432,6 +1432,7 @@ impl Kernel {
         v.iter().filter(|q| st.tasks.get(q.idx()).is_some_and(|t| t.preferred_nid == nid)).count() as u32
     }
 
+    // FIDELITY(F-773): the three cling points as the issue summarises the final posting.
     /// Cling patch in select_task_rq_fair(): want_affine is cleared when
     /// the waker's node differs from prev's and the wakee clings to prev's.
     #[inline]
@@ -1463,5 +1464,110 @@ impl NumaState {
     #[inline]
     pub(crate) fn stop_pending(&self, cpu: CpuId, p: TaskId) -> bool {
         self.stop[cpu.idx()].is_some_and(|(q, _)| q == p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::profile;
+
+    fn kernel(patch: Option<&str>) -> Kernel {
+        use schedlab_topology::{CpuInfo, CpuTopology};
+        // Two nodes of two CPUs, SLIT 10/21.
+        let cpus = (0..4u32).map(|c| CpuInfo { core: c, cluster: c / 2, llc: c / 2, node: c / 2, package: c / 2 }).collect();
+        let m = CpuTopology::new(cpus, vec![vec![10, 21], vec![21, 10]]).unwrap();
+        let mut p = profile("v5.2").unwrap();
+        if let Some(x) = patch {
+            p.apply_patches(x).unwrap();
+        }
+        let mut k = Kernel::new(&m, p);
+        let node_of = (0..4).map(|c| c / 2).collect();
+        let spec = MmSpec { mm: 0, shared_chunks: 4, private_chunks: 1, threads: 2, private_pct: 50, touch_chunks_per_s: 100, initial_node: None };
+        k.numa_init(vec![spec], 1, node_of);
+        k
+    }
+
+    // kernel/sysctl.c: the names, ranges and defaults of the NUMA sysctls (v5.2 + the cling patch).
+    #[test]
+    fn sysctl_parse() {
+        let mut s = NumaSysctl::DEFAULT;
+        assert_eq!((s.scan_delay_ms, s.scan_period_min_ms, s.scan_period_max_ms, s.scan_size_mb, s.cling_degree), (1000, 1000, 60000, 256, 20));
+        s.apply("kernel.numa_balancing=0,numa_balancing_scan_size_mb=64").unwrap();
+        assert_eq!((s.enabled, s.scan_size_mb), (Some(false), 64));
+        assert!(s.apply("numa_balancing=2").unwrap_err().contains("0 (off) or 1"));
+        assert!(s.apply("numa_balancing_cling_degree=101").unwrap_err().contains("maximum is 100"));
+        assert!(s.apply("numa_balancing_scan_size_mb=0").unwrap_err().contains("at least 1"));
+        assert!(s.apply("nosuch=1").unwrap_err().contains("numa_balancing_scan_delay_ms"));
+        let mut t = NumaSysctl::DEFAULT;
+        assert!(t.apply("numa_balancing_scan_period_min_ms=70000").unwrap_err().contains("above"));
+    }
+
+    // The series applies to its v5.2 base only; numa-cling brings patches 1-3 along.
+    #[test]
+    fn cling_series_on_v5_2() {
+        let mut p = profile("v5.2").unwrap();
+        p.apply_patches("numa-cling").unwrap();
+        assert!(p.has_patch(Patch::NumaGroupCgroup) && p.has_patch(Patch::NumaCling));
+        assert!(profile("v6.12").unwrap().apply_patches("numa-group").unwrap_err().contains("v5.2"));
+        assert!(Kernel::numa_balancing_modelled(&profile("v5.2").unwrap()));
+        assert!(!Kernel::numa_balancing_modelled(&profile("v6.12").unwrap()));
+    }
+
+    // Patches 1-3: every cpu cgroup gets a NUMA group; patch 4 sets do_cling.
+    // task_numa_cling(): cling to snid only when it is the preferred node,
+    // dnid is not, and snid is not busy (busy_node(): scaled failures >= 1024,
+    // the busiest node, failure ratio > cling_degree).
+    #[test]
+    fn cling_and_busy_node() {
+        let k = kernel(None);
+        assert!(k.numa.as_deref().unwrap().groups.is_empty(), "no cgroup NUMA groups without the patches");
+        let mut k = kernel(Some("numa-cling"));
+        let st = k.numa.as_deref_mut().unwrap();
+        assert_eq!(st.groups.len(), 1);
+        assert!(st.groups[0].do_cling);
+        st.tasks.resize_with(1, TaskNuma::default);
+        st.tasks[0].group = Some(0);
+        st.tasks[0].preferred_nid = 1;
+        assert!(st.task_numa_cling(TaskId(0), 1, 0));
+        assert!(!st.task_numa_cling(TaskId(0), 0, 1), "not clinging to a node it does not prefer");
+        // 3 failures of 4 migrations toward node 1, node 1 the busiest: 75% > 20%.
+        let n = st.nr_nodes;
+        st.groups[0].mstat[1] = 3 * NUMA_MIGRATE_WEIGHT;
+        st.groups[0].mstat[n + 1] = 4 * NUMA_MIGRATE_WEIGHT;
+        st.update_failure_ratio(0, 1);
+        assert_eq!(st.groups[0].mstat[2 * n + 1], 3 * 1024 * 100 / (4 * 1024 + 1));
+        assert!(!st.busy_node(0, 1), "busiest_nid not set yet (the timer sets it)");
+        st.groups[0].busiest_nid = 1;
+        assert!(st.busy_node(0, 1));
+        assert!(!st.task_numa_cling(TaskId(0), 1, 0), "no cling to a busy node");
+        // cling_timer_func(): halves both counts every scan_period_max / 10.
+        let at = st.groups[0].cling_timer_at;
+        st.cling_timers(at);
+        assert_eq!(st.groups[0].mstat[1], 3 * NUMA_MIGRATE_WEIGHT / 2);
+        assert_eq!(st.groups[0].busiest_nid, 1);
+        st.cling_timers(at + 6_000_000_000);
+        assert!(st.groups[0].mstat[1] < NUMA_MIGRATE_WEIGHT);
+        assert!(!st.busy_node(0, 1), "decayed below one failure");
+    }
+
+    // update_task_scan_period() (v4.2+): mostly private, local faults slow the
+    // scan (+slot periods); mostly remote shared faults speed it up.
+    #[test]
+    fn scan_period_adapts_to_locality() {
+        let mut k = kernel(None);
+        let st = k.numa.as_deref_mut().unwrap();
+        st.tasks.resize_with(1, TaskNuma::default);
+        st.tasks[0].mm = Some(0);
+        st.tasks[0].numa_scan_period = 1000;
+        st.tasks[0].faults_locality = [0, 100, 0];
+        k.update_task_scan_period(TaskId(0), 0, 100);
+        // ps_ratio 10 >= 7: diff = 3 slots of 100 ms.
+        assert_eq!(k.numa.as_deref().unwrap().tasks[0].numa_scan_period, 1300);
+        let st = k.numa.as_deref_mut().unwrap();
+        st.tasks[0].faults_locality = [100, 0, 0];
+        k.update_task_scan_period(TaskId(0), 100, 0);
+        // lr 0, ps 0: diff = -(7 - 0) * 130 → clamped at task_scan_min() (100 ms floor, 1000 / 1 window).
+        assert_eq!(k.numa.as_deref().unwrap().tasks[0].numa_scan_period, 1000);
     }
 }

@@ -32,7 +32,7 @@ pub const BUILTIN: Builtin = Builtin {
     params: &[
         ParamDoc { key: "threads", default: "1", help: "client threads = connections = mysqld connection threads (--threads)" },
         ParamDoc { key: "instances", default: "1", help: "mysqld + sysbench pairs, each in its own cpu cgroup instK (without it: one pair in the root group)" },
-        ParamDoc { key: "db_mib", default: "1024", help: "database (InnoDB buffer pool) size per instance, MiB" },
+        ParamDoc { key: "db_mib", default: "1024", help: "database (InnoDB buffer pool) size per instance, MiB; with instances or db_mib the processes declare memory (NUMA cost and balancing)" },
         ParamDoc { key: "metric", default: "events", help: "reported figure: events (per second) or latency_{avg,p50,p90,p95,p99,p99.9}" },
     ],
     build,
@@ -178,6 +178,12 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             w.tasks.push(ct);
             w.tasks.push(st);
         }
+        // FIDELITY(F-775): memory sizes and access shares are inferred.
+        // Memory is declared with `instances` or `db_mib` only: the one-pair
+        // default keeps its memory-less results.
+        if !grouped && p.get("db_mib").is_none() {
+            continue;
+        }
         w.memory.push(crate::MemSpec {
             mm: server_mm,
             shared_mib: db_mib,
@@ -238,5 +244,6 @@ mod tests {
         // Without `instances` the task graph is the one-pair, root-group one.
         let one = crate::build("sysbench", &Params::parse("threads=2").unwrap(), 12, &[]).unwrap();
         assert!(one.groups.is_empty() && one.tasks.iter().all(|t| t.group == 0));
+        assert!(one.memory.is_empty(), "the one-pair default declares no memory");
     }
 }
