@@ -194,7 +194,6 @@ mod tests {
     /// `procs` processes of `threads` CPU-bound threads, each process in
     /// its own cgroup, each with `shared_mib` of memory shared by its threads.
     fn cpu_bound(procs: u32, threads: u32, shared_mib: u64, initial_node: Option<u32>) -> Workload {
-
         let mut w = Workload {
             memory: Vec::new(),
             name: "numa-test".into(),
@@ -236,7 +235,14 @@ mod tests {
             k.apply_patches(p).unwrap();
         }
         k.tunables.numa.apply(sysctl).unwrap();
-        let cfg = SimConfig { seed: 1, duration_ns: Some(secs * S), schedstat: false, model: Default::default(), trace: false, switch_log: false };
+        let cfg = SimConfig {
+            seed: 1,
+            duration_ns: Some(secs * S),
+            schedstat: false,
+            model: Default::default(),
+            trace: false,
+            switch_log: false,
+        };
         let kernel = Kernel::new(&m.topology, k);
         let sim = Sim::new(&m, kernel, w, &cfg);
         sim.run_keep_kernel(&cfg)

@@ -668,7 +668,9 @@ impl Kernel {
         if self.numa.is_some() {
             // migrate_task_to() / migrate_swap(): this CPU's stopper moves
             // the task NUMA balancing asked it to move (fair/numa.rs).
-            if let Some(pv) = prev.filter(|&pv| self.rqs[cpu.idx()].curr == Some(pv) && self.tasks[pv.idx()].se.on_rq && self.task_is_cfs_curr(pv)) {
+            if let Some(pv) =
+                prev.filter(|&pv| self.rqs[cpu.idx()].curr == Some(pv) && self.tasks[pv.idx()].se.on_rq && self.task_is_cfs_curr(pv))
+            {
                 if self.numa.as_deref().unwrap().stop_pending(cpu, pv) {
                     self.put_prev_task_fair(pv, now);
                     self.rqs[cpu.idx()].curr = None;

@@ -616,7 +616,10 @@ impl KernelProfile {
                 return Err(format!("patch shortrun-rfc applies to v6.0 (CFS with SIS_UTIL); {} is not that base", self.name));
             }
             if matches!(patch, Patch::NumaGroupCgroup | Patch::NumaCling) && self.version != (5, 2) {
-                return Err(format!("patch {tok} applies to v5.2 (the series was posted against v5.2/v5.3); {} is not that base", self.name));
+                return Err(format!(
+                    "patch {tok} applies to v5.2 (the series was posted against v5.2/v5.3); {} is not that base",
+                    self.name
+                ));
             }
             if matches!(patch, Patch::WakeeFlips | Patch::RunnableLoad) && self.version != (3, 10) {
                 return Err(format!("patch {tok} applies to v3.10 (it was merged for v3.11/v3.12); {} is not that base", self.name));

@@ -917,11 +917,8 @@ impl Kernel {
         }
         let sd = &self.sd.domains[self.sd.per_cpu[env.dst.idx()][env.lvl] as usize];
         // v4.7+: migrate_degrades_locality() first, task_hot() when it has no opinion (fair/numa.rs).
-        let numa = if self.numa.is_some() {
-            self.migrate_degrades_locality(p, src, env.dst, sd.flags, env.idle == IdleType::Idle)
-        } else {
-            None
-        };
+        let numa =
+            if self.numa.is_some() { self.migrate_degrades_locality(p, src, env.dst, sd.flags, env.idle == IdleType::Idle) } else { None };
         let hot = match numa {
             Some(h) => h,
             None => self.task_hot(p, env.lvl, env.dst, now),

@@ -817,7 +817,7 @@ impl Kernel {
     fn should_numa_migrate_memory(&mut self, p: TaskId, mi: usize, ci: usize, src_nid: u32, dst_cpu: CpuId) -> bool {
         let dst_nid = self.cpu_node_of(dst_cpu.idx());
         let st = self.nmm();
-        let last = std::mem::replace(&mut st.mms[mi].chunks[ci].last, Some((dst_cpu, p)));
+        let last = st.mms[mi].chunks[ci].last.replace((dst_cpu, p));
         let t = &st.tasks[p.idx()];
         let match_pid = last.is_some_and(|(_, q)| q == p);
         // First faults or private faults migrate at once early in a task's life.
@@ -845,12 +845,22 @@ impl Kernel {
                 return true;
             }
         }
-        st.group_faults_cpu(g, dst_nid) * st.group_faults(g, src_nid) * 3 > st.group_faults_cpu(g, src_nid) * st.group_faults(g, dst_nid) * 4
+        st.group_faults_cpu(g, dst_nid) * st.group_faults(g, src_nid) * 3
+            > st.group_faults_cpu(g, src_nid) * st.group_faults(g, dst_nid) * 4
     }
 
     /// `task_numa_fault()` (v5.2).
     #[allow(clippy::too_many_arguments)]
-    fn task_numa_fault(&mut self, p: TaskId, last: Option<(CpuId, TaskId)>, mem_node: u32, pages: u64, mut local: bool, migrated: bool, now: u64) {
+    fn task_numa_fault(
+        &mut self,
+        p: TaskId,
+        last: Option<(CpuId, TaskId)>,
+        mem_node: u32,
+        pages: u64,
+        mut local: bool,
+        migrated: bool,
+        now: u64,
+    ) {
         let cpu_node = self.task_node(p);
         let n = self.nm().nr_nodes;
         {
@@ -988,6 +998,7 @@ impl Kernel {
     }
 
     /// `task_numa_placement()` (v5.2; cling patch: a busy node is not preferred).
+    #[allow(clippy::needless_range_loop)]
     fn task_numa_placement(&mut self, p: TaskId, now: u64) {
         let mi = self.nm().tasks[p.idx()].mm.unwrap();
         let seq = self.nm().mms[mi].numa_scan_seq;
@@ -1483,7 +1494,8 @@ mod tests {
         }
         let mut k = Kernel::new(&m, p);
         let node_of = (0..4).map(|c| c / 2).collect();
-        let spec = MmSpec { mm: 0, shared_chunks: 4, private_chunks: 1, threads: 2, private_pct: 50, touch_chunks_per_s: 100, initial_node: None };
+        let spec =
+            MmSpec { mm: 0, shared_chunks: 4, private_chunks: 1, threads: 2, private_pct: 50, touch_chunks_per_s: 100, initial_node: None };
         k.numa_init(vec![spec], 1, node_of);
         k
     }
@@ -1492,7 +1504,10 @@ mod tests {
     #[test]
     fn sysctl_parse() {
         let mut s = NumaSysctl::DEFAULT;
-        assert_eq!((s.scan_delay_ms, s.scan_period_min_ms, s.scan_period_max_ms, s.scan_size_mb, s.cling_degree), (1000, 1000, 60000, 256, 20));
+        assert_eq!(
+            (s.scan_delay_ms, s.scan_period_min_ms, s.scan_period_max_ms, s.scan_size_mb, s.cling_degree),
+            (1000, 1000, 60000, 256, 20)
+        );
         s.apply("kernel.numa_balancing=0,numa_balancing_scan_size_mb=64").unwrap();
         assert_eq!((s.enabled, s.scan_size_mb), (Some(false), 64));
         assert!(s.apply("numa_balancing=2").unwrap_err().contains("0 (off) or 1"));
