@@ -204,6 +204,7 @@ fn machine(m: Mach) -> Result<Machine> {
 fn prepare_scenario(s: &Scenario) -> Result<Prepared> {
     if let (Mach::Preset(m), Wl::Builtin(w, set)) = (s.machine, s.workload) {
         return prepare(&RunArgs {
+            sysctl: None,
             machine: m.into(),
             kernel: s.kernel.into(),
             features: None,

@@ -144,6 +144,7 @@ pub fn bisect(args: &BisectArgs) -> Result<()> {
         }
     }
     let base = RunArgs {
+        sysctl: None,
         machine: args.machine.clone(),
         kernel: profiles[0].name.to_string(),
         features: None,

@@ -9,6 +9,7 @@ mod demo;
 mod explain;
 mod html;
 mod import;
+mod numa_out;
 use schedlab_oracle as oracle;
 mod output;
 mod record;
@@ -172,6 +173,10 @@ pub struct RunArgs {
     /// Proposed patches to apply on top of the kernel profile (`schedlab kernels` lists them).
     #[arg(long)]
     pub patch: Option<String>,
+    /// Kernel sysctls, name=value[,...]: numa_balancing=0|1, numa_balancing_scan_delay_ms, numa_balancing_scan_period_min_ms,
+    /// numa_balancing_scan_period_max_ms, numa_balancing_scan_size_mb, numa_balancing_cling_degree (the cling patch).
+    #[arg(long)]
+    pub sysctl: Option<String>,
     /// Built-in workload (`schedlab workloads`), or a workload file: FILE.toml (docs/workload-format.md) or FILE.json (rt-app).
     #[arg(long, default_value = DEFAULT_WORKLOAD)]
     pub workload: String,
@@ -370,6 +375,11 @@ fn dispatch(cli: Cli) -> Result<()> {
                 if set.is_empty() { "" } else { " --set " },
                 set.join(",")
             );
+            if !w.memory.is_empty() {
+                bail!(
+                    "{name} with these parameters declares process memory (NUMA placement), which the workload file format cannot express yet; export it without instances/db_mib"
+                );
+            }
             let text = schedlab_workload::file::to_toml(&w, &header);
             match output {
                 Some(p) => std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?,
@@ -413,6 +423,7 @@ impl RunArgs {
             schedstat: self.schedstat.is_some(),
             switch_log: self.switch_log.is_some(),
             trace: self.trace.is_some() || self.ftrace.is_some(),
+            sysctl: self.sysctl.clone(),
         }
         .with_sets(&self.set)
     }

@@ -171,6 +171,7 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
             );
         }
     }
+    crate::numa_out::text(&mut o, r.numa.as_ref());
     let _ = writeln!(
         o,
         "  {:<22} p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
@@ -251,9 +252,15 @@ pub fn wakeup_table(r: &RunResult) -> String {
     o
 }
 
-/// The `run --json` document: the library's `RunReport`, serialised.
+/// The `run --json` document: the library's `RunReport`, serialised, plus
+/// the NUMA tables for runs with memory on a NUMA machine (other runs' JSON
+/// stays as it was).
 pub fn run_json(p: &Prepared, _args: &RunArgs, r: &RunResult) -> Value {
-    schedlab_lab::RunReport::new(p, r).to_json()
+    let mut v = schedlab_lab::RunReport::new(p, r).to_json();
+    if let Some(n) = crate::numa_out::json(r.numa.as_ref()) {
+        v["numa"] = n;
+    }
+    v
 }
 
 /// `--switch-log`: the per-CPU sched_switch sequence as tab-separated text,

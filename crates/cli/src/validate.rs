@@ -808,6 +808,7 @@ fn plan_case(case: &Case, seed: u64) -> std::result::Result<Vec<Prepared>, Verdi
                 set.push(format!("{a}={}", case.points[i]));
             }
             let ra = RunArgs {
+                sysctl: None,
                 machine: case.machine.clone(),
                 kernel: side.kernel.clone(),
                 features: side.features.clone(),

@@ -9,6 +9,7 @@
 //! task needs CPU time, sleeps, or a remote CPU must react.
 
 pub mod metrics;
+pub mod numa;
 pub mod queue;
 pub mod rng;
 pub mod trace;
@@ -188,6 +189,8 @@ pub struct RunResult {
     pub latencies: Vec<LatencySummary>,
     /// The sched tracepoints of the run, when `SimConfig::trace` asked for them.
     pub trace: Option<Box<trace::Trace>>,
+    /// Memory per node and NUMA balancing, for workloads that declare memory on NUMA machines.
+    pub numa: Option<numa::NumaReport>,
 }
 
 impl RunResult {
@@ -300,6 +303,8 @@ pub struct Sim<'a> {
     wake_buf: Vec<TaskId>,
     /// Reused list of message tags `Op::WakeQueued` drains.
     tag_buf: Vec<u32>,
+    /// Memory behaviour of processes that declare memory (numa.rs).
+    numa_mem: Option<Box<numa::EngineNuma>>,
 }
 
 const INF: u64 = u64::MAX;
@@ -407,11 +412,13 @@ impl<'a> Sim<'a> {
             trace: cfg.trace.then(|| Box::new(trace::Trace::new(n))),
             wake_buf: Vec::new(),
             tag_buf: Vec::new(),
+            numa_mem: None,
         };
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
             cpu.rate = 1000;
         }
+        s.numa_setup(wl);
         // Tasks that exist at time 0 are started from CPU 0, as a shell would fork them.
         for (i, t) in wl.tasks.iter().enumerate() {
             if t.start {
@@ -511,6 +518,9 @@ impl<'a> Sim<'a> {
                         continue; // NOHZ: an idle CPU stops its tick
                     }
                     let tr = self.kernel.scheduler_tick(c, self.now);
+                    if self.numa_mem.is_some() {
+                        self.numa_charge(c);
+                    }
                     if self.trace.is_some() {
                         self.tr_migrations(c);
                     }
@@ -1056,7 +1066,10 @@ impl<'a> Sim<'a> {
             match op {
                 Op::Run { ns } => {
                     if stage == 0 {
-                        let j = self.jitter(ns);
+                        let mut j = self.jitter(ns);
+                        if self.numa_mem.is_some() {
+                            j = self.numa_run_ns(t, c, j);
+                        }
                         let r = &mut self.rt[t.idx()];
                         r.remaining = j;
                         r.stage = 1;
@@ -1615,6 +1628,7 @@ impl<'a> Sim<'a> {
             schedstat,
             latencies,
             trace: self.trace.take(),
+            numa: self.numa_report(end),
         }
     }
 }

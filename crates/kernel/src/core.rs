@@ -177,6 +177,9 @@ pub struct Kernel {
     pub migration_log: Option<Vec<(TaskId, CpuId, CpuId)>>,
     /// Decision records (issue 20), when `enable_explain()` asked for them; None costs one branch per hook.
     pub explain: Option<Box<crate::explain::Explain>>,
+    /// NUMA balancing and process memory (fair/numa.rs); None when the
+    /// workload declares no memory or the machine has one node.
+    pub numa: Option<Box<crate::fair::numa::NumaState>>,
 }
 
 impl Kernel {
@@ -270,6 +273,7 @@ impl Kernel {
             nr_cpus: n,
             migration_log: None,
             explain: None,
+            numa: None,
         }
     }
 
@@ -683,6 +687,20 @@ impl Kernel {
                 kick = Some(dst);
             }
         }
+        let mut numa_kick = None;
+        if self.numa.is_some() {
+            // migrate_task_to() / migrate_swap(): this CPU's stopper moves
+            // the task NUMA balancing asked it to move (fair/numa.rs).
+            if let Some(pv) =
+                prev.filter(|&pv| self.rqs[cpu.idx()].curr == Some(pv) && self.tasks[pv.idx()].se.on_rq && self.task_is_cfs_curr(pv))
+            {
+                if self.numa.as_deref().unwrap().stop_pending(cpu, pv) {
+                    self.put_prev_task_fair(pv, now);
+                    self.rqs[cpu.idx()].curr = None;
+                }
+            }
+            numa_kick = self.numa_stopper(cpu, now);
+        }
         if prev.is_none() {
             // tick_nohz_idle_exit() → update_cpu_load_nohz(): the idle ticks decay at load 0.
             self.update_cpu_load(cpu, now, true);
@@ -735,6 +753,9 @@ impl Kernel {
             rq.sched_goidle += 1;
             self.update_idle_core(cpu);
         }
+        if let Some(k) = numa_kick {
+            balance_kicks.push(k);
+        }
         SwitchResult { prev, next, kick, balance_kicks, balance_examined, next_run_delay }
     }
 
@@ -743,6 +764,12 @@ impl Kernel {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
         self.task_tick_fair(cpu, now);
+        let mut numa_kicks = Vec::new();
+        if self.numa.is_some() {
+            // task_tick_fair() → task_tick_numa() (fair/numa.rs).
+            self.numa_tick(cpu, now);
+            numa_kicks = std::mem::take(&mut self.numa.as_deref_mut().unwrap().kicks);
+        }
         // update_cpu_load_active() (v2.6.x-v4.x cpu_load[] indices).
         self.update_cpu_load(cpu, now, false);
         if self.rqs[cpu.idx()].curr.is_none() {
@@ -759,6 +786,7 @@ impl Kernel {
         if self.rqs[cpu.idx()].curr.is_some() {
             res.nohz_kick = self.nohz_balancer_kick(cpu, now);
         }
+        res.kicks.extend(numa_kicks);
         res.resched = self.rqs[cpu.idx()].need_resched;
         res
     }

@@ -168,6 +168,8 @@ pub struct Tunables {
     pub reclaim_distance: u32,
     /// v5.4+: arch code sets node_reclaim_distance = 32 on AMD family 17h+.
     pub amd_reclaim_distance_32: bool,
+    /// The NUMA balancing sysctls (kernel.numa_balancing*; `--sysctl`).
+    pub numa: crate::fair::numa::NumaSysctl,
 }
 
 /// Load-balancer form (`load_balance()` / `sched_balance_rq()`).
@@ -205,6 +207,16 @@ pub enum Patch {
     /// migrate_load) and aa3ee4f0b754 (v6.15: wake_affine_idle()'s sync test
     /// subtracts delayed tasks).
     DelayedAccounting,
+    /// Michael Wang (王贇), "per-cgroup NUMA suite" patches 1-3 (LKML
+    /// 2019-07, base v5.2): `cpu.numa_group` gives a cpu cgroup one NUMA
+    /// group that all its tasks join, and `cpu.numa_stat` reports the
+    /// group's locality and per-node execution time. Never merged.
+    NumaGroupCgroup,
+    /// Patch 4/4 of that suite, "numa: introduce numa cling feature": tasks
+    /// of a cgroup NUMA group cling to their preferred node on wakeup, in
+    /// load balancing and against NUMA swaps, paused on a busy node. Implies
+    /// patches 1-3. Never merged.
+    NumaCling,
 }
 
 impl Patch {
@@ -218,6 +230,16 @@ impl Patch {
             "delayed-accounting",
             Patch::DelayedAccounting,
             "v6.14/v6.15 delayed-dequeue accounting (h_nr_delayed in runnable, balancer counts, wake_affine_idle; delayed tasks move for load only); base v6.12",
+        ),
+        (
+            "numa-group",
+            Patch::NumaGroupCgroup,
+            "Michael Wang 2019 per-cgroup NUMA suite patches 1-3: cpu.numa_group (one NUMA group per cpu cgroup) + cpu.numa_stat; base v5.2",
+        ),
+        (
+            "numa-cling",
+            Patch::NumaCling,
+            "Michael Wang 2019 \"numa: introduce numa cling feature\" (patch 4/4, with 1-3): cgroup NUMA groups cling to their preferred node, paused on a busy node; base v5.2",
         ),
         (
             "next-buddy-hint",
@@ -293,6 +315,7 @@ const TUNABLES_CFS: Tunables = Tunables {
     hz: 250,
     reclaim_distance: 30,
     amd_reclaim_distance_32: false,
+    numa: crate::fair::numa::NumaSysctl::DEFAULT,
 };
 
 const NAMES_V3: LevelNames = LevelNames { smt: "SIBLING", cls: "CLS", mc: "MC", pkg: "CPU" };
@@ -355,6 +378,32 @@ fn v2_6_38() -> KernelProfile {
     p.sis = SisVariant::V2_6_38;
     p.ttwu_queue = TtwuQueueVariant::None;
     p.next_buddy_hint = false;
+    p
+}
+
+/// Linux v5.2 (2019-07-07), the base of the per-cgroup NUMA / cling series:
+/// the pre-v5.5 load balancer (avg_load, cpu_load[] indices), wake_affine()
+/// v4.14 form (WA_IDLE/WA_WEIGHT/WA_BIAS, no prev-idle clause) on
+/// runnable_load_avg, select_idle_sibling() with select_idle_core /
+/// select_idle_cpu (SIS_PROP, SIS_AVG_CPU off) / select_idle_smt(target),
+/// recent_used_cpu, find_idlest_group() load form, sd_init() v4 tunables,
+/// UTIL_EST without FASTUP, and NUMA balancing (task_numa_work,
+/// task_numa_placement, task_numa_migrate with update_numa_stats() = load +
+/// capacity, migrate_degrades_locality()).
+fn v5_2() -> KernelProfile {
+    let mut p = v5_11();
+    p.name = "v5.2";
+    p.summary = "CFS; pre-v5.5 balancer (cpu_load[] indices); wake_affine v4.14 on runnable_load_avg; SIS_PROP scan; NUMA balancing v5.2";
+    p.tree = "Linux v5.2 release (2019-07-07)";
+    p.version = (5, 2);
+    p.features = p.features.with(&[UTIL_EST_FASTUP], false);
+    p.tunables.amd_reclaim_distance_32 = false;
+    // FIDELITY(F-772): sd_init() v4's busy_idx/idle_idx are not set (index 0).
+    p.sd_init = SdInitVariant::V4;
+    p.find_idlest = FindIdlestVariant::LoadBased;
+    p.wake_affine = WakeAffineVariant::V4_14;
+    p.wake_load = WakeLoad::RunnableAvg;
+    p.lb = LbVariant::LoadIdx;
     p
 }
 
@@ -477,7 +526,7 @@ fn v6_12() -> KernelProfile {
 
 /// Every profile schedlab knows, oldest first.
 pub fn profiles() -> Vec<KernelProfile> {
-    vec![v2_6_38(), v3_10(), v5_11(), v5_12(), v5_13(), v6_0(), v6_6(), v6_12()]
+    vec![v2_6_38(), v3_10(), v5_2(), v5_11(), v5_12(), v5_13(), v6_0(), v6_6(), v6_12()]
 }
 
 /// Old profile names that were never the release they were named after:
@@ -566,6 +615,12 @@ impl KernelProfile {
             if patch == Patch::ShortrunRfc && !(self.pick == PickAlgo::Cfs && self.version >= (6, 0)) {
                 return Err(format!("patch shortrun-rfc applies to v6.0 (CFS with SIS_UTIL); {} is not that base", self.name));
             }
+            if matches!(patch, Patch::NumaGroupCgroup | Patch::NumaCling) && self.version != (5, 2) {
+                return Err(format!(
+                    "patch {tok} applies to v5.2 (the series was posted against v5.2/v5.3); {} is not that base",
+                    self.name
+                ));
+            }
             if matches!(patch, Patch::WakeeFlips | Patch::RunnableLoad) && self.version != (3, 10) {
                 return Err(format!("patch {tok} applies to v3.10 (it was merged for v3.11/v3.12); {} is not that base", self.name));
             }
@@ -584,7 +639,13 @@ impl KernelProfile {
                 Patch::DelayedAccounting if !self.features.has(DELAY_DEQUEUE) => {
                     return Err(format!("patch delayed-accounting needs a kernel with delayed dequeue (v6.12); {} has none", self.name));
                 }
-                Patch::ShortrunRfc | Patch::DelayedAccounting => {}
+                Patch::ShortrunRfc | Patch::DelayedAccounting | Patch::NumaGroupCgroup => {}
+                Patch::NumaCling => {
+                    // Patch 4 sits on patches 1-3.
+                    if !self.patches.contains(&Patch::NumaGroupCgroup) {
+                        self.patches.push(Patch::NumaGroupCgroup);
+                    }
+                }
                 // FIDELITY(F-014): the seed's series as merged, nothing else of v3.12.
                 Patch::WakeeFlips => self.wake_wide = WakeWideVariant::V3_12,
                 Patch::RunnableLoad => self.wake_load = WakeLoad::RunnableAvg,

@@ -85,7 +85,16 @@ pub fn parse_duration(s: &str) -> Result<u64> {
 /// Loads and checks everything a run needs; errors name the problem and the fix.
 pub fn prepare(spec: &ScenarioSpec) -> Result<Prepared> {
     let machine = load_machine(&spec.machine)?;
-    let kernel = load_kernel_patched(&spec.kernel, spec.patch.as_deref(), spec.features.as_deref())?;
+    let mut kernel = load_kernel_patched(&spec.kernel, spec.patch.as_deref(), spec.features.as_deref())?;
+    if let Some(s) = &spec.sysctl {
+        kernel.tunables.numa.apply(s).map_err(anyhow::Error::msg)?;
+        if kernel.tunables.numa.enabled == Some(true) && !schedlab_kernel::Kernel::numa_balancing_modelled(&kernel) {
+            bail!(
+                "--sysctl numa_balancing=1: NUMA balancing is modelled in its v5.2 form only (docs/FIDELITY.md F-771); use --kernel v5.2, or leave numa_balancing unset ({} runs with it off)",
+                kernel.name
+            );
+        }
+    }
     let params = Params(spec.params.clone());
     let cores = cores_of(&machine);
     let workload = load_workload(&spec.workload, &params, &machine, &cores)?;

@@ -47,6 +47,10 @@ pub struct ScenarioSpec {
     pub switch_log: bool,
     /// Record the sched tracepoints.
     pub trace: bool,
+    /// Kernel sysctls (`numa_balancing=0|1,...`; fair/numa.rs). Left out of
+    /// the serialised spec when None, so stored sweep keys stay as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sysctl: Option<String>,
 }
 
 impl Default for ScenarioSpec {
@@ -64,6 +68,7 @@ impl Default for ScenarioSpec {
             schedstat: false,
             switch_log: false,
             trace: false,
+            sysctl: None,
         }
     }
 }

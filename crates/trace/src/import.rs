@@ -272,6 +272,7 @@ pub fn import(a: &Analysis, opt: &ImportOptions) -> Result<Imported, String> {
         time_bounded: false,
         jitter_pct: 0,
         groups: vec![],
+        memory: vec![],
     };
     w.validate().map_err(|e| e.to_string())?;
     Ok(Imported { workload: w, notes, raw_ops, folded_ops })

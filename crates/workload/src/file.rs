@@ -296,6 +296,7 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
         k => return Err(cx.err(ms, "kind", format!("{k:?}: expected elapsed, rate, scaled_rate, latency or latency_mean"))),
     };
     let w = Workload {
+        memory: Vec::new(),
         name: doc.name,
         params: doc.params,
         programs,

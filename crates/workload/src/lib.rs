@@ -249,6 +249,30 @@ pub struct Workload {
     pub jitter_pct: u32,
     /// Task groups (cpu cgroups), parents before children.
     pub groups: Vec<GroupSpec>,
+    /// Processes that declare their memory (NUMA placement and balancing);
+    /// empty = no memory model (no NUMA cost, no NUMA balancing).
+    pub memory: Vec<MemSpec>,
+}
+
+/// One process's memory, for the NUMA memory model and NUMA balancing
+/// (the engine's numa module, the kernel's fair/numa.rs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemSpec {
+    /// The process (`TaskSpec::mm`).
+    pub mm: u32,
+    /// Memory all threads share, MiB.
+    pub shared_mib: u64,
+    /// Memory each thread uses alone, MiB.
+    pub private_mib: u64,
+    /// Of a thread's memory accesses, the percentage to its private memory.
+    pub private_pct: u32,
+    /// Share of a `Run` op's time that is DRAM access at local latency, in
+    /// percent: remote pages stretch that share by the remote/local latency.
+    pub stall_pct: u32,
+    /// Distinct memory a thread touches per second of CPU time, MiB/s.
+    pub touch_mib_per_s: u64,
+    /// Node the pages already sit on at the start; None = first touch.
+    pub initial_node: Option<u32>,
 }
 
 /// cgroup v2 `cpu.weight` (1..10000, default 100) to shares
@@ -302,6 +326,23 @@ impl Workload {
             }
             if !(2..=1 << 18).contains(&g.shares) {
                 return err(format!("group {} ({:?}): shares {} out of range 2..262144", k + 1, g.name, g.shares));
+            }
+        }
+        for (i, m) in self.memory.iter().enumerate() {
+            if !self.tasks.iter().any(|t| t.mm == m.mm) {
+                return err(format!("memory {i}: process {} has no task", m.mm));
+            }
+            if m.shared_mib + m.private_mib == 0 {
+                return err(format!("memory {i}: process {} declares no memory (shared_mib and private_mib are 0)", m.mm));
+            }
+            if m.private_pct > 100 || m.stall_pct > 100 {
+                return err(format!("memory {i}: private_pct and stall_pct are percentages (0..100)"));
+            }
+            if m.shared_mib + m.private_mib > (1 << 22) {
+                return err(format!("memory {i}: more than 4 TiB per process"));
+            }
+            if self.memory[..i].iter().any(|o| o.mm == m.mm) {
+                return err(format!("memory {i}: process {} declared twice", m.mm));
             }
         }
         if let Some(t) = self.tasks.iter().find(|t| t.group as usize > self.groups.len()) {

@@ -944,10 +944,17 @@ impl Kernel {
         if env.active && self.profile.version >= (5, 13) {
             return true;
         }
-        let hot = self.task_hot(p, env.lvl, env.dst, now);
         let sd = &self.sd.domains[self.sd.per_cpu[env.dst.idx()][env.lvl] as usize];
+        // v4.7+: migrate_degrades_locality() first, task_hot() when it has no opinion (fair/numa.rs).
+        let numa =
+            if self.numa.is_some() { self.migrate_degrades_locality(p, src, env.dst, sd.flags, env.idle == IdleType::Idle) } else { None };
+        let hot = match numa {
+            Some(h) => h,
+            None => self.task_hot(p, env.lvl, env.dst, now),
+        };
         let ok = !hot || self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed > sd.cache_nice_tries;
         if !ok {
+            // FIDELITY(F-741): a NUMA-locality refusal is counted as cache hot.
             self.xb_refuse(Refusal::CacheHot);
         }
         ok

@@ -80,7 +80,10 @@ impl Kernel {
             }
         }
         let wide = ttwu && self.profile.wake_wide == WakeWideVariant::V4_5 && self.wake_wide(p, waker, this_cpu);
-        let want_affine = ttwu && !wide && self.tasks[p.idx()].allowed(this_cpu);
+        let mut want_affine = ttwu && !wide && self.tasks[p.idx()].allowed(this_cpu);
+        if want_affine && self.numa.is_some() && self.numa_cling_wakeup(p, prev_cpu, this_cpu) {
+            want_affine = false; // the cling patch (fair/numa.rs)
+        }
         self.xw(|r| {
             r.want_affine = want_affine;
             r.wake_wide = wide;
@@ -378,7 +381,7 @@ impl Kernel {
 
     /// `select_idle_sibling()` in the profile's form (v2.6.38, v3.10, v5.2-v6.12). Counts the
     /// CPUs it examines in `self.last_scan`.
-    fn select_idle_sibling(&mut self, p: TaskId, prev: CpuId, target: CpuId, this_cpu: CpuId) -> CpuId {
+    pub(crate) fn select_idle_sibling(&mut self, p: TaskId, prev: CpuId, target: CpuId, this_cpu: CpuId) -> CpuId {
         self.xw(|r| {
             r.sis = true;
             r.target = target.0;

@@ -31,6 +31,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
     let chan = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Pipe { msgs_per_page: per_page } };
     let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
     let mut w = Workload {
+        memory: Vec::new(),
         name: "context_switch1".into(),
         params: vec![
             ("pairs".into(), pairs.to_string()),

@@ -49,6 +49,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
 
     let mut w = Workload {
+        memory: Vec::new(),
         name: "hackbench".into(),
         params: vec![
             ("groups".into(), groups.to_string()),

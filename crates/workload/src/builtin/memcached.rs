@@ -59,6 +59,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let requests = MetricSpec::Rate { name: "requests".into(), unit: "req/s".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "requests", requests, &[("latency", HIST_REQUEST)])?;
     let mut w = Workload {
+        memory: Vec::new(),
         name: "memcached".into(),
         params: vec![
             ("threads".into(), s.to_string()),

@@ -37,6 +37,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let copy = |b: u64| b * COPY_NS_PER_KB / 1024;
     let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
     let mut w = Workload {
+        memory: Vec::new(),
         name: "netperf".into(),
         params: vec![
             ("mode".into(), mode.to_string()),

@@ -182,6 +182,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let (metric_key, metric) = pick_metric(p, "tps", tps, &[("latency", HIST_REQUEST)])?;
     let sock = ChannelSpec { capacity: 256, sync: true, kind: ChannelKind::Socket };
     let mut w = Workload {
+        memory: Vec::new(),
         name: "pgbench".into(),
         params: vec![
             ("clients".into(), clients.to_string()),

@@ -44,6 +44,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         Op::Exit { cost: EXIT_NS },
     ];
     Ok(Workload {
+        memory: Vec::new(),
         name: "pipe".into(),
         params: vec![("loops".into(), loops.to_string()), ("threads".into(), (threads as u8).to_string())],
         programs: vec![main, child],

@@ -95,6 +95,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         params.push(("metric".into(), metric_key));
     }
     let mut w = Workload {
+        memory: Vec::new(),
         name: "schbench".into(),
         params,
         programs: Vec::new(),

@@ -31,6 +31,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
     prog.push(Op::EndLoop);
     Ok(Workload {
+        memory: Vec::new(),
         name: "soaker".into(),
         params: vec![
             ("tasks".into(), tasks.to_string()),

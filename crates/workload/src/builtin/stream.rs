@@ -78,6 +78,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     // FIDELITY(F-801): one spin iteration costs pause_ns on every machine (a parameter, not the machine model's).
     let spin = count.saturating_mul(pause_ns);
     let mut w = Workload {
+        memory: Vec::new(),
         name: "stream".into(),
         params: vec![("threads".into(), t.to_string()), ("array_size".into(), n.to_string()), ("ntimes".into(), ntimes.to_string())],
         programs: Vec::new(),

@@ -8,6 +8,14 @@
 //! mysqld, the writes take a short InnoDB lock-system mutex and COMMIT writes
 //! the redo log under the log mutex: futex waits, woken without WF_SYNC.
 //!
+//! `instances=N` runs N such pairs, each a mysqld process (its connection
+//! threads and its buffer pool) and a sysbench process, each pair in its own
+//! cpu cgroup `instK` (Michael Wang's 2019 cling tests: X mysqld instances in
+//! X cgroups, a sysbench instance attached to each). Both processes declare
+//! their memory (the buffer pool of `db_mib` MiB shared by the mysqld threads,
+//! a few MiB per thread), so on NUMA machines where the pages sit matters and
+//! NUMA balancing moves them and the threads.
+//!
 //! Each client records its event (transaction) latency in histogram 1
 //! (`ReqStart`/`ReqEnd`); `--set metric=latency_p95` reports it as
 //! `sysbench --percentile=95` does (also `latency_avg`, `latency_p99`, ...).
@@ -23,6 +31,8 @@ pub const BUILTIN: Builtin = Builtin {
     metric: "events/s (transactions per second, higher is better)",
     params: &[
         ParamDoc { key: "threads", default: "1", help: "client threads = connections = mysqld connection threads (--threads)" },
+        ParamDoc { key: "instances", default: "1", help: "mysqld + sysbench pairs, each in its own cpu cgroup instK (without it: one pair in the root group)" },
+        ParamDoc { key: "db_mib", default: "1024", help: "database (InnoDB buffer pool) size per instance, MiB; with instances or db_mib the processes declare memory (NUMA cost and balancing)" },
         ParamDoc { key: "metric", default: "events", help: "reported figure: events (per second) or latency_{avg,p50,p90,p95,p99,p99.9}" },
     ],
     build,
@@ -62,62 +72,136 @@ pub const LOG_WRITE_NS: u64 = 8_000;
 const LOG_MUTEX: u32 = 0;
 const LOCK_SYS: u32 = 1;
 
+/// Per mysqld connection thread: private memory (stack, sort and join buffers), MiB [inferred].
+pub const MYSQLD_THREAD_MIB: u64 = 2;
+/// Share of a mysqld thread's memory accesses to its private memory, % [inferred:
+/// most of an OLTP statement walks shared B-tree pages in the buffer pool].
+pub const MYSQLD_PRIVATE_PCT: u32 = 20;
+/// Share of mysqld statement time stalled on DRAM at local latency, % [inferred:
+/// in-memory OLTP is pointer chasing through index pages].
+pub const MYSQLD_STALL_PCT: u32 = 30;
+/// Distinct memory a mysqld thread touches per CPU second, MiB/s [inferred].
+pub const MYSQLD_TOUCH_MIB_S: u64 = 2048;
+/// sysbench client process: shared memory (Lua state, libmysqlclient), MiB [inferred].
+pub const CLIENT_SHARED_MIB: u64 = 64;
+pub const CLIENT_THREAD_MIB: u64 = 2;
+pub const CLIENT_PRIVATE_PCT: u32 = 50;
+pub const CLIENT_STALL_PCT: u32 = 10;
+pub const CLIENT_TOUCH_MIB_S: u64 = 256;
+
 // FIDELITY(F-106): no mysqld background threads or row-lock waits.
 fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let n = p.u64_in("threads", 1, 1, 50_000)? as u32;
+    let instances = p.u64_in("instances", 1, 1, 64)? as u32;
+    let grouped = p.get("instances").is_some();
+    let db_mib = p.u64_in("db_mib", 1024, 2, 1 << 20)?;
+    if (instances as u64) * (n as u64) > 50_000 {
+        return Err(WorkloadError(format!("sysbench: instances x threads = {} connections; at most 50000", instances * n)));
+    }
     let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
     let events = MetricSpec::Rate { name: "events".into(), unit: "events/s".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "events", events, &[("latency", HIST_REQUEST)])?;
     let mut w = Workload {
+        memory: Vec::new(),
         name: "sysbench".into(),
-        params: vec![("threads".into(), n.to_string()), ("metric".into(), metric_key)],
+        params: vec![("threads".into(), n.to_string())],
         programs: Vec::new(),
         tasks: Vec::new(),
         channels: Vec::new(),
-        sems: vec![SemSpec { initial: 1, sync: false, barging: false }, SemSpec { initial: 1, sync: false, barging: false }],
+        sems: Vec::new(),
         metric,
         time_bounded: true,
         groups: Vec::new(),
         jitter_pct: 10,
     };
-    if p.get("metric").is_none() {
-        w.params.retain(|(k, _)| k != "metric");
+    if grouped {
+        w.params.push(("instances".into(), instances.to_string()));
+    }
+    if p.get("db_mib").is_some() {
+        w.params.push(("db_mib".into(), db_mib.to_string()));
+    }
+    if p.get("metric").is_some() {
+        w.params.push(("metric".into(), metric_key));
     }
     let mut servers = Vec::new();
-    for i in 0..n {
-        let req = w.channels.len() as u32;
-        w.channels.push(sock.clone());
-        w.channels.push(sock.clone());
-        let resp = req + 1;
-        let mut client = vec![Op::Loop { count: u64::MAX }, Op::ReqStart { hist: HIST_REQUEST }];
-        let mut server = vec![Op::Loop { count: u64::MAX }];
-        for &(what, ns) in &STATEMENTS {
-            client.extend([
-                Op::Run { ns: CLIENT_STMT_NS },
-                Op::Write { chan: req, cost: TCP_SEND_NS },
-                Op::Read { chan: resp, cost: TCP_RECV_NS },
-            ]);
-            server.push(Op::Read { chan: req, cost: TCP_RECV_NS });
-            server.push(Op::Run { ns });
-            let lock = match what {
-                "COMMIT" => Some((LOG_MUTEX, LOG_WRITE_NS)),
-                "index_update" | "non_index_update" | "delete" | "insert" => Some((LOCK_SYS, LOCK_SYS_NS)),
-                _ => None,
-            };
-            if let Some((sem, hold)) = lock {
-                server.extend([Op::SemWait { sem }, Op::Run { ns: hold }, Op::SemPost { sem, n: 1 }]);
+    for k in 0..instances {
+        let group = if grouped {
+            w.groups.push(crate::GroupSpec { name: format!("inst{k}"), parent: 0, shares: 1024 });
+            w.groups.len() as u32
+        } else {
+            0
+        };
+        let (client_mm, server_mm) = (2 * k, 2 * k + 1);
+        let sem0 = w.sems.len() as u32;
+        w.sems.extend([SemSpec { initial: 1, sync: false, barging: false }, SemSpec { initial: 1, sync: false, barging: false }]);
+        for i in 0..n {
+            let req = w.channels.len() as u32;
+            w.channels.push(sock.clone());
+            w.channels.push(sock.clone());
+            let resp = req + 1;
+            let mut client = vec![Op::Loop { count: u64::MAX }, Op::ReqStart { hist: HIST_REQUEST }];
+            let mut server = vec![Op::Loop { count: u64::MAX }];
+            for &(what, ns) in &STATEMENTS {
+                client.extend([
+                    Op::Run { ns: CLIENT_STMT_NS },
+                    Op::Write { chan: req, cost: TCP_SEND_NS },
+                    Op::Read { chan: resp, cost: TCP_RECV_NS },
+                ]);
+                server.push(Op::Read { chan: req, cost: TCP_RECV_NS });
+                server.push(Op::Run { ns });
+                let lock = match what {
+                    "COMMIT" => Some((sem0 + LOG_MUTEX, LOG_WRITE_NS)),
+                    "index_update" | "non_index_update" | "delete" | "insert" => Some((sem0 + LOCK_SYS, LOCK_SYS_NS)),
+                    _ => None,
+                };
+                if let Some((sem, hold)) = lock {
+                    server.extend([Op::SemWait { sem }, Op::Run { ns: hold }, Op::SemPost { sem, n: 1 }]);
+                }
+                server.push(Op::Write { chan: resp, cost: TCP_SEND_NS });
             }
-            server.push(Op::Write { chan: resp, cost: TCP_SEND_NS });
+            client.push(Op::ReqEnd { hist: HIST_REQUEST });
+            client.push(Op::Count { id: COUNTER_OPS, n: 1 });
+            client.push(Op::EndLoop);
+            server.push(Op::EndLoop);
+            // Client programs first, then server programs (compact workload files).
+            let cp = push_prog(&mut w, client);
+            servers.push(server);
+            let (cname, sname) = if instances > 1 {
+                (format!("sysbench{k}-{i}"), format!("mysqld{k}-conn{i}"))
+            } else {
+                (format!("sysbench-{i}"), format!("mysqld-conn{i}"))
+            };
+            let mut ct = start_task(cname, cp, client_mm);
+            ct.group = group;
+            let mut st = start_task(sname, u32::MAX, server_mm);
+            st.group = group;
+            w.tasks.push(ct);
+            w.tasks.push(st);
         }
-        client.push(Op::ReqEnd { hist: HIST_REQUEST });
-        client.push(Op::Count { id: COUNTER_OPS, n: 1 });
-        client.push(Op::EndLoop);
-        server.push(Op::EndLoop);
-        // Client programs first, then server programs (compact workload files).
-        let cp = push_prog(&mut w, client);
-        servers.push(server);
-        w.tasks.push(start_task(format!("sysbench-{i}"), cp, 0));
-        w.tasks.push(start_task(format!("mysqld-conn{i}"), u32::MAX, 1));
+        // FIDELITY(F-775): memory sizes and access shares are inferred.
+        // Memory is declared with `instances` or `db_mib` only: the one-pair
+        // default keeps its memory-less results.
+        if !grouped && p.get("db_mib").is_none() {
+            continue;
+        }
+        w.memory.push(crate::MemSpec {
+            mm: server_mm,
+            shared_mib: db_mib,
+            private_mib: MYSQLD_THREAD_MIB,
+            private_pct: MYSQLD_PRIVATE_PCT,
+            stall_pct: MYSQLD_STALL_PCT,
+            touch_mib_per_s: MYSQLD_TOUCH_MIB_S,
+            initial_node: None,
+        });
+        w.memory.push(crate::MemSpec {
+            mm: client_mm,
+            shared_mib: CLIENT_SHARED_MIB,
+            private_mib: CLIENT_THREAD_MIB,
+            private_pct: CLIENT_PRIVATE_PCT,
+            stall_pct: CLIENT_STALL_PCT,
+            touch_mib_per_s: CLIENT_TOUCH_MIB_S,
+            initial_node: None,
+        });
     }
     super::push_server_programs(&mut w, servers);
     Ok(w)
@@ -140,5 +224,26 @@ mod tests {
         assert_eq!(round_trips, 20);
         let s = &w.programs[w.tasks[1].program as usize];
         assert_eq!(s.iter().filter(|o| matches!(o, Op::SemWait { .. })).count(), 5);
+    }
+
+    #[test]
+    fn instances_each_in_a_cgroup_with_memory() {
+        let w = crate::build("sysbench", &Params::parse("instances=3,threads=2,db_mib=512").unwrap(), 12, &[]).unwrap();
+        assert_eq!(w.groups.len(), 3);
+        assert_eq!(w.tasks.len(), 12);
+        // Instance 1: its mysqld threads share one process in cgroup inst1, apart from instance 0.
+        let m1: Vec<_> = w.tasks.iter().filter(|t| t.name.starts_with("mysqld1-")).collect();
+        assert_eq!(m1.len(), 2);
+        assert!(m1.iter().all(|t| t.group == 2 && t.mm == m1[0].mm));
+        assert_ne!(m1[0].mm, w.tasks.iter().find(|t| t.name.starts_with("mysqld0-")).unwrap().mm);
+        let db = w.memory.iter().find(|m| m.mm == m1[0].mm).unwrap();
+        assert_eq!(db.shared_mib, 512);
+        // Each instance has its own mutexes.
+        assert_eq!(w.sems.len(), 6);
+        w.validate().unwrap();
+        // Without `instances` the task graph is the one-pair, root-group one.
+        let one = crate::build("sysbench", &Params::parse("threads=2").unwrap(), 12, &[]).unwrap();
+        assert!(one.groups.is_empty() && one.tasks.iter().all(|t| t.group == 0));
+        assert!(one.memory.is_empty(), "the one-pair default declares no memory");
     }
 }

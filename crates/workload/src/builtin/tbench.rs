@@ -61,6 +61,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let threads = p.flag("threads", false)?;
     let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
     let mut w = Workload {
+        memory: Vec::new(),
         name: "tbench".into(),
         params: vec![("clients".into(), clients.to_string()), ("threads".into(), (threads as u8).to_string())],
         programs: Vec::new(),
