@@ -1669,7 +1669,8 @@ pub fn run_stoppable(
 impl Sim<'_> {
     /// `Op::Barrier`: arrive at barrier `id`. The last of `parties` arrivals
     /// releases the waiters with futex (non-sync) wakeups and continues; the
-    /// others block. Returns true when the caller must stop interpreting.
+    /// others block; spinners of `Op::SpinBarrier` at the same id are released
+    /// without a wakeup. Returns true when the caller must stop interpreting.
     fn barrier_arrive(&mut self, c: CpuId, t: TaskId, id: u32, parties: u32) -> bool {
         if self.barriers.len() <= id as usize {
             self.barriers.resize_with(id as usize + 1, Default::default);
@@ -1682,9 +1683,24 @@ impl Sim<'_> {
             return true;
         }
         b.0 = 0;
-        let mut ws = std::mem::take(&mut self.wake_buf);
-        ws.append(&mut b.1);
         self.advance(t);
+        // `Op::SpinBarrier` arrivals still spinning see the generation change:
+        // they go on without a futex wakeup; a running spinner's segment ends now.
+        if let Some(sp) = self.spinners.get_mut(id as usize) {
+            let mut sp = std::mem::take(sp);
+            for &s in &sp {
+                self.advance(s);
+                self.rt[s.idx()].remaining = 0;
+                let cpu = self.kernel.tasks[s.idx()].cpu;
+                if self.cpus[cpu.idx()].running == Some(s) {
+                    self.reschedule_segment(cpu, s);
+                }
+            }
+            sp.clear();
+            self.spinners[id as usize] = sp; // keeps its capacity: no allocation per barrier
+        }
+        let mut ws = std::mem::take(&mut self.wake_buf);
+        ws.append(&mut self.barriers[id as usize].1);
         let woke = !ws.is_empty();
         for &w in &ws {
             self.advance(w);
@@ -1715,20 +1731,6 @@ impl Sim<'_> {
             r.stage = 1;
             r.remaining = spin;
             return false; // the run loop starts the spin segment
-        }
-        if b.0 + 1 == parties {
-            // Spinners see the generation change: no futex wakeup for them.
-            let spinners = std::mem::take(&mut self.spinners[id as usize]);
-            for s in spinners {
-                self.advance(s);
-                let cpu = self.kernel.tasks[s.idx()].cpu;
-                if self.cpus[cpu.idx()].running == Some(s) && s != t {
-                    self.rt[s.idx()].remaining = 0;
-                    self.reschedule_segment(cpu, s);
-                } else {
-                    self.rt[s.idx()].remaining = 0;
-                }
-            }
         }
         self.barrier_arrive(c, t, id, parties)
     }

@@ -1226,21 +1226,8 @@ mod tests {
     // cache_nice_tries (1 at the LLC level).
     #[test]
     fn cache_hot_tasks_skipped_until_balance_failures() {
-        let mut k = Kernel::new(&flat(2), profile("v6.6").unwrap());
-        let mut ts = Vec::new();
-        for _ in 0..3 {
-            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
-            k.tasks[p.idx()].cpus_allowed = None;
-            ts.push(p);
-        }
         // Run each for a while so all three are hot at t = 3 ms.
-        let mut now = 0;
-        for _ in 0..3 {
-            now += 1_000_000;
-            k.rqs[0].need_resched = true;
-            k.schedule(CpuId(0), SwitchReason::Preempt, now);
-        }
+        let (mut k, _, now) = three_on_cpu0("v6.6");
         let queued: Vec<TaskId> = k.rqs[0].cfs.queue.iter().map(|e| e.task_id().unwrap()).collect();
         assert_eq!(queued.len(), 2);
         let now = now + 100_000; // 0.1 ms later: the last-run queued task is hot
