@@ -9,12 +9,14 @@
 //! task needs CPU time, sleeps, or a remote CPU must react.
 
 pub mod metrics;
+mod noise;
 pub mod numa;
 pub mod queue;
 pub mod rng;
 pub mod trace;
 
 use metrics::Histogram;
+pub use noise::NoiseStats;
 use rng::Pcg32;
 use schedlab_kernel::{CpuId, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
 use schedlab_machine::cost::{Component, CostModel, ModelSwitches, TaskMem};
@@ -51,6 +53,10 @@ enum EvKind {
     WakeList { cpu: u16 },
     /// The nohz-balance kick reaches the idle load balancer `cpu`.
     NohzBalance { cpu: u16 },
+    /// An interrupt (not the tick) on `cpu` (machine noise).
+    Irq { cpu: u16 },
+    /// `cpu`'s kernel thread is woken (machine noise).
+    Kthread { cpu: u16 },
 }
 
 /// Per-CPU engine state (what the hardware is doing).
@@ -191,6 +197,8 @@ pub struct RunResult {
     pub trace: Option<Box<trace::Trace>>,
     /// Memory per node and NUMA balancing, for workloads that declare memory on NUMA machines.
     pub numa: Option<numa::NumaReport>,
+    /// The machine's background (tick and interrupt time, kernel threads).
+    pub noise: NoiseStats,
 }
 
 impl RunResult {
@@ -305,9 +313,17 @@ pub struct Sim<'a> {
     tag_buf: Vec<u32>,
     /// Memory behaviour of processes that declare memory (numa.rs).
     numa_mem: Option<Box<numa::EngineNuma>>,
+    /// The machine's background (noise.rs).
+    noise: noise::NoiseRt,
+    /// The kernel threads of noise.rs, in creation order.
+    kthread_ids: Vec<TaskId>,
 }
 
 const INF: u64 = u64::MAX;
+
+/// Event-queue slots per CPU besides its segment end: Tick, Resched, WakeList,
+/// NohzBalance, Irq, Kthread.
+const PER_CPU_SLOTS: u32 = 6;
 
 /// Wall time to do `work` nominal ns at `rate` per mille (rounded up).
 #[inline]
@@ -360,8 +376,8 @@ impl<'a> Sim<'a> {
             now: 0,
             seq: 0,
             // Segment ends (slots 0..n) go to the queue's tournament tree.
-            queue: queue::EventQueue::new(5 * n + wl.tasks.len(), n),
-            nr_cpus_slots: 5 * n as u32,
+            queue: queue::EventQueue::new((1 + PER_CPU_SLOTS as usize) * n + wl.tasks.len(), n),
+            nr_cpus_slots: (1 + PER_CPU_SLOTS) * n as u32,
             nr_cpus: n as u32,
             cpus: vec![Cpu::default(); n],
             rt: Vec::with_capacity(wl.tasks.len()),
@@ -413,6 +429,8 @@ impl<'a> Sim<'a> {
             wake_buf: Vec::new(),
             tag_buf: Vec::new(),
             numa_mem: None,
+            noise: noise::NoiseRt::new(machine, cfg),
+            kthread_ids: Vec::new(),
         };
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
@@ -425,6 +443,7 @@ impl<'a> Sim<'a> {
                 s.create_task(i as u32, None, CpuId(0));
             }
         }
+        s.noise_start();
         s
     }
 
@@ -432,10 +451,12 @@ impl<'a> Sim<'a> {
     fn slot_of(&self, kind: EvKind) -> u32 {
         match kind {
             EvKind::SegEnd { cpu, .. } => cpu as u32,
-            EvKind::Tick { cpu, .. } => self.nr_cpus + 4 * cpu as u32,
-            EvKind::Resched { cpu } => self.nr_cpus + 4 * cpu as u32 + 1,
-            EvKind::WakeList { cpu } => self.nr_cpus + 4 * cpu as u32 + 2,
-            EvKind::NohzBalance { cpu } => self.nr_cpus + 4 * cpu as u32 + 3,
+            EvKind::Tick { cpu, .. } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32,
+            EvKind::Resched { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 1,
+            EvKind::WakeList { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 2,
+            EvKind::NohzBalance { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 3,
+            EvKind::Irq { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 4,
+            EvKind::Kthread { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 5,
             EvKind::Timer { task } => self.nr_cpus_slots + task,
         }
     }
@@ -450,12 +471,14 @@ impl<'a> Sim<'a> {
         if slot < self.nr_cpus {
             return EvKind::SegEnd { cpu: slot as u16, gen: self.cpus[slot as usize].seg_gen };
         }
-        let cpu = ((slot - self.nr_cpus) / 4) as u16;
-        match (slot - self.nr_cpus) % 4 {
+        let cpu = ((slot - self.nr_cpus) / PER_CPU_SLOTS) as u16;
+        match (slot - self.nr_cpus) % PER_CPU_SLOTS {
             0 => EvKind::Tick { cpu, gen: self.cpus[cpu as usize].tick_gen },
             1 => EvKind::Resched { cpu },
             2 => EvKind::WakeList { cpu },
-            _ => EvKind::NohzBalance { cpu },
+            3 => EvKind::NohzBalance { cpu },
+            4 => EvKind::Irq { cpu },
+            _ => EvKind::Kthread { cpu },
         }
     }
 
@@ -518,6 +541,9 @@ impl<'a> Sim<'a> {
                         continue; // NOHZ: an idle CPU stops its tick
                     }
                     let tr = self.kernel.scheduler_tick(c, self.now);
+                    if let Some(t) = self.cpus[c.idx()].running {
+                        self.noise_tick(c, t);
+                    }
                     if self.numa_mem.is_some() {
                         self.numa_charge(c);
                     }
@@ -582,6 +608,8 @@ impl<'a> Sim<'a> {
                         }
                     }
                 }
+                EvKind::Irq { cpu } => self.noise_irq(CpuId(cpu)),
+                EvKind::Kthread { cpu } => self.noise_kthread(CpuId(cpu)),
                 EvKind::WakeList { cpu } => {
                     let c = CpuId(cpu);
                     // sched_ttwu_pending() takes this CPU's own rq lock.
@@ -900,7 +928,9 @@ impl<'a> Sim<'a> {
             self.tr_schedule(c, reason, &res);
         }
         if let Some(d) = res.next_run_delay {
-            self.run_delay.record(d);
+            if !res.next.is_some_and(|nx| self.is_kthread(nx)) {
+                self.run_delay.record(d);
+            }
         }
         if let Some(dst) = res.kick {
             self.kick_remote(dst);
@@ -985,7 +1015,8 @@ impl<'a> Sim<'a> {
                         cost += self.machine.costs.context_switch_ns;
                     }
                     let mm = self.kernel.tasks[nx.idx()].mm;
-                    if cpu.last_mm != Some(mm) {
+                    // A kernel thread borrows the last mm (lazy TLB): no switch.
+                    if mm != noise::KTHREAD_MM && cpu.last_mm != Some(mm) {
                         if switch_on {
                             cost += self.machine.costs.mm_switch_ns;
                             // Before v4.14 the kernel does not use PCID: the CR3
@@ -1056,6 +1087,12 @@ impl<'a> Sim<'a> {
                 return;
             }
             let r = &self.rt[t.idx()];
+            if r.program == noise::KTHREAD_PROGRAM {
+                if self.kthread_step(c, t) {
+                    continue;
+                }
+                return;
+            }
             let prog = &wl.programs[r.program as usize];
             let Some(&op) = prog.get(r.pc as usize) else {
                 // Falling off the end of a program is an exit.
@@ -1446,6 +1483,9 @@ impl<'a> Sim<'a> {
         let mut groups: Vec<GroupStat> =
             self.kernel.groups().iter().map(|g| GroupStat { name: g.name.clone(), shares: g.shares, tasks: 0, runtime_ns: 0 }).collect();
         for t in &self.kernel.tasks {
+            if self.is_kthread(t.id) {
+                continue; // the machine's, not the workload's (noise.rs)
+            }
             let g = &mut groups[t.group as usize];
             g.tasks += 1;
             // sum_exec_runtime, plus what the running task ran since its last update_curr().
@@ -1466,7 +1506,13 @@ impl<'a> Sim<'a> {
         let mut invol = 0;
         let mut migr = 0;
         let mut never_ran = 0;
+        let mut noise = self.noise.stats;
         for t in &self.kernel.tasks {
+            if self.is_kthread(t.id) {
+                noise.switches += t.nvcsw + t.nivcsw;
+                noise.migrations += t.nr_migrations;
+                continue;
+            }
             vol += t.nvcsw;
             invol += t.nivcsw;
             migr += t.nr_migrations;
@@ -1477,7 +1523,9 @@ impl<'a> Sim<'a> {
         }
         // Run delay samples: each task's waits are summarised by the kernel's
         // sched_info; per-wait samples are recorded by the engine.
-        let wakeups = self.kernel.rqs.iter().map(|r| r.ttwu_count).sum();
+        // The kernel threads' wakeups (their first activation is a fork) are not the workload's.
+        let kthread_ttwu = noise.kthread_wakeups - self.kthread_ids.len() as u64;
+        let wakeups = self.kernel.rqs.iter().map(|r| r.ttwu_count).sum::<u64>() - kthread_ttwu;
         let (ttwu_count, ttwu_local, levels) = self.kernel.level_stats();
         let busy: Vec<u64> = self.cpus.iter().map(|c| c.busy_ns).collect();
         let schedstat = self.want_schedstat.then(|| self.kernel.schedstat(end, &busy));
@@ -1614,7 +1662,10 @@ impl<'a> Sim<'a> {
                 .rt
                 .iter()
                 .zip(&self.kernel.tasks)
-                .map(|(rt, t)| (self.wl.tasks[rt.spec as usize].name.clone(), t.group))
+                .map(|(rt, t)| match self.wl.tasks.get(rt.spec as usize) {
+                    Some(ts) => (ts.name.clone(), t.group),
+                    None => (format!("kthread/{}", t.cpu.0), t.group),
+                })
                 .collect(),
             idle_exit_ns: self.idle_exit_ns,
             l2_misses: self.l2_misses,
@@ -1629,6 +1680,7 @@ impl<'a> Sim<'a> {
             latencies,
             trace: self.trace.take(),
             numa: self.numa_report(end),
+            noise,
         }
     }
 }

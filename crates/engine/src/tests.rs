@@ -36,6 +36,21 @@ fn go(m: &Machine, kernel: &str, w: &Workload, seed: u64, duration: Option<u64>)
     )
 }
 
+/// Mechanism tests run without the machine's background (noise.rs), as
+/// `--machine-model NO_NOISE` does, so that they see one mechanism at work.
+fn quiet() -> schedlab_machine::cost::ModelSwitches {
+    schedlab_machine::cost::ModelSwitches::parse("NO_NOISE").unwrap()
+}
+
+fn go_quiet(m: &Machine, kernel: &str, w: &Workload, seed: u64, duration: Option<u64>) -> RunResult {
+    run(
+        m,
+        profile(kernel).unwrap(),
+        w,
+        &SimConfig { seed, duration_ns: duration, schedstat: false, model: quiet(), trace: false, switch_log: false },
+    )
+}
+
 /// The invariants every run must satisfy.
 fn check_invariants(r: &RunResult, w: &Workload, completes: bool) {
     for (i, &(busy, idle)) in r.cpus.iter().enumerate() {
@@ -146,8 +161,7 @@ fn pipe_round_trip_on_one_cpu_follows_costs() {
 }
 
 fn run_with(m: &Machine, kernel: schedlab_kernel::Kernel, w: &Workload, duration: u64) -> (RunResult, schedlab_kernel::Kernel) {
-    let cfg =
-        SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false, model: Default::default(), trace: false, switch_log: false };
+    let cfg = SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false, model: quiet(), trace: false, switch_log: false };
     crate::Sim::new(m, kernel, w, &cfg).run_keep_kernel(&cfg)
 }
 
@@ -432,7 +446,7 @@ fn context_switch1_unpinned_rq_lock_wait_rises_past_one_task_per_cpu() {
     let m = machine("spr-112");
     let run_cs = |kernel: &str, pairs: u32| {
         let w = wl(&m, "context_switch1", &format!("pairs={pairs},affinity=0"));
-        let r = go(&m, kernel, &w, 1, Some(20 * MS));
+        let r = go_quiet(&m, kernel, &w, 1, Some(20 * MS));
         check_invariants(&r, &w, false);
         r
     };
@@ -574,7 +588,7 @@ mm = 0
     let handoff = schedlab_workload::file::from_toml_str(&text(false), "handoff.toml").unwrap();
     let barging = schedlab_workload::file::from_toml_str(&text(true), "barging.toml").unwrap();
     assert!(barging.sems[0].barging && !handoff.sems[0].barging);
-    let (h, b) = (go(&m, "v6.12", &handoff, 1, Some(100 * MS)), go(&m, "v6.12", &barging, 1, Some(100 * MS)));
+    let (h, b) = (go_quiet(&m, "v6.12", &handoff, 1, Some(100 * MS)), go_quiet(&m, "v6.12", &barging, 1, Some(100 * MS)));
     // Hand-off: every release passes the lock to the sleeping waiter, so the
     // tasks alternate and every acquisition after the first costs a wakeup.
     assert!(h.wakeups > 500, "hand-off wakes the waiter at every release: {}", h.wakeups);

@@ -218,6 +218,19 @@ impl Sim<'_> {
         self.tr_push(cpu, parent, EventKind::WakeupNew { task: p.0, target_cpu: r.cpu.0 });
     }
 
+    /// A kernel thread of the machine's noise (noise.rs) was created on `cpu`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn tr_new_kthread(&mut self, p: TaskId, cpu: CpuId, r: &WakeResult) {
+        let Some(tr) = self.trace.as_deref_mut() else { return };
+        let pid = PID_BASE + p.0;
+        debug_assert_eq!(tr.tasks.len(), p.idx());
+        tr.tasks.push(TraceTask { pid, tgid: pid, ppid: 0, comm: comm_of(&format!("kthread/{}", cpu.0)), prio: 120 });
+        // Woken from the timer softirq, in the context of what runs on `cpu`.
+        let current = self.cpus[cpu.idx()].running;
+        self.tr_push(cpu, current, EventKind::WakeupNew { task: p.0, target_cpu: r.cpu.0 });
+    }
+
     /// The migrations the kernel did since the last drain, in the context of
     /// `cpu` (what runs there now).
     #[cold]
@@ -363,14 +376,17 @@ mod tests {
             }
         }
         let count = |f: fn(&EventKind) -> bool| tr.count(f) as u64;
+        // The machine's kernel threads (noise.rs) are traced but are not the workload's.
+        let n = &r.noise;
+        let kthreads = tr.tasks.iter().filter(|t| t.comm.starts_with("kthread/")).count() as u64;
         let task_switches = count(|k| matches!(k, EventKind::Switch { prev: Some(_), .. }));
-        assert_eq!(task_switches, r.voluntary_switches + r.involuntary_switches);
-        assert_eq!(count(|k| matches!(k, EventKind::Switch { prev_state: PrevState::Preempted, .. })), r.involuntary_switches);
-        assert_eq!(count(|k| matches!(k, EventKind::Waking { .. })), r.wakeups);
-        assert_eq!(count(|k| matches!(k, EventKind::Migrate { .. })), r.migrations);
-        assert_eq!(count(|k| matches!(k, EventKind::WakeupNew { .. })), r.tasks_created);
+        assert_eq!(task_switches, r.voluntary_switches + r.involuntary_switches + n.switches);
+        assert!(count(|k| matches!(k, EventKind::Switch { prev_state: PrevState::Preempted, .. })) >= r.involuntary_switches);
+        assert_eq!(count(|k| matches!(k, EventKind::Waking { .. })), r.wakeups + n.kthread_wakeups - kthreads);
+        assert_eq!(count(|k| matches!(k, EventKind::Migrate { .. })), r.migrations + n.migrations);
+        assert_eq!(count(|k| matches!(k, EventKind::WakeupNew { .. })), r.tasks_created + kthreads);
         assert_eq!(count(|k| matches!(k, EventKind::Exit { .. })), r.tasks_exited);
-        assert_eq!(tr.tasks.len() as u64, r.tasks_created);
+        assert_eq!(tr.tasks.len() as u64, r.tasks_created + kthreads);
     }
 
     #[test]

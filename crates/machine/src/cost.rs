@@ -68,6 +68,8 @@ switches! {
     SWITCH,
     /// Cost of each CPU examined by idle searches and balancing.
     SCAN,
+    /// The machine's background: tick and interrupt time, per-CPU kernel threads.
+    NOISE,
 }
 
 /// Which components are on (all by default).

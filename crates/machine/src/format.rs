@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use crate::{validate_parts, CacheSizes, Costs, CpuInfo, CpuTopology, CpuVendor, IdleState, Machine, MachineError};
+use crate::{validate_noise, validate_parts, CacheSizes, Costs, CpuInfo, CpuTopology, CpuVendor, IdleState, Machine, MachineError, Noise};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,6 +21,9 @@ struct FileMachine {
     caches: CacheSizes,
     costs: Costs,
     idle_states: Vec<IdleState>,
+    /// Absent: [`Noise::BARE_METAL_DEFAULT`].
+    #[serde(default)]
+    noise: Option<Noise>,
 }
 
 #[derive(Deserialize, Default)]
@@ -227,6 +230,8 @@ pub(crate) fn from_toml_str(text: &str, name: &str) -> Result<Machine, MachineEr
     };
     let topology = build_topology(&cx, &file.topology)?.with_vendor(vendor);
     validate_parts(&file.caches, &file.costs, &file.idle_states).map_err(|(f, m)| cx.err(&f, m))?;
+    let noise = file.noise.unwrap_or_default();
+    validate_noise(&noise).map_err(|(f, m)| cx.err(&f, m))?;
     Ok(Machine {
         name,
         description: file.description,
@@ -235,6 +240,7 @@ pub(crate) fn from_toml_str(text: &str, name: &str) -> Result<Machine, MachineEr
         caches: file.caches,
         costs: file.costs,
         idle_states: file.idle_states,
+        noise,
     })
 }
 
@@ -437,6 +443,13 @@ pub(crate) fn to_toml(m: &Machine) -> String {
     for (f, v) in fields {
         let _ = writeln!(s, "{f} = {v}");
     }
+    let n = &m.noise;
+    let _ = writeln!(s, "\n[noise]");
+    let _ = writeln!(
+        s,
+        "tick_ns = {}\nirq_per_s = {:?}\nirq_ns = {}\nkthread_per_s = {:?}\nkthread_run_ns = {}",
+        n.tick_ns, n.irq_per_s, n.irq_ns, n.kthread_per_s, n.kthread_run_ns
+    );
     for st in &m.idle_states {
         let _ = writeln!(
             s,

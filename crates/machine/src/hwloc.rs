@@ -285,6 +285,7 @@ pub(crate) fn from_hwloc_xml_str(text: &str, name: &str) -> Result<Machine, Mach
             IdleState { name: "POLL".into(), exit_latency_ns: 0, target_residency_ns: 0 },
             IdleState { name: "C1".into(), exit_latency_ns: 1000, target_residency_ns: 2000 },
         ],
+        noise: crate::Noise::BARE_METAL_DEFAULT,
     };
     m.validate()?;
     Ok(m)

@@ -40,6 +40,54 @@ pub struct Machine {
     pub costs: Costs,
     /// Shallowest first; at least one (POLL or C1).
     pub idle_states: Vec<IdleState>,
+    /// The machine's background: tick and interrupt time, per-CPU kernel threads.
+    pub noise: Noise,
+}
+
+/// The background every real machine has (the `[noise]` section of a machine
+/// file; docs/CALIBRATION.md "Machine noise"): the scheduler tick's interrupt and
+/// other interrupts and softirqs take time from the running task, and per-CPU
+/// kernel threads (kworker, kcompactd, rcu, migration, ksoftirqd) wake on every
+/// CPU now and then, run briefly and sleep again. Rates are per CPU; times are
+/// means of exponential distributions drawn from the run's seeded RNG.
+/// `--machine-model NO_NOISE` turns all of it off.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Noise {
+    /// CPU time the tick interrupt (hrtimer, scheduler_tick(), softirq raise)
+    /// takes from the task it interrupts, at every tick of a busy CPU.
+    pub tick_ns: u64,
+    /// Other interrupts and softirqs (device, RCU, TIMER) per CPU per second.
+    pub irq_per_s: f64,
+    /// Mean time one of them takes from the interrupted task.
+    pub irq_ns: u64,
+    /// Wakeups of per-CPU kernel threads per CPU per second.
+    pub kthread_per_s: f64,
+    /// Mean CPU time of one kernel-thread activation.
+    pub kthread_run_ns: u64,
+}
+
+impl Noise {
+    /// No background at all (what `NO_NOISE` means).
+    pub const NONE: Noise = Noise { tick_ns: 0, irq_per_s: 0.0, irq_ns: 0, kthread_per_s: 0.0, kthread_run_ns: 0 };
+
+    /// Measured on the 2-vCPU KVM guest schedlab is developed on (tracefs,
+    /// docs/CALIBRATION.md "Machine noise"): used for `local` when it is a
+    /// virtual machine.
+    pub const GUEST_MEASURED: Noise = Noise { tick_ns: 5_000, irq_per_s: 20.0, irq_ns: 5_000, kthread_per_s: 5.0, kthread_run_ns: 12_000 };
+
+    /// Bare-metal default for machines whose file has no `[noise]` section: the
+    /// rates measured here (they are the kernel's, not the hypervisor's) with
+    /// the tick at the cost of a bare-metal timer interrupt [assumed, see
+    /// docs/CALIBRATION.md]. Interrupt and kthread durations as measured.
+    pub const BARE_METAL_DEFAULT: Noise =
+        Noise { tick_ns: 2_000, irq_per_s: 20.0, irq_ns: 5_000, kthread_per_s: 5.0, kthread_run_ns: 12_000 };
+}
+
+impl Default for Noise {
+    fn default() -> Self {
+        Noise::BARE_METAL_DEFAULT
+    }
 }
 
 /// Cache sizes. L1d and L2 are per core; the LLC size is per LLC instance.
@@ -222,8 +270,27 @@ impl Machine {
     /// Field names in messages are those of the TOML format.
     pub fn validate(&self) -> Result<(), MachineError> {
         validate_parts(&self.caches, &self.costs, &self.idle_states)
+            .and_then(|()| validate_noise(&self.noise))
             .map_err(|(field, msg)| MachineError(format!("machine {:?}: {field}: {msg}", self.name)))
     }
+}
+
+/// Checks of a `[noise]` section: (field, message naming the fix).
+pub(crate) fn validate_noise(n: &Noise) -> Result<(), (String, String)> {
+    for (f, v) in [("noise.irq_per_s", n.irq_per_s), ("noise.kthread_per_s", n.kthread_per_s)] {
+        if !v.is_finite() || !(0.0..=100_000.0).contains(&v) {
+            return Err((f.into(), format!("is {v}; give a rate per CPU per second between 0 and 100000 (0 turns this source off)")));
+        }
+    }
+    for (f, v) in [("noise.tick_ns", n.tick_ns), ("noise.irq_ns", n.irq_ns), ("noise.kthread_run_ns", n.kthread_run_ns)] {
+        if v > 1_000_000 {
+            return Err((
+                f.into(),
+                format!("is {v} ns; background activations longer than 1 ms are not noise: give the mean time in ns (e.g. 5000)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Range checks on everything but the topology. Returns (field path, message with fix).

@@ -281,6 +281,8 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
         caches,
         costs: generic_costs(freq_mhz, guest),
         idle_states,
+        // The guest figures were measured on a KVM guest (docs/CALIBRATION.md "Machine noise").
+        noise: if guest { crate::Noise::GUEST_MEASURED } else { crate::Noise::BARE_METAL_DEFAULT },
     };
     m.validate()?;
     Ok(m)

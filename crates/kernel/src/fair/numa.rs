@@ -607,7 +607,8 @@ impl Kernel {
         let n = self.nm().nr_nodes;
         let st = self.nmm();
         if st.tasks.len() <= p.idx() {
-            st.tasks.resize_with(p.idx() + 1, TaskNuma::default);
+            // Tasks not started yet have no preferred node (__sched_fork(): NUMA_NO_NODE).
+            st.tasks.resize_with(p.idx() + 1, || TaskNuma { preferred_nid: NO_NODE, ..Default::default() });
         }
         let mi = st.mm_of(mmid);
         let delay_ms = st.sysctl.scan_delay_ms;

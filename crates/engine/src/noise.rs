@@ -1,0 +1,256 @@
+//! The machine's background (`schedlab_machine::Noise`): what every real
+//! machine runs besides the benchmark, so that placements a real machine
+//! would disturb do not stay frozen.
+//!
+//! - The tick's interrupt takes `tick_ns` from the task it interrupts (the
+//!   engine's Tick event adds it to the running task's work).
+//! - Other interrupts and softirqs (devices, RCU, TIMER) arrive on each CPU as a
+//!   Poisson process of `irq_per_s` and take an exponentially distributed time
+//!   (mean `irq_ns`) from the running task; an idle CPU just handles them.
+//! - Per-CPU kernel threads (kworker, kcompactd, rcu, migration, ksoftirqd) are
+//!   one CFS task per CPU, pinned, nice 0, without an mm (lazy TLB). A Poisson
+//!   process of `kthread_per_s` per CPU wakes it from that CPU's timer softirq
+//!   (`try_to_wake_up()` with the task running there as `current`, not WF_SYNC,
+//!   as a timer or queue_work() from interrupt context does), and it runs an
+//!   exponentially distributed time (mean `kthread_run_ns`) and sleeps. An
+//!   activation that finds the thread still runnable is folded into it (a
+//!   kworker drains its queue in one run).
+//!
+//! Draws come from a stream of their own, so the workload's jitter draws are
+//! the same with and without noise. The kernel threads are not the workload's:
+//! they do not keep a run alive and are left out of its switch, wakeup,
+//! migration and run-delay figures (RunResult::noise counts them); they are in
+//! /proc/schedstat and in traces, as on a real machine.
+// FIDELITY(F-802): one merged kthread per CPU; rates and durations measured on the 2-vCPU guest (docs/CALIBRATION.md "Machine noise").
+
+use schedlab_kernel::{TaskId, TaskParams, WakeFlags};
+use schedlab_machine::cost::{Component, TaskMem};
+use schedlab_topology::CpuId;
+
+use crate::rng::Pcg32;
+use crate::{EvKind, Sim, SimConfig, TaskRt};
+
+/// `TaskRt::program` of a kernel thread (it has no ops; `kthread_step` runs it).
+pub(crate) const KTHREAD_PROGRAM: u32 = u32::MAX;
+/// `TaskParams::mm` of a kernel thread: no mm, the CPU keeps the last one (lazy TLB).
+pub(crate) const KTHREAD_MM: u32 = u32::MAX;
+
+/// Counts of the background, for reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoiseStats {
+    /// Kernel-thread wakeups that found the thread asleep (each one ran).
+    pub kthread_wakeups: u64,
+    /// CPU time the kernel threads ran.
+    pub kthread_ns: u64,
+    /// Interrupts (not the tick) that hit a running task, and the time they took.
+    pub irqs: u64,
+    pub irq_ns: u64,
+    /// Time the tick's interrupt took from running tasks.
+    pub tick_ns: u64,
+    /// The kernel threads' own context switches, wakeups and migrations
+    /// (left out of the workload's figures).
+    pub switches: u64,
+    pub migrations: u64,
+}
+
+/// Engine state of the background.
+#[derive(Clone, Debug)]
+pub(crate) struct NoiseRt {
+    pub(crate) tick_ns: u64,
+    irq_gap_ns: u64,
+    irq_ns: u64,
+    kthread_gap_ns: u64,
+    kthread_run_ns: u64,
+    rng: Pcg32,
+    /// The kernel thread of each CPU, once created (at its first activation).
+    pub(crate) kthread: Vec<Option<TaskId>>,
+    /// The kernel thread of a CPU is runnable or running.
+    active: Vec<bool>,
+    pub(crate) stats: NoiseStats,
+}
+
+fn gap_ns(per_s: f64) -> u64 {
+    if per_s > 0.0 {
+        (1e9 / per_s).round() as u64
+    } else {
+        0
+    }
+}
+
+impl NoiseRt {
+    pub(crate) fn new(m: &schedlab_machine::Machine, cfg: &SimConfig) -> NoiseRt {
+        let on = cfg.model.on(Component::NOISE);
+        let n = if on { m.noise.clone() } else { schedlab_machine::Noise::NONE };
+        let cpus = m.topology.nr_cpus();
+        NoiseRt {
+            tick_ns: n.tick_ns,
+            irq_gap_ns: if n.irq_ns > 0 { gap_ns(n.irq_per_s) } else { 0 },
+            irq_ns: n.irq_ns,
+            kthread_gap_ns: if n.kthread_run_ns > 0 { gap_ns(n.kthread_per_s) } else { 0 },
+            kthread_run_ns: n.kthread_run_ns,
+            rng: Pcg32::new(cfg.seed, 0x6e6f_6973_65),
+            kthread: vec![None; cpus],
+            active: vec![false; cpus],
+            stats: NoiseStats::default(),
+        }
+    }
+
+    /// An exponentially distributed duration of mean `mean` ns (at least 1 ns).
+    fn exp(&mut self, mean: u64) -> u64 {
+        // Inverse transform on a 32-bit uniform in (0, 1].
+        let u = (self.rng.next_u32() as f64 + 1.0) / 4_294_967_296.0;
+        ((-u.ln() * mean as f64) as u64).max(1)
+    }
+}
+
+impl Sim<'_> {
+    /// Arm the first interrupt and kernel-thread activation of every CPU.
+    pub(crate) fn noise_start(&mut self) {
+        for c in 0..self.nr_cpus as u16 {
+            if self.noise.irq_gap_ns > 0 {
+                let at = self.noise.exp(self.noise.irq_gap_ns);
+                self.push(at, EvKind::Irq { cpu: c });
+            }
+            if self.noise.kthread_gap_ns > 0 {
+                let at = self.noise.exp(self.noise.kthread_gap_ns);
+                self.push(at, EvKind::Kthread { cpu: c });
+            }
+        }
+    }
+
+    /// An interrupt on `c`: it takes its time from the running task.
+    pub(crate) fn noise_irq(&mut self, c: CpuId) {
+        let gap = self.noise.exp(self.noise.irq_gap_ns);
+        self.push(self.now + gap, EvKind::Irq { cpu: c.0 });
+        if let Some(t) = self.cpus[c.idx()].running {
+            let d = self.noise.exp(self.noise.irq_ns);
+            self.noise.stats.irqs += 1;
+            self.noise.stats.irq_ns += d;
+            self.steal(c, t, d);
+        }
+    }
+
+    /// The tick's interrupt on busy `c` (called from the Tick event).
+    #[inline]
+    pub(crate) fn noise_tick(&mut self, c: CpuId, t: TaskId) {
+        let d = self.noise.tick_ns;
+        if d > 0 {
+            self.noise.stats.tick_ns += d;
+            self.steal(c, t, d);
+        }
+    }
+
+    /// Interrupt time `d` (wall ns) on `c`: the running task `t` reaches the
+    /// end of its segment that much later (its work is in nominal ns, or bytes
+    /// in a memory phase; both progress at `rate` per 1000 ns).
+    fn steal(&mut self, c: CpuId, t: TaskId, d: u64) {
+        let rate = self.cpus[c.idx()].rate;
+        self.rt[t.idx()].remaining += d * rate / 1000;
+        self.reschedule_segment(c, t);
+    }
+
+    /// A kernel-thread activation on `c`: wake (or create) its kthread from the
+    /// timer softirq, in the context of whatever runs on `c`.
+    pub(crate) fn noise_kthread(&mut self, c: CpuId) {
+        let gap = self.noise.exp(self.noise.kthread_gap_ns);
+        self.push(self.now + gap, EvKind::Kthread { cpu: c.0 });
+        if self.noise.active[c.idx()] {
+            return; // still runnable: this work is done in the same run
+        }
+        self.noise.active[c.idx()] = true;
+        self.noise.stats.kthread_wakeups += 1;
+        match self.noise.kthread[c.idx()] {
+            Some(k) => {
+                let current = self.cpus[c.idx()].running;
+                self.wake(k, c, current, WakeFlags::default());
+            }
+            None => self.create_kthread(c),
+        }
+    }
+
+    /// Create the kernel thread of `c` (pinned there, no mm) and wake it as new.
+    fn create_kthread(&mut self, c: CpuId) {
+        let params = TaskParams { nice: 0, policy: Default::default(), mm: KTHREAD_MM, cpus_allowed: Some(vec![c]), group: 0 };
+        let p = self.kernel.sched_fork(&params, None, c, self.now);
+        debug_assert_eq!(p.idx(), self.rt.len());
+        self.mem.push(TaskMem::default());
+        self.rt.push(TaskRt {
+            spec: u32::MAX,
+            program: KTHREAD_PROGRAM,
+            pc: 0,
+            stage: 0,
+            remaining: 0,
+            loops: Vec::new(),
+            reg: 0,
+            req_stamps: Default::default(),
+            mem: false,
+            parent: None,
+            unreaped: 0,
+            waiting_child: false,
+            live_children: 0,
+        });
+        self.noise.kthread[c.idx()] = Some(p);
+        self.kthread_ids.push(p);
+        let r = self.kernel.wake_up_new_task(p, c, self.now);
+        if self.trace.is_some() {
+            self.tr_new_kthread(p, c, &r);
+        }
+        self.after_wake(r, c);
+    }
+
+    /// The kernel thread `t`'s program on `c`: run one activation, then sleep.
+    /// Returns whether the caller should continue (a segment to run).
+    pub(crate) fn kthread_step(&mut self, c: CpuId, t: TaskId) -> bool {
+        if self.rt[t.idx()].stage == 0 {
+            let d = self.noise.exp(self.noise.kthread_run_ns);
+            self.noise.stats.kthread_ns += d;
+            let r = &mut self.rt[t.idx()];
+            r.remaining = d;
+            r.stage = 1;
+            true
+        } else {
+            self.rt[t.idx()].stage = 0;
+            self.noise.active[c.idx()] = false;
+            self.block(c);
+            false
+        }
+    }
+
+    /// Whether `t` is one of the machine's kernel threads.
+    #[inline]
+    pub(crate) fn is_kthread(&self, t: TaskId) -> bool {
+        self.rt[t.idx()].program == KTHREAD_PROGRAM
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_machine::cost::ModelSwitches;
+
+    fn cfg(seed: u64, noise: bool) -> SimConfig {
+        let mut model = ModelSwitches::default();
+        model.set(Component::NOISE, noise);
+        SimConfig { seed, model, schedstat: false, duration_ns: Some(1_000_000_000), switch_log: false, trace: false }
+    }
+
+    #[test]
+    fn exponential_draws_have_the_mean() {
+        let m = schedlab_machine::load("x86-12").unwrap();
+        let mut n = NoiseRt::new(&m, &cfg(7, true));
+        let k = 200_000u64;
+        let sum: u64 = (0..k).map(|_| n.exp(10_000)).sum();
+        let mean = sum / k;
+        assert!((9_800..10_200).contains(&mean), "mean {mean}");
+    }
+
+    #[test]
+    fn no_noise_means_no_sources() {
+        let m = schedlab_machine::load("x86-12").unwrap();
+        let n = NoiseRt::new(&m, &cfg(1, false));
+        assert_eq!((n.tick_ns, n.irq_gap_ns, n.kthread_gap_ns), (0, 0, 0));
+        let n = NoiseRt::new(&m, &cfg(1, true));
+        assert_eq!(n.tick_ns, m.noise.tick_ns);
+        assert_eq!(n.kthread_gap_ns, 200_000_000); // 5 per second
+    }
+}
