@@ -213,6 +213,19 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
         r.rq_lock_wait_ns as f64 / 1e6,
         r.idle_exit_ns as f64 / 1e6
     );
+    let n = &r.noise;
+    if n.kthread_wakeups + n.irqs + n.tick_ns > 0 {
+        let _ = writeln!(
+            o,
+            "  {:<22} kthreads {} runs ({:.3} ms), interrupts {} ({:.3} ms), tick {:.3} ms (not in the workload's figures; NO_NOISE turns it off)",
+            "machine noise",
+            n.kthread_wakeups,
+            n.kthread_ns as f64 / 1e6,
+            n.irqs,
+            n.irq_ns as f64 / 1e6,
+            n.tick_ns as f64 / 1e6
+        );
+    }
     o.push_str(&wakeup_table(r));
     o
 }

@@ -61,6 +61,19 @@ pub struct MachineCounters {
     pub rq_lock_wait_ns: u64,
     pub idle_exit_ns: u64,
     pub mm_switches: u64,
+    /// The machine's background (tick and interrupt time, per-CPU kernel threads).
+    pub noise: Noise,
+}
+
+/// What the machine's background did (`--machine-model NO_NOISE` turns it off).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Noise {
+    pub kthread_wakeups: u64,
+    pub kthread_ns: u64,
+    pub kthread_switches: u64,
+    pub irqs: u64,
+    pub irq_ns: u64,
+    pub tick_ns: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,6 +191,14 @@ impl RunReport {
                 rq_lock_wait_ns: r.rq_lock_wait_ns,
                 idle_exit_ns: r.idle_exit_ns,
                 mm_switches: r.mm_switches,
+                noise: Noise {
+                    kthread_wakeups: r.noise.kthread_wakeups,
+                    kthread_ns: r.noise.kthread_ns,
+                    kthread_switches: r.noise.switches,
+                    irqs: r.noise.irqs,
+                    irq_ns: r.noise.irq_ns,
+                    tick_ns: r.noise.tick_ns,
+                },
             },
             group_switches: r.group_switches,
             groups: r
