@@ -244,6 +244,34 @@ mod tests {
         assert!((9_800..10_200).contains(&mean), "mean {mean}");
     }
 
+    /// Twelve CPU hogs on x86-12 for one second: the background arrives at the
+    /// machine's rates, the kernel threads' CPU time is taken from the hogs, and
+    /// NO_NOISE has none of it.
+    #[test]
+    fn background_arrives_at_its_rates_and_takes_cpu_from_the_workload() {
+        let m = schedlab_machine::load("x86-12").unwrap();
+        let p = schedlab_workload::params::Params::parse("tasks=12").unwrap();
+        let w = schedlab_workload::build("soaker", &p, 12, &m.topology.core_groups()).unwrap();
+        let run = |noise: bool| crate::run(&m, schedlab_kernel::profile::profile("v6.12").unwrap(), &w, &cfg(3, noise));
+        let (r, q) = (run(true), run(false));
+        assert_eq!(q.noise, NoiseStats::default());
+        let n = r.noise;
+        // Poisson counts: 12 CPUs x 1 s x rate, within about 4 standard deviations.
+        assert!((35..=90).contains(&n.kthread_wakeups), "kthread wakeups {}", n.kthread_wakeups);
+        assert!((180..=300).contains(&n.irqs), "irqs {}", n.irqs);
+        let ticks = n.tick_ns / m.noise.tick_ns;
+        assert!((2_900..=3_000).contains(&ticks), "ticks on 12 busy CPUs at HZ=250: {ticks}");
+        // Every CPU is busy all the time: what the kthreads ran, the hogs did not.
+        let hogs: u64 = r.groups.iter().map(|g| g.runtime_ns).sum();
+        let total = 12 * 1_000_000_000u64;
+        let missing = total - hogs;
+        assert!(missing.abs_diff(n.kthread_ns) < 2_000_000, "hogs {hogs}, kthreads {}", n.kthread_ns);
+        assert_eq!(q.groups.iter().map(|g| g.runtime_ns).sum::<u64>(), total);
+        // The kernel threads are not the workload's.
+        assert_eq!(r.tasks_created, q.tasks_created);
+        assert!(r.task_names.iter().filter(|(n, _)| n.starts_with("kthread/")).count() == 12);
+    }
+
     #[test]
     fn no_noise_means_no_sources() {
         let m = schedlab_machine::load("x86-12").unwrap();

@@ -486,6 +486,23 @@ mod tests {
     }
 
     #[test]
+    fn noise_section_is_optional_checked_and_round_trips() {
+        let m = from_toml_str(GOOD, "t").unwrap();
+        assert_eq!(m.noise, Noise::BARE_METAL_DEFAULT);
+        let text =
+            format!("{GOOD}\n[noise]\ntick_ns = 5000\nirq_per_s = 20.0\nirq_ns = 5000\nkthread_per_s = 0.5\nkthread_run_ns = 9000\n");
+        let m = from_toml_str(&text, "t").unwrap();
+        assert_eq!(m.noise.kthread_per_s, 0.5);
+        assert_eq!(from_toml_str(&m.to_toml(), "t").unwrap(), m);
+        let e = err(&text.replace("kthread_per_s = 0.5", "kthread_per_s = -1.0"));
+        assert!(e.contains("noise.kthread_per_s") && e.contains("between 0 and 100000"), "{e}");
+        let e = err(&text.replace("tick_ns = 5000", "tick_ns = 5000000"));
+        assert!(e.contains("noise.tick_ns") && e.contains("1 ms"), "{e}");
+        let e = err(&text.replace("irq_ns = 5000", "irq_ns = 5000\njitter = 1"));
+        assert!(e.contains("unknown field `jitter`"), "{e}");
+    }
+
+    #[test]
     fn smt_factor_zero_is_rejected() {
         let text = GOOD.replace("smt_factor_pct = 60", "smt_factor_pct = 0");
         assert_ne!(text, GOOD);
