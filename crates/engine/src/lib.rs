@@ -1031,11 +1031,15 @@ impl<'a> Sim<'a> {
                         }
                         cpu.last_mm = Some(mm);
                     }
-                    let group = self.kernel.tasks[nx.idx()].group;
-                    if cpu.last_group.is_some_and(|g| g != group) {
-                        self.group_switches += 1;
+                    // Switches between the workload's task groups: the machine's
+                    // kernel threads (noise.rs) are not in the workload's groups.
+                    if self.rt[nx.idx()].program != noise::KTHREAD_PROGRAM {
+                        let group = self.kernel.tasks[nx.idx()].group;
+                        if cpu.last_group.is_some_and(|g| g != group) {
+                            self.group_switches += 1;
+                        }
+                        cpu.last_group = Some(group);
                     }
-                    cpu.last_group = Some(group);
                     // __schedule() takes this rq's lock before the pick and
                     // releases it in finish_task_switch(), after switch_mm()
                     // and switch_to(): the section covers the switch itself.
