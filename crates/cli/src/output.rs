@@ -213,6 +213,22 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
         r.rq_lock_wait_ns as f64 / 1e6,
         r.idle_exit_ns as f64 / 1e6
     );
+    let a = &r.arrivals;
+    if a.arrived > 0 {
+        let secs = r.simulated_ns as f64 / 1e9;
+        let _ = writeln!(
+            o,
+            "  {:<22} {} requests from the network ({:.0}/s offered), {} dropped (queue full), {} woke a blocked reader",
+            "open loop",
+            a.arrived,
+            a.arrived as f64 / secs.max(1e-9),
+            a.dropped,
+            a.wakeups
+        );
+        if a.dropped > 0 {
+            let _ = writeln!(o, "  {:<22} the server did not keep up with the offered rate: lower rate= or add threads=", "warning");
+        }
+    }
     let n = &r.noise;
     if n.kthread_wakeups + n.irqs + n.tick_ns > 0 {
         let _ = writeln!(

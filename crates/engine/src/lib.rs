@@ -8,6 +8,7 @@
 //! the interpreter runs zero-time ops inline and only schedules an event when a
 //! task needs CPU time, sleeps, or a remote CPU must react.
 
+mod arrivals;
 pub mod metrics;
 mod noise;
 pub mod numa;
@@ -15,6 +16,7 @@ pub mod queue;
 pub mod rng;
 pub mod trace;
 
+pub use arrivals::ArrivalStats;
 use metrics::Histogram;
 pub use noise::NoiseStats;
 use rng::Pcg32;
@@ -57,6 +59,8 @@ enum EvKind {
     Irq { cpu: u16 },
     /// `cpu`'s kernel thread is woken (machine noise).
     Kthread { cpu: u16 },
+    /// A request from the network arrives on `cpu` (arrivals.rs).
+    Arrival { cpu: u16 },
 }
 
 /// Per-CPU engine state (what the hardware is doing).
@@ -120,6 +124,8 @@ struct ChanRt {
     /// Messages carry tags (some program reads them with `ReadTag`).
     tagged: bool,
     tags: std::collections::VecDeque<u32>,
+    /// Arrival times of requests queued by arrivals.rs, oldest first.
+    stamps: std::collections::VecDeque<u64>,
 }
 
 enum ChanOutcome {
@@ -199,6 +205,8 @@ pub struct RunResult {
     pub numa: Option<numa::NumaReport>,
     /// The machine's background (tick and interrupt time, kernel threads).
     pub noise: NoiseStats,
+    /// Open-loop requests from the network (all zero in closed-loop runs).
+    pub arrivals: ArrivalStats,
 }
 
 impl RunResult {
@@ -317,13 +325,15 @@ pub struct Sim<'a> {
     noise: noise::NoiseRt,
     /// The kernel threads of noise.rs, in creation order.
     kthread_ids: Vec<TaskId>,
+    /// Open-loop requests from the network (arrivals.rs).
+    arrivals: Option<Box<arrivals::ArrivalRt>>,
 }
 
 const INF: u64 = u64::MAX;
 
 /// Event-queue slots per CPU besides its segment end: Tick, Resched, WakeList,
-/// NohzBalance, Irq, Kthread.
-const PER_CPU_SLOTS: u32 = 6;
+/// NohzBalance, Irq, Kthread, Arrival.
+const PER_CPU_SLOTS: u32 = 7;
 
 /// Wall time to do `work` nominal ns at `rate` per mille (rounded up).
 #[inline]
@@ -388,6 +398,7 @@ impl<'a> Sim<'a> {
                     writers: Default::default(),
                     tagged: tagged[i],
                     tags: Default::default(),
+                    stamps: Default::default(),
                 })
                 .collect(),
             sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Default::default(), woken: None }).collect(),
@@ -431,6 +442,7 @@ impl<'a> Sim<'a> {
             numa_mem: None,
             noise: noise::NoiseRt::new(machine, cfg),
             kthread_ids: Vec::new(),
+            arrivals: wl.arrivals.as_ref().map(|a| Box::new(arrivals::ArrivalRt::new(a, n, cfg))),
         };
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
@@ -444,6 +456,7 @@ impl<'a> Sim<'a> {
             }
         }
         s.noise_start();
+        s.arrivals_start();
         s
     }
 
@@ -457,6 +470,7 @@ impl<'a> Sim<'a> {
             EvKind::NohzBalance { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 3,
             EvKind::Irq { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 4,
             EvKind::Kthread { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 5,
+            EvKind::Arrival { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 6,
             EvKind::Timer { task } => self.nr_cpus_slots + task,
         }
     }
@@ -478,7 +492,8 @@ impl<'a> Sim<'a> {
             2 => EvKind::WakeList { cpu },
             3 => EvKind::NohzBalance { cpu },
             4 => EvKind::Irq { cpu },
-            _ => EvKind::Kthread { cpu },
+            5 => EvKind::Kthread { cpu },
+            _ => EvKind::Arrival { cpu },
         }
     }
 
@@ -610,6 +625,7 @@ impl<'a> Sim<'a> {
                 }
                 EvKind::Irq { cpu } => self.noise_irq(CpuId(cpu)),
                 EvKind::Kthread { cpu } => self.noise_kthread(CpuId(cpu)),
+                EvKind::Arrival { cpu } => self.arrival(CpuId(cpu)),
                 EvKind::WakeList { cpu } => {
                     let c = CpuId(cpu);
                     // sched_ttwu_pending() takes this CPU's own rq lock.
@@ -1418,6 +1434,11 @@ impl<'a> Sim<'a> {
                 self.rt[t.idx()].reg = tag;
             }
         }
+        // A request from the network: its latency runs from its arrival.
+        if let Some(at) = self.chans[chan as usize].stamps.pop_front() {
+            let hist = self.arrivals.as_ref().map_or(0, |a| a.hist);
+            self.rt[t.idx()].req_stamps.push_back((hist, at));
+        }
         let ch = &mut self.chans[chan as usize];
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
         let mut woken = std::mem::take(&mut self.wake_buf);
@@ -1685,6 +1706,7 @@ impl<'a> Sim<'a> {
             trace: self.trace.take(),
             numa: self.numa_report(end),
             noise,
+            arrivals: self.arrivals.as_ref().map_or_else(ArrivalStats::default, |a| a.stats),
         }
     }
 }

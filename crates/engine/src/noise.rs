@@ -88,7 +88,7 @@ impl NoiseRt {
             irq_ns: n.irq_ns,
             kthread_gap_ns: if n.kthread_run_ns > 0 { gap_ns(n.kthread_per_s) } else { 0 },
             kthread_run_ns: n.kthread_run_ns,
-            rng: Pcg32::new(cfg.seed, 0x6e6f_6973_65),
+            rng: Pcg32::new(cfg.seed, 0x006e_6f69_7365),
             kthread: vec![None; cpus],
             active: vec![false; cpus],
             stats: NoiseStats::default(),
@@ -143,7 +143,7 @@ impl Sim<'_> {
     /// Interrupt time `d` (wall ns) on `c`: the running task `t` reaches the
     /// end of its segment that much later (its work is in nominal ns, or bytes
     /// in a memory phase; both progress at `rate` per 1000 ns).
-    fn steal(&mut self, c: CpuId, t: TaskId, d: u64) {
+    pub(crate) fn steal(&mut self, c: CpuId, t: TaskId, d: u64) {
         let rate = self.cpus[c.idx()].rate;
         self.rt[t.idx()].remaining += d * rate / 1000;
         self.reschedule_segment(c, t);
@@ -163,6 +163,7 @@ impl Sim<'_> {
             Some(k) => {
                 let current = self.cpus[c.idx()].running;
                 self.wake(k, c, current, WakeFlags::default());
+                self.irq_exit_preempt(c);
             }
             None => self.create_kthread(c),
         }
@@ -196,6 +197,7 @@ impl Sim<'_> {
             self.tr_new_kthread(p, c, &r);
         }
         self.after_wake(r, c);
+        self.irq_exit_preempt(c);
     }
 
     /// The kernel thread `t`'s program on `c`: run one activation, then sleep.

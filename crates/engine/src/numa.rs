@@ -196,6 +196,7 @@ mod tests {
     fn cpu_bound(procs: u32, threads: u32, shared_mib: u64, initial_node: Option<u32>) -> Workload {
         let mut w = Workload {
             memory: Vec::new(),
+            arrivals: None,
             name: "numa-test".into(),
             params: Vec::new(),
             programs: vec![vec![Op::Loop { count: u64::MAX }, Op::Run { ns: 1_000_000 }, Op::Count { id: 0, n: 1 }, Op::EndLoop]],

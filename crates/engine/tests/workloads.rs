@@ -220,3 +220,57 @@ fn rtapp_example_runs() {
         assert_eq!(busy + idle, r.simulated_ns);
     }
 }
+
+/// Open loop (`rate=`): the offered load is the same whatever the kernel (same
+/// seed, same arrivals), the server completes what arrives while it keeps up,
+/// every completion has a latency from its arrival, and an offered rate above
+/// the server's capacity is dropped and said so.
+#[test]
+fn open_loop_holds_the_offered_load_constant() {
+    let m = machine();
+    let run_k = |kernel: &str, set: &str| {
+        let w = wl(&m, "memcached", set);
+        let cfg = SimConfig {
+            seed: 5,
+            duration_ns: Some(200 * MS),
+            schedstat: false,
+            model: Default::default(),
+            trace: false,
+            switch_log: false,
+        };
+        run(&m, profile(kernel).unwrap(), &w, &cfg)
+    };
+    let (a, b) = (run_k("v5.11", "rate=50000"), run_k("v6.12", "rate=50000"));
+    assert_eq!(a.arrivals.arrived, b.arrivals.arrived, "same offered requests on both kernels");
+    // Poisson: 50000/s x 0.2 s = 10000 +- 4 sigma.
+    assert!((9_600..=10_400).contains(&a.arrivals.arrived), "arrived {}", a.arrivals.arrived);
+    for r in [&a, &b] {
+        assert_eq!(r.arrivals.dropped, 0);
+        let done = (r.metric_value * 0.2).round() as u64;
+        assert!(done + 50 >= r.arrivals.arrived && done <= r.arrivals.arrived, "done {done} of {}", r.arrivals.arrived);
+        let lat = r.latencies.iter().find(|l| l.hist == 1).expect("latency from arrival");
+        assert_eq!(lat.count, done);
+        // Receive path + recv + serve + send: at least ~10 us, far below a ms at this load.
+        assert!(lat.mean > 9_000 && lat.mean < 200_000, "mean latency {} ns", lat.mean);
+        // No on-box client: the workers are woken from interrupt context only.
+        assert!(r.wakeups <= r.arrivals.wakeups + r.noise.kthread_wakeups);
+    }
+    let over = run_k("v6.12", "rate=5000000,threads=2");
+    assert!(over.arrivals.dropped > 0, "5 M req/s on 2 workers must overflow their queues");
+    assert!(over.metric_value < 2_000_000.0);
+    // netperf's netservers take the same path.
+    let w = wl(&m, "netperf", "rate=100000,instances=4");
+    let cfg =
+        SimConfig { seed: 5, duration_ns: Some(100 * MS), schedstat: false, model: Default::default(), trace: false, switch_log: false };
+    let r = run(&m, profile("v6.12").unwrap(), &w, &cfg);
+    assert!((r.metric_value - 100_000.0).abs() < 5_000.0, "netperf open loop {} trans/s", r.metric_value);
+}
+
+#[test]
+fn open_loop_parameters_are_checked() {
+    let m = machine();
+    let e = |name: &str, set: &str| build(name, &Params::parse(set).unwrap(), m.topology.nr_cpus(), &cores(&m)).unwrap_err().to_string();
+    assert!(e("memcached", "rx_queues=4").contains("open loop only"));
+    assert!(e("netperf", "metric=latency_p99").contains("open loop only"));
+    assert!(e("memcached", "rate=1000,rx_queues=13").contains("rx_queues"));
+}

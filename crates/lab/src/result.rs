@@ -63,6 +63,17 @@ pub struct MachineCounters {
     pub mm_switches: u64,
     /// The machine's background (tick and interrupt time, per-CPU kernel threads).
     pub noise: Noise,
+    /// Open-loop requests from the network; absent in closed-loop runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
+}
+
+/// Requests offered from the network (`rate=` of the request/response built-ins).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    pub arrived: u64,
+    pub dropped: u64,
+    pub wakeups: u64,
 }
 
 /// What the machine's background did (`--machine-model NO_NOISE` turns it off).
@@ -199,6 +210,11 @@ impl RunReport {
                     irq_ns: r.noise.irq_ns,
                     tick_ns: r.noise.tick_ns,
                 },
+                open_loop: (r.arrivals.arrived > 0).then_some(OpenLoop {
+                    arrived: r.arrivals.arrived,
+                    dropped: r.arrivals.dropped,
+                    wakeups: r.arrivals.wakeups,
+                }),
             },
             group_switches: r.group_switches,
             groups: r

@@ -273,6 +273,7 @@ pub fn import(a: &Analysis, opt: &ImportOptions) -> Result<Imported, String> {
         jitter_pct: 0,
         groups: vec![],
         memory: vec![],
+        arrivals: None,
     };
     w.validate().map_err(|e| e.to_string())?;
     Ok(Imported { workload: w, notes, raw_ops, folded_ops })

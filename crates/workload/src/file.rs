@@ -297,6 +297,7 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
     };
     let w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: doc.name,
         params: doc.params,
         programs,

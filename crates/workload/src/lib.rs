@@ -252,6 +252,28 @@ pub struct Workload {
     /// Processes that declare their memory (NUMA placement and balancing);
     /// empty = no memory model (no NUMA cost, no NUMA balancing).
     pub memory: Vec<MemSpec>,
+    /// Open-loop requests from remote clients through the network path
+    /// (`--set rate=...` of the request/response built-ins); None = closed loop.
+    pub arrivals: Option<Arrivals>,
+}
+
+/// Requests that arrive from the network at a fixed mean rate (Poisson), as
+/// from remote load generators: each is delivered by the NET_RX softirq on the
+/// CPU that takes its connection's NIC queue interrupt, in the context of
+/// whatever runs there, and queued on the connection's channel; a reader
+/// blocked on it is woken from that CPU without WF_SYNC (the engine's arrivals.rs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arrivals {
+    /// Requests per second over all connections.
+    pub rate_per_s: f64,
+    /// Remote connections: (channel the request is queued on, tag it carries,
+    /// CPU whose receive-queue interrupt delivers it).
+    pub conns: Vec<(u32, u32, u16)>,
+    /// CPU time of the receive path per request (interrupt, NET_RX softirq,
+    /// TCP receive up to the socket queue), taken from the interrupted task.
+    pub rx_ns: u64,
+    /// Latency histogram opened at arrival; the reader's `ReqEnd` closes it.
+    pub hist: u32,
 }
 
 /// One process's memory, for the NUMA memory model and NUMA balancing
@@ -343,6 +365,20 @@ impl Workload {
             }
             if self.memory[..i].iter().any(|o| o.mm == m.mm) {
                 return err(format!("memory {i}: process {} declared twice", m.mm));
+            }
+        }
+        if let Some(a) = &self.arrivals {
+            if !a.rate_per_s.is_finite() || a.rate_per_s <= 0.0 || a.rate_per_s > 1e9 {
+                return err(format!("arrivals: rate {} requests/s; give a rate above 0 and at most 1e9", a.rate_per_s));
+            }
+            if a.conns.is_empty() {
+                return err("arrivals: no connections".into());
+            }
+            if let Some(&(c, _, _)) = a.conns.iter().find(|&&(c, _, _)| c as usize >= self.channels.len()) {
+                return err(format!("arrivals: channel {c} does not exist"));
+            }
+            if a.hist >= MAX_IDS {
+                return err(format!("arrivals: latency histogram {} out of range 0..{MAX_IDS}", a.hist));
             }
         }
         if let Some(t) = self.tasks.iter().find(|t| t.group as usize > self.groups.len()) {
@@ -596,6 +632,12 @@ impl Workload {
                 _ => {}
             }
         }
+        // Requests from the network are written by the receive path.
+        for &(chan, _, _) in self.arrivals.iter().flat_map(|a| &a.conns) {
+            if let Some(w) = written.get_mut(chan as usize) {
+                *w = true;
+            }
+        }
         for (pi, prog) in self.programs.iter().enumerate() {
             for op in prog {
                 match *op {
@@ -752,5 +794,26 @@ mod group_tests {
         assert_eq!(shares_from_cpu_shares(1).unwrap(), 2);
         assert_eq!(shares_from_cpu_shares(1 << 20).unwrap(), 1 << 18);
         assert!(shares_from_cpu_shares(0).is_err());
+    }
+}
+
+#[cfg(test)]
+mod arrival_tests {
+    use super::*;
+
+    #[test]
+    fn arrivals_are_validated_with_the_fix_named() {
+        let w = build("memcached", &Params::parse("rate=1000").unwrap(), 4, &[]).unwrap();
+        assert!(w.validate().is_ok());
+        let bad = |f: &dyn Fn(&mut Arrivals)| {
+            let mut w = w.clone();
+            f(w.arrivals.as_mut().unwrap());
+            w.validate().unwrap_err().to_string()
+        };
+        assert!(bad(&|a| a.rate_per_s = 0.0).contains("rate above 0"));
+        assert!(bad(&|a| a.rate_per_s = f64::NAN).contains("rate"));
+        assert!(bad(&|a| a.conns.clear()).contains("no connections"));
+        assert!(bad(&|a| a.conns[0].0 = 99).contains("channel 99 does not exist"));
+        assert!(bad(&|a| a.hist = MAX_IDS).contains("histogram"));
     }
 }

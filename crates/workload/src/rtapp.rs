@@ -225,6 +225,7 @@ pub fn from_json_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
     }
     let mut w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: file.rsplit('/').next().unwrap_or(file).trim_end_matches(".json").to_string(),
         params: Vec::new(),
         programs: Vec::new(),

@@ -32,6 +32,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
     let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
     let mut w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "context_switch1".into(),
         params: vec![
             ("pairs".into(), pairs.to_string()),

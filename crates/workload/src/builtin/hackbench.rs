@@ -50,6 +50,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
 
     let mut w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "hackbench".into(),
         params: vec![
             ("groups".into(), groups.to_string()),

@@ -20,7 +20,7 @@
 use super::costs::{TCP_RECV_NS, TCP_SEND_NS};
 use super::{pick_metric, push_prog, start_task, Builtin, COUNTER_OPS, HIST_REQUEST};
 use crate::params::{ParamDoc, Params};
-use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, Workload, WorkloadError};
+use crate::{Arrivals, ChannelKind, ChannelSpec, MetricSpec, Op, Workload, WorkloadError};
 
 pub const BUILTIN: Builtin = Builtin {
     name: "memcached",
@@ -30,6 +30,16 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "threads", default: "4", help: "server worker threads (memcached -t)" },
         ParamDoc { key: "client_threads", default: "4", help: "client threads (memtier -t)" },
         ParamDoc { key: "connections", default: "50", help: "connections per client thread, one request in flight each (memtier -c)" },
+        ParamDoc {
+            key: "rate",
+            default: "0",
+            help: "open loop: requests/s from remote clients through the NIC receive path (0 = closed loop with on-box memtier threads)",
+        },
+        ParamDoc {
+            key: "rx_queues",
+            default: "all CPUs",
+            help: "open loop: NIC receive queues, their interrupts on CPUs 0..rx_queues (RSS spreads connections)",
+        },
         ParamDoc {
             key: "metric",
             default: "requests",
@@ -44,11 +54,22 @@ pub const BUILTIN: Builtin = Builtin {
 pub const SERVE_NS: u64 = 2_000;
 /// Client CPU per request: build the command, parse the reply, latency accounting [inferred].
 pub const CLIENT_REQ_NS: u64 = 2_500;
+/// Open loop: CPU time of the receive path per request on the CPU taking the
+/// NIC queue's interrupt (hard irq, NAPI poll, ip_rcv, tcp_v4_rcv, queueing on
+/// the socket, sock_def_readable) [assumed 3 us; F-803].
+pub const RX_NS: u64 = 3_000;
 
-fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
+fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let s = p.u64_in("threads", 4, 1, 10_000)? as u32;
     let ct = p.u64_in("client_threads", 4, 1, 10_000)? as u32;
     let k = p.u64_in("connections", 50, 1, 100_000)? as u32;
+    let rate = p.u64_in("rate", 0, 0, 100_000_000)?;
+    if rate > 0 {
+        return build_open_loop(p, s, ct * k, rate, nr_cpus);
+    }
+    if p.get("rx_queues").is_some() {
+        return Err(WorkloadError("memcached: rx_queues applies to the open loop only; add rate=REQUESTS_PER_S or drop rx_queues".into()));
+    }
     if ct as u64 * k as u64 > 1_000_000 {
         return Err(WorkloadError(format!("client_threads={ct} x connections={k}: at most 1000000 connections")));
     }
@@ -60,6 +81,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let (metric_key, metric) = pick_metric(p, "requests", requests, &[("latency", HIST_REQUEST)])?;
     let mut w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "memcached".into(),
         params: vec![
             ("threads".into(), s.to_string()),
@@ -109,6 +131,69 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         let pi = push_prog(&mut w, prog);
         w.tasks.push(start_task(format!("memtier-{t}"), pi, 1));
     }
+    Ok(w)
+}
+
+/// Open loop (`rate` > 0): `conns` connections from remote clients, spread
+/// over the worker threads as memcached dispatches them (round robin) and over
+/// `rx_queues` NIC receive queues by RSS hash; requests arrive at `rate` per
+/// second (Poisson) through the receive path (Workload::arrivals) and each
+/// worker answers on the socket (the reply leaves through the NIC: nobody on
+/// this machine is woken). Latency runs from a request's arrival to the end of
+/// its reply's send.
+fn build_open_loop(p: &Params, s: u32, conns: u32, rate: u64, nr_cpus: usize) -> Result<Workload, WorkloadError> {
+    let queues = p.u64_in("rx_queues", nr_cpus as u64, 1, nr_cpus.max(1) as u64)? as u32;
+    let s = s.min(conns);
+    let per_worker = conns.div_ceil(s);
+    // A socket receive queue holds many requests; 64 per connection before drops.
+    let sock = ChannelSpec { capacity: per_worker * 64, sync: false, kind: ChannelKind::Socket };
+    let requests = MetricSpec::Rate { name: "requests".into(), unit: "req/s".into(), counter: COUNTER_OPS, start: None, end: None };
+    let (metric_key, metric) = pick_metric(p, "requests", requests, &[("latency", HIST_REQUEST)])?;
+    let mut w = Workload {
+        memory: Vec::new(),
+        arrivals: None,
+        name: "memcached".into(),
+        params: vec![
+            ("threads".into(), s.to_string()),
+            ("connections".into(), conns.to_string()),
+            ("rate".into(), rate.to_string()),
+            ("rx_queues".into(), queues.to_string()),
+            ("metric".into(), metric_key),
+        ],
+        programs: Vec::new(),
+        tasks: Vec::new(),
+        channels: vec![sock; s as usize],
+        sems: Vec::new(),
+        metric,
+        time_bounded: true,
+        groups: Vec::new(),
+        jitter_pct: 10,
+    };
+    if p.get("metric").is_none() {
+        w.params.retain(|(k, _)| k != "metric");
+    }
+    for wi in 0..s {
+        let prog = vec![
+            Op::Loop { count: u64::MAX },
+            Op::ReadTag { chan: wi, cost: TCP_RECV_NS },
+            Op::Run { ns: SERVE_NS },
+            Op::Run { ns: TCP_SEND_NS },
+            Op::ReqEnd { hist: HIST_REQUEST },
+            Op::Count { id: COUNTER_OPS, n: 1 },
+            Op::EndLoop,
+        ];
+        let pi = push_prog(&mut w, prog);
+        w.tasks.push(start_task(format!("memcached-w{wi}"), pi, 0));
+    }
+    // RSS: a hash of the connection's 4-tuple picks its receive queue; queue q's
+    // interrupt is on CPU q.
+    let conns = (0..conns)
+        .map(|i| {
+            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+            (i % s, i, (h % queues as u64) as u16)
+        })
+        .collect();
+    w.arrivals = Some(Arrivals { rate_per_s: rate as f64, conns, rx_ns: RX_NS, hist: HIST_REQUEST });
     Ok(w)
 }
 

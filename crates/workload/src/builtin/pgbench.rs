@@ -183,6 +183,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let sock = ChannelSpec { capacity: 256, sync: true, kind: ChannelKind::Socket };
     let mut w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "pgbench".into(),
         params: vec![
             ("clients".into(), clients.to_string()),

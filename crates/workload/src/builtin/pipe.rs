@@ -45,6 +45,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     ];
     Ok(Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "pipe".into(),
         params: vec![("loops".into(), loops.to_string()), ("threads".into(), (threads as u8).to_string())],
         programs: vec![main, child],

@@ -96,6 +96,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     }
     let mut w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "schbench".into(),
         params,
         programs: Vec::new(),

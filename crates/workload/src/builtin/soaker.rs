@@ -32,6 +32,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     prog.push(Op::EndLoop);
     Ok(Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "soaker".into(),
         params: vec![
             ("tasks".into(), tasks.to_string()),

@@ -79,6 +79,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     let spin = count.saturating_mul(pause_ns);
     let mut w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "stream".into(),
         params: vec![("threads".into(), t.to_string()), ("array_size".into(), n.to_string()), ("ntimes".into(), ntimes.to_string())],
         programs: Vec::new(),

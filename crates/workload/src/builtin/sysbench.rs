@@ -103,6 +103,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let (metric_key, metric) = pick_metric(p, "events", events, &[("latency", HIST_REQUEST)])?;
     let mut w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "sysbench".into(),
         params: vec![("threads".into(), n.to_string())],
         programs: Vec::new(),

@@ -62,6 +62,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
     let mut w = Workload {
         memory: Vec::new(),
+        arrivals: None,
         name: "tbench".into(),
         params: vec![("clients".into(), clients.to_string()), ("threads".into(), (threads as u8).to_string())],
         programs: Vec::new(),
