@@ -375,7 +375,6 @@ impl LbOutcome {
 }
 
 /// Why can_migrate_task() / detach_tasks() left a task where it was.
-// FIDELITY(F-741): no NUMA-locality refusal (the model has no NUMA balancing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// Not allowed on the destination (LBF_SOME_PINNED).
@@ -388,10 +387,15 @@ pub enum Refusal {
     Delayed,
     /// detach_tasks(): its load/util (shifted by nr_balance_failed) exceeds the imbalance left.
     TooBig,
+    /// migrate_degrades_locality() (v4.7+, NUMA balancing on): the move would take
+    /// the task, or its NUMA group, away from the node holding more of its faults,
+    /// while nr_balance_failed <= cache_nice_tries.
+    NumaLocality,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 5] = [Refusal::Affinity, Refusal::Running, Refusal::CacheHot, Refusal::Delayed, Refusal::TooBig];
+    pub const ALL: [Refusal; 6] =
+        [Refusal::Affinity, Refusal::Running, Refusal::CacheHot, Refusal::Delayed, Refusal::TooBig, Refusal::NumaLocality];
     pub fn name(self) -> &'static str {
         match self {
             Refusal::Affinity => "affinity",
@@ -399,6 +403,7 @@ impl Refusal {
             Refusal::CacheHot => "cache-hot",
             Refusal::Delayed => "delayed",
             Refusal::TooBig => "too-big",
+            Refusal::NumaLocality => "numa-local",
         }
     }
 }
@@ -425,7 +430,7 @@ pub struct BalanceRecord {
     pub migration: u8,
     pub imbalance: i64,
     pub moved: u32,
-    pub refused: [u32; 5],
+    pub refused: [u32; 6],
     pub outcome: LbOutcome,
     /// need_active_balance(): the busiest CPU's stopper was kicked.
     pub active_kick: bool,
@@ -469,7 +474,7 @@ pub struct Counts {
     pub slow: [u64; 4],
     /// Balance attempts per level, per idle type, per outcome.
     pub lb: [[[u64; 6]; 3]; MAX_LEVELS],
-    pub lb_refused: [[u64; 5]; MAX_LEVELS],
+    pub lb_refused: [[u64; 6]; MAX_LEVELS],
     pub lb_moved: [u64; MAX_LEVELS],
     pub lb_kicks: [u64; MAX_LEVELS],
     pub lb_migration: [[u64; 4]; MAX_LEVELS],

@@ -954,8 +954,8 @@ impl Kernel {
         };
         let ok = !hot || self.sd_lb[env.dst.idx()][env.lvl].nr_balance_failed > sd.cache_nice_tries;
         if !ok {
-            // FIDELITY(F-741): a NUMA-locality refusal is counted as cache hot.
-            self.xb_refuse(Refusal::CacheHot);
+            // Both are nr_failed_migrations_hot in the kernel; the record says which rule spoke.
+            self.xb_refuse(if numa == Some(true) { Refusal::NumaLocality } else { Refusal::CacheHot });
         }
         ok
     }

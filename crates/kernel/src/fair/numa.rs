@@ -1501,6 +1501,55 @@ mod tests {
         k
     }
 
+    // can_migrate_task() (v5.2): migrate_degrades_locality() speaks before
+    // task_hot(): two queued tasks that prefer node 0, on a node-0 rq where one
+    // more task runs than prefers the node, are refused to an idle node-1 CPU
+    // balancing the NUMA level, and the decision record names NUMA locality
+    // (not cache hotness) as the reason.
+    #[test]
+    fn balance_refusal_names_numa_locality() {
+        use crate::core::{SwitchReason, TaskParams};
+        use crate::explain::{LbOutcome, Record, Refusal};
+        use crate::fair::balance::{BalanceResult, IdleType};
+        let mut k = kernel(None);
+        k.enable_explain(true);
+        let mut ts = Vec::new();
+        for _ in 0..3 {
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0);
+            k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+            k.tasks[p.idx()].cpus_allowed = None;
+            ts.push(p);
+        }
+        let now = 1_000_000_000; // long after the tasks last ran: cache cold
+        let running = k.rqs[0].curr.unwrap();
+        let n = k.nm().nr_nodes;
+        let st = k.nmm();
+        st.enabled = true;
+        st.tasks.resize_with(ts.len() + 1, || TaskNuma { preferred_nid: NO_NODE, ..Default::default() });
+        for &p in &ts {
+            let t = &mut st.tasks[p.idx()];
+            t.faults = vec![0; 4 * n * 2];
+            t.faults[0] = 100; // memory faults on node 0
+            t.total_numa_faults = 100;
+            t.preferred_nid = if p == running { NO_NODE } else { 0 };
+        }
+        let numa_lvl = k.sd.per_cpu[2].len() - 1;
+        let mut out = BalanceResult::default();
+        k.sched_balance_rq(CpuId(2), numa_lvl, IdleType::Idle, now, &mut out);
+        let log = k.explain.as_ref().unwrap().log.as_ref().unwrap();
+        let Some(Record::Balance(b)) = log.iter().rev().find(|r| matches!(r, Record::Balance(_))) else { panic!("no balance record") };
+        assert_eq!(b.outcome, LbOutcome::Refused, "{b:?}");
+        assert_eq!(b.refused[Refusal::NumaLocality as usize], 2, "{b:?}");
+        assert_eq!(b.refused[Refusal::Running as usize], 1, "{b:?}");
+        assert_eq!(b.refused[Refusal::CacheHot as usize], 0, "{b:?}");
+        // With NUMA balancing off the same tasks are cold and one moves.
+        k.nmm().enabled = false;
+        let mut out = BalanceResult::default();
+        k.sched_balance_rq(CpuId(2), numa_lvl, IdleType::Idle, now, &mut out);
+        assert!(out.pulled > 0, "cold tasks move when NUMA locality has no say");
+    }
+
     // kernel/sysctl.c: the names, ranges and defaults of the NUMA sysctls (v5.2 + the cling patch).
     #[test]
     fn sysctl_parse() {
