@@ -202,15 +202,22 @@ def main(argv):
                   f"sched_migrate_task {s.orig_cpu} -> {s.dest_cpu}")
     check(counts["sched_switch"] > 0 and counts["sched_waking"] > 0, f"no sched_switch or sched_waking events: {dict(counts)}")
 
+    # The machine's kernel threads (noise: comm kthread/N) are traced but kept
+    # out of the workload's figures; the JSON counts them under machine.noise.
+    noise = run.get("machine", {}).get("noise", {})
+    kthreads = sum(1 for v in threads.values() if str(v[0]).startswith("kthread/"))
+    k_switches = noise.get("kthread_switches", 0)
+    k_wakeups = noise.get("kthread_wakeups", 0) - kthreads
     task_switches = sum(1 for _, ev in events if ev.WhichOneof("event") == "sched_switch" and ev.sched_switch.prev_pid != 0)
     cs = run["context_switches"]
-    check(task_switches == cs["voluntary"] + cs["involuntary"],
-          f"{task_switches} sched_switch from a task, run summary says {cs['voluntary']} + {cs['involuntary']}")
-    check(counts["sched_waking"] == run["wakeups"], f"{counts['sched_waking']} sched_waking, run says {run['wakeups']} wakeups")
+    check(task_switches == cs["voluntary"] + cs["involuntary"] + k_switches,
+          f"{task_switches} sched_switch from a task, run summary says {cs['voluntary']} + {cs['involuntary']} (+ {k_switches} of kernel threads)")
+    check(counts["sched_waking"] == run["wakeups"] + k_wakeups,
+          f"{counts['sched_waking']} sched_waking, run says {run['wakeups']} wakeups (+ {k_wakeups} of kernel threads)")
     check(counts["sched_migrate_task"] == run["migrations"],
           f"{counts['sched_migrate_task']} sched_migrate_task, run says {run['migrations']} migrations")
-    check(counts["sched_wakeup_new"] == run["tasks"]["created"],
-          f"{counts['sched_wakeup_new']} sched_wakeup_new, run created {run['tasks']['created']} tasks")
+    check(counts["sched_wakeup_new"] == run["tasks"]["created"] + kthreads,
+          f"{counts['sched_wakeup_new']} sched_wakeup_new, run created {run['tasks']['created']} tasks (+ {kthreads} kernel threads)")
     check(counts["sched_process_exit"] == run["tasks"]["exited"],
           f"{counts['sched_process_exit']} sched_process_exit, run exited {run['tasks']['exited']} tasks")
 

@@ -518,7 +518,10 @@ impl<'a> Sim<'a> {
     pub fn run(&mut self, cfg: &SimConfig) -> RunResult {
         let limit = cfg.duration_ns.unwrap_or(INF);
         let mut cut = false;
-        while let Some((slot, at)) = self.queue.pop() {
+        // Only the machine's background left (noise.rs re-arms one event per
+        // source and CPU forever): nothing can wake the workload any more.
+        while self.queue.len() > self.noise.armed {
+            let Some((slot, at)) = self.queue.pop() else { break };
             if at > limit {
                 cut = true;
                 break;

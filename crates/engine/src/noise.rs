@@ -67,6 +67,8 @@ pub(crate) struct NoiseRt {
     /// The kernel thread of a CPU is runnable or running.
     active: Vec<bool>,
     pub(crate) stats: NoiseStats,
+    /// Event slots the background keeps armed (one per source and CPU).
+    pub(crate) armed: usize,
 }
 
 fn gap_ns(per_s: f64) -> u64 {
@@ -92,6 +94,7 @@ impl NoiseRt {
             kthread: vec![None; cpus],
             active: vec![false; cpus],
             stats: NoiseStats::default(),
+            armed: 0,
         }
     }
 
@@ -110,10 +113,12 @@ impl Sim<'_> {
             if self.noise.irq_gap_ns > 0 {
                 let at = self.noise.exp(self.noise.irq_gap_ns);
                 self.push(at, EvKind::Irq { cpu: c });
+                self.noise.armed += 1;
             }
             if self.noise.kthread_gap_ns > 0 {
                 let at = self.noise.exp(self.noise.kthread_gap_ns);
                 self.push(at, EvKind::Kthread { cpu: c });
+                self.noise.armed += 1;
             }
         }
     }
