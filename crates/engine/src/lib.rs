@@ -682,6 +682,8 @@ impl<'a> Sim<'a> {
         };
         let p = self.kernel.sched_fork(&params, parent, cpu, self.now);
         debug_assert_eq!(p.idx(), self.rt.len());
+        // A timer slot for every task (a spec forked more than once, kernel threads first).
+        self.queue.ensure_slots(self.nr_cpus_slots as usize + p.idx() + 1);
         self.mem.push(TaskMem { footprint: DEFAULT_FOOTPRINT, ..Default::default() });
         self.rt.push(TaskRt {
             spec,

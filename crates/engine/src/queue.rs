@@ -128,6 +128,14 @@ impl EventQueue {
         }
     }
 
+    /// Make room for slots up to `slots` (a task created beyond the workload's
+    /// specs: a spec forked twice, a kernel thread).
+    pub fn ensure_slots(&mut self, slots: usize) {
+        if self.pos.len() < slots {
+            self.pos.resize(slots, NONE);
+        }
+    }
+
     /// Set tree slot `leaf`'s key and replay its matches up to the root.
     #[inline]
     fn tree_set(&mut self, leaf: u32, key: u128) {

@@ -646,3 +646,35 @@ fn every_builtin_differs_between_kernels_that_place_differently() {
         assert_ne!(x, y, "{}: v5.11 and v6.12 give byte-identical results", b.name);
     }
 }
+
+/// A spec forked several times, with timers, after the machine's kernel threads
+/// took task ids: every task gets its timer slot (the event queue grows).
+#[test]
+fn a_spec_forked_many_times_sleeps_on_timers() {
+    let text = r#"format = 1
+name = "forker"
+[metric]
+kind = "elapsed"
+name = "elapsed"
+start = 0
+end = 1
+[[program]]
+ops = ["mark id=0", "sleep ns=300ms", "loop count=6", "fork spec=1 cost=1us", "end_loop", "loop count=6", "wait_child", "end_loop", "mark id=1"]
+[[program]]
+ops = ["loop count=3", "run ns=10us", "sleep ns=1ms", "end_loop"]
+[[task]]
+name = "parent"
+program = 0
+mm = 0
+[[task]]
+name = "child"
+program = 1
+mm = 0
+start = false
+"#;
+    let w = schedlab_workload::file::from_toml_str(text, "forker.toml").unwrap();
+    let m = machine("x86-12");
+    let r = go(&m, "v6.12", &w, 1, None);
+    assert_eq!((r.tasks_created, r.tasks_exited), (7, 7));
+    assert!(r.noise.kthread_wakeups > 0, "kernel threads ran before the forks");
+}
