@@ -265,7 +265,11 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
     let mut seen = std::collections::BTreeSet::new();
     idle_states.retain(|s| seen.insert(s.name.clone()));
     if idle_states.is_empty() {
-        idle_states.push(IdleState { name: "POLL".into(), exit_latency_ns: 0, target_residency_ns: 0 });
+        // No cpuidle driver: the idle loop's default_idle() halts (HLT; in a
+        // guest the vCPU exits to the host). A halted CPU does not poll
+        // TIF_NEED_RESCHED, so a remote wakeup needs an IPI: no POLL state here.
+        // Exit latency: a C1-like halt [assumed 1 us; docs/CALIBRATION.md, local].
+        idle_states.push(IdleState { name: "HLT".into(), exit_latency_ns: 1_000, target_residency_ns: 0 });
     }
 
     let dies_note =

@@ -306,7 +306,14 @@ fn line(l: &str, p: &mut Parsed) -> Result<Option<Event>, String> {
             task = task[..o].trim_end();
         }
     }
-    let task = task.trim_start();
+    let mut task = task.trim_start();
+    // trace-cmd report of an instance buffer (`trace-cmd extract -B NAME`)
+    // prefixes every line with `NAME:`.
+    if let Some((first, rest)) = task.split_once(char::is_whitespace) {
+        if first.len() > 1 && first.ends_with(':') && !rest.trim().is_empty() {
+            task = rest.trim_start();
+        }
+    }
     // perf: `COMM PID` or `COMM PID/TID`; ftrace/trace-cmd: `COMM-PID`.
     let (comm, pid, perf) = match task.rsplit_once(' ') {
         Some((cm, last)) if !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit() || b == b'/') => {
@@ -364,6 +371,31 @@ fn line(l: &str, p: &mut Parsed) -> Result<Option<Event>, String> {
         }
     }
     let kind = match ev {
+        "sched_switch" if find_key(payload, 0, "prev_comm=").is_none() => {
+            // trace-cmd's sched plugin: `PREV:PID [PRIO] STATE ==> NEXT:PID [PRIO]`.
+            let (l, r) = payload
+                .split_once(" ==> ")
+                .ok_or("sched_switch: neither prev_comm= fields nor the `A:PID [PRIO] S ==> B:PID [PRIO]` form")?;
+            let (prev_comm, prev, rest) = plugin_task(l)?;
+            let (next_comm, next, _) = plugin_task(r)?;
+            note_comm(p, prev, prev_comm);
+            note_comm(p, next, next_comm);
+            Kind::Switch { prev, prev_state: prev_state(rest)?, next }
+        }
+        "sched_wakeup" | "sched_wakeup_new" if find_key(payload, 0, "comm=").is_none() => {
+            // trace-cmd's sched plugin: `COMM:PID [PRIO] CPU:NNN` (older: `success=1 CPU:NNN`).
+            let (comm, pid, rest) = plugin_task(payload)?;
+            note_comm(p, pid, comm);
+            let target_cpu = match rest.split_whitespace().find_map(|w| w.strip_prefix("CPU:")) {
+                Some(c) => num(c, "target CPU")?,
+                None => 0,
+            };
+            if ev == "sched_wakeup" {
+                Kind::Wakeup { pid }
+            } else {
+                Kind::WakeupNew { pid, target_cpu }
+            }
+        }
         "sched_switch" => {
             let f = fields(payload, &["prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid", "next_prio"])?;
             let (prev, next) = (num(f[1], "prev_pid")?, num(f[5], "next_pid")?);
@@ -406,6 +438,20 @@ fn line(l: &str, p: &mut Parsed) -> Result<Option<Event>, String> {
         _ => return Ok(None),
     };
     Ok(Some(Event { ts, cpu, pid, irq_flag, line: 0, kind }))
+}
+
+/// trace-cmd sched plugin task: `COMM:PID [PRIO] rest` -> (comm, pid, rest).
+fn plugin_task(s: &str) -> Result<(&str, u32, &str), String> {
+    let s = s.trim();
+    let (head, rest) = match s.find(" [") {
+        Some(b) => {
+            let close = s[b..].find(']').map(|c| b + c + 1).ok_or_else(|| format!("task {s:?}: `[PRIO]` not closed"))?;
+            (&s[..b], s[close..].trim())
+        }
+        None => (s, ""),
+    };
+    let (comm, pid) = head.rsplit_once(':').ok_or_else(|| format!("task {head:?} is not COMM:PID"))?;
+    Ok((comm, num(pid, "pid")?, rest))
 }
 
 fn note_comm(p: &mut Parsed, pid: u32, comm: &str) {
@@ -484,5 +530,22 @@ mod tests {
         let p = parse(t).unwrap();
         assert_eq!(p.skipped, 1);
         assert_eq!(p.events[0].ts, 1_000_000_002);
+    }
+
+    #[test]
+    fn trace_cmd_plugin_forms_and_instance_prefix() {
+        let t = "cpus=2\n\
+tcx:             bash-9119  [000] 27032.185990: sched_wakeup_new:     bash:9122 [120] CPU:001\n\
+tcx:             bash-9119  [000] 27032.186098: sched_switch:         bash:9119 [120] S ==> my:comm:9122 [120]\n\
+tcx:       sched-pipe-9122  [000] 27032.186249: sched_wakeup:         migration/0:18 [0] CPU:000\n";
+        let p = parse(t).unwrap();
+        assert_eq!(p.format, Some(Format::TraceCmd));
+        assert!(matches!(p.events[0].kind, Kind::WakeupNew { pid: 9122, target_cpu: 1 }), "{:?}", p.events[0]);
+        assert!(matches!(p.events[1].kind, Kind::Switch { prev: 9119, prev_state: PrevState::Blocked, next: 9122 }));
+        assert_eq!(p.comms[&9122], "sched-pipe", "a comm with a colon parsed, then renamed by the later line (exec)");
+        assert_eq!(p.comms[&9119], "bash", "the instance prefix is not part of the comm");
+        assert!(matches!(p.events[2].kind, Kind::Wakeup { pid: 18 }));
+        let e = parse("cpus=1\nx-1 [000] 5.000001: sched_switch: a:1 [120] S -> b:2 [120]\n").unwrap_err();
+        assert!(e.to_string().contains("line 2") && e.to_string().contains("==>"), "{e}");
     }
 }

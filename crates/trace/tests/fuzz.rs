@@ -47,7 +47,7 @@ const DICT: &[&str] = &[
 fn seeds() -> Vec<String> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/data");
     let mut v = Vec::new();
-    for f in ["pipe-500.ftrace", "hackbench-g1-l5.ftrace", "pipe-300.perf", "hackbench-g1-l5.perf"] {
+    for f in ["pipe-500.ftrace", "hackbench-g1-l5.ftrace", "pipe-300.perf", "hackbench-g1-l5.perf", "pipe-50.tracecmd"] {
         let t = std::fs::read_to_string(dir.join(f)).unwrap();
         v.push(t.lines().take(300).collect::<Vec<_>>().join("\n") + "\n");
     }
