@@ -110,7 +110,7 @@ fn an_imported_hackbench_runs_on_every_preset_and_kernel() {
     let (_, file) = import(&data("hackbench-g1-l5.ftrace"), &[]);
     for m in schedlab_machine::presets() {
         for k in schedlab_kernel::profile::profiles() {
-            let (ok, out, err) = schedlab(&["run", "--workload", &file, "--machine", m.name, "--kernel", &k.name, "--json"]);
+            let (ok, out, err) = schedlab(&["run", "--workload", &file, "--machine", m.name, "--kernel", k.name, "--json"]);
             assert!(ok && !err.contains("blocked forever"), "{} {}: {err}", m.name, k.name);
             let v: serde_json::Value = serde_json::from_str(&out).unwrap();
             assert_eq!(v["tasks"]["exited"], v["tasks"]["created"], "{} {}: every task exits", m.name, k.name);
