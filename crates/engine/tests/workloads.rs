@@ -264,6 +264,12 @@ fn open_loop_holds_the_offered_load_constant() {
         SimConfig { seed: 5, duration_ns: Some(100 * MS), schedstat: false, model: Default::default(), trace: false, switch_log: false };
     let r = run(&m, profile("v6.12").unwrap(), &w, &cfg);
     assert!((r.metric_value - 100_000.0).abs() < 5_000.0, "netperf open loop {} trans/s", r.metric_value);
+    // ...and tbench's servers: throughput = offered ops/s x client.txt's mean payload per op.
+    let w = wl(&m, "tbench", "rate=50000,clients=4");
+    let r = run(&m, profile("v6.12").unwrap(), &w, &cfg);
+    let per_op = schedlab_workload::builtin::tbench::CYCLE.iter().map(|c| c.3).sum::<u64>() as f64 / 11.0;
+    let expect = 50_000.0 * per_op / 1e6;
+    assert!((r.metric_value - expect).abs() < 0.06 * expect, "tbench open loop {} MB/s, expected ~{expect:.0}", r.metric_value);
 }
 
 #[test]

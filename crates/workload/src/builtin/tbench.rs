@@ -11,9 +11,9 @@
 //! vs 5.4 KB in the real file); see docs/FIDELITY.md F-103.
 
 use super::costs::{tcp_recv_ns, tcp_send_ns};
-use super::{push_prog, start_task, Builtin, COUNTER_OPS};
+use super::{push_prog, start_task, Builtin, COUNTER_OPS, HIST_REQUEST};
 use crate::params::{ParamDoc, Params};
-use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, Workload, WorkloadError};
+use crate::{Arrivals, ChannelKind, ChannelSpec, MetricSpec, Op, Workload, WorkloadError};
 
 pub const BUILTIN: Builtin = Builtin {
     name: "tbench",
@@ -26,6 +26,12 @@ pub const BUILTIN: Builtin = Builtin {
             default: "0",
             help: "1: each client and its server are two threads of one process (seed 002's \"client processes with 2 threads\")",
         },
+        ParamDoc {
+            key: "rate",
+            default: "0",
+            help: "open loop: operations/s from remote tbench clients (all connections) through the NIC receive path; 0 = on-box client processes",
+        },
+        ParamDoc { key: "rx_queues", default: "all CPUs", help: "open loop: NIC receive queues, their interrupts on CPUs 0..rx_queues" },
     ],
     build,
 };
@@ -56,10 +62,14 @@ pub const CYCLE: &[(&str, u64, u64, u64)] = &[
 // FIDELITY(F-102): loopback TCP as sync channels. FIDELITY(F-103): client.txt as an 11-op cycle.
 // FIDELITY(F-661): per-op costs are constants; nothing grows with the number of clients
 // (loopback shared state, copy bandwidth, all-core turbo), so throughput scales to the CPU count.
-fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
+fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let clients = p.u64_in("clients", 10, 1, 50_000)? as u32;
     let threads = p.flag("threads", false)?;
-    let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
+    let rate = p.u64_in("rate", 0, 0, 100_000_000)?;
+    if rate == 0 && p.get("rx_queues").is_some() {
+        return Err(WorkloadError("tbench: rx_queues applies to the open loop only; add rate=OPS_PER_S or drop rx_queues".into()));
+    }
+    let sock = ChannelSpec { capacity: if rate > 0 { 1024 } else { 64 }, sync: rate == 0, kind: ChannelKind::Socket };
     let mut w = Workload {
         memory: Vec::new(),
         arrivals: None,
@@ -81,6 +91,39 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         groups: Vec::new(),
         jitter_pct: 10,
     };
+    if rate > 0 {
+        // Open loop: only the tbench_srv processes run here; each connection
+        // gets rate / clients operations per second of client.txt's mix from a
+        // remote tbench (the ops of one connection cycle through CYCLE).
+        let queues = p.u64_in("rx_queues", nr_cpus as u64, 1, nr_cpus.max(1) as u64)?;
+        w.params.push(("rate".into(), rate.to_string()));
+        w.params.push(("rx_queues".into(), queues.to_string()));
+        let mut conns = Vec::new();
+        for i in 0..clients {
+            let req = w.channels.len() as u32;
+            w.channels.push(sock.clone());
+            let mut server = vec![Op::Loop { count: u64::MAX }];
+            for &(_, send, recv, payload) in CYCLE {
+                server.extend([
+                    Op::Read { chan: req, cost: tcp_recv_ns(send) },
+                    Op::Run { ns: SERVER_OP_NS },
+                    Op::Run { ns: tcp_send_ns(recv) },
+                    Op::ReqEnd { hist: HIST_REQUEST },
+                ]);
+                if payload > 0 {
+                    server.push(Op::Count { id: COUNTER_OPS, n: payload });
+                }
+            }
+            server.push(Op::EndLoop);
+            let sp = push_prog(&mut w, server);
+            let smm = if threads { 1 + i } else { 2 + 2 * i };
+            w.tasks.push(start_task(format!("tbench_srv-{i}"), sp, smm));
+            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+            conns.push((req, i, (h % queues) as u16));
+        }
+        w.arrivals = Some(Arrivals { rate_per_s: rate as f64, conns, rx_ns: super::memcached::RX_NS, hist: HIST_REQUEST });
+        return Ok(w);
+    }
     let mut servers = Vec::new();
     for i in 0..clients {
         let req = w.channels.len() as u32;
