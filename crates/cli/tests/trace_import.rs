@@ -23,8 +23,11 @@ fn tmp(name: &str) -> String {
 }
 
 fn import(trace: &str, extra: &[&str]) -> (schedlab_workload::Workload, String) {
+    // One output file per call: tests run in parallel and may import the same trace.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let base = std::path::Path::new(trace).file_name().unwrap().to_string_lossy().replace('.', "_");
-    let out = tmp(&format!("{base}.toml"));
+    let out = tmp(&format!("{base}-{n}.toml"));
     let mut args = vec!["import", trace, "-o", &out];
     args.extend_from_slice(extra);
     let (ok, _, err) = schedlab(&args);
