@@ -335,6 +335,18 @@ const INF: u64 = u64::MAX;
 /// NohzBalance, Irq, Kthread, Arrival.
 const PER_CPU_SLOTS: u32 = 7;
 
+/// One draw of `Op::RunDist`: the inverse of a piecewise-linear CDF through
+/// (0, lo), (1/2, mid), (1, hi), in integers (the top bit of one 32-bit draw
+/// picks the half, the other 31 the point in it). Mean `(lo + 2 mid + hi) / 4`,
+/// median `mid`.
+#[inline]
+fn draw_run_dist(rng: &mut Pcg32, lo: u32, mid: u32, hi: u32) -> u64 {
+    let u = rng.next_u32();
+    let f = (u & 0x7fff_ffff) as u64;
+    let (a, b) = if u >> 31 == 0 { (lo, mid) } else { (mid, hi) };
+    a as u64 + (((b - a) as u64 * f) >> 31)
+}
+
 /// Wall time to do `work` nominal ns at `rate` per mille (rounded up).
 #[inline]
 fn wall_for(work: u64, rate: u64) -> u64 {
@@ -1126,9 +1138,13 @@ impl<'a> Sim<'a> {
             };
             let stage = r.stage;
             match op {
-                Op::Run { ns } => {
+                Op::Run { .. } | Op::RunDist { .. } => {
                     if stage == 0 {
-                        let mut j = self.jitter(ns);
+                        let mut j = match op {
+                            Op::Run { ns } => self.jitter(ns),
+                            Op::RunDist { lo, mid, hi } => draw_run_dist(&mut self.rng, lo, mid, hi),
+                            _ => unreachable!(),
+                        };
                         if self.numa_mem.is_some() {
                             j = self.numa_run_ns(t, c, j);
                         }

@@ -678,3 +678,33 @@ start = false
     assert_eq!((r.tasks_created, r.tasks_exited), (7, 7));
     assert!(r.noise.kthread_wakeups > 0, "kernel threads ran before the forks");
 }
+
+#[test]
+fn run_dist_draws_keep_mean_median_and_range() {
+    let mut rng = crate::rng::Pcg32::new(7, 1);
+    let (lo, mid, hi) = (10_000u32, 20_000u32, 80_000u32);
+    let n = 200_000u64;
+    let mut v: Vec<u64> = (0..n).map(|_| super::draw_run_dist(&mut rng, lo, mid, hi)).collect();
+    assert!(v.iter().all(|&x| (lo as u64..=hi as u64).contains(&x)));
+    let mean = v.iter().sum::<u64>() as f64 / n as f64;
+    let want = (lo as f64 + 2.0 * mid as f64 + hi as f64) / 4.0;
+    assert!((mean / want - 1.0).abs() < 0.005, "mean {mean} vs {want}");
+    v.sort_unstable();
+    let median = v[v.len() / 2] as f64;
+    assert!((median / mid as f64 - 1.0).abs() < 0.01, "median {median} vs {mid}");
+    // A point distribution is exact.
+    assert_eq!(super::draw_run_dist(&mut rng, 5, 5, 5), 5);
+}
+
+#[test]
+fn run_dist_bursts_vary_between_seeds_and_add_up_to_their_mean() {
+    let m = machine("laptop-4c8t");
+    let text = "format = 1\nname = \"rd\"\n[metric]\nkind = \"elapsed\"\nname = \"elapsed\"\nstart = 0\nend = 1\n[[program]]\nops = [\"mark id=0\", \"loop count=2000\", \"run_dist lo=50us mid=100us hi=250us\", \"sleep ns=50us\", \"end_loop\", \"mark id=1\"]\n[[task]]\nname = \"t\"\nprogram = 0\nmm = 0\n";
+    let w = schedlab_workload::file::from_toml_str(text, "rd.toml").unwrap();
+    let a = go_quiet(&m, "v6.12", &w, 1, None);
+    let b = go_quiet(&m, "v6.12", &w, 2, None);
+    assert_ne!(a.metric_value, b.metric_value, "seeds must give different draws");
+    // 2000 x (mean 125 us run + 50 us sleep), within 2% (plus wakeup costs).
+    let want = 2000.0 * 175e-6;
+    assert!((a.metric_value / want - 1.0).abs() < 0.03, "{} vs {want}", a.metric_value);
+}

@@ -16,7 +16,9 @@
 //! - threads share an `mm` when the trace has tgids (the record-tgid column,
 //!   perf `PID/TID`); otherwise every task is its own process;
 //! - periodic stretches (the same op sequence repeated) are folded into
-//!   `loop count=N` with each op's mean duration;
+//!   `loop count=N`; a burst repeated at least 8 times whose recorded
+//!   durations spread by 5% or more becomes `run_dist` with their mean and
+//!   median (`run_dist()` below), other bursts and sleeps keep their mean;
 //! - when the folded file would exceed the op budget, only a prefix of the
 //!   trace (all tasks cut at one instant) is kept, and the file says so.
 //!
@@ -24,7 +26,7 @@
 //! give the `elapsed` metric.
 // FIDELITY(F-701): replayed bursts are fixed CPU times: no cache or frequency effects of the real run carry over beyond their mean.
 // FIDELITY(F-702): only blocking wakeups are replayed (a write to a reader that is running leaves no trace event); affinity, nice and cgroups are not imported.
-// FIDELITY(F-703): a folded loop replays each op's mean duration; the spread of the real bursts is dropped.
+// FIDELITY(F-703): a folded loop's bursts keep their mean and median and a three-point piecewise-linear shape of their spread (run_dist), not the recorded distribution or the order of long and short bursts; its sleeps keep only their mean.
 
 use crate::model::{Analysis, Source, Step};
 use schedlab_workload::{MetricSpec, Op, SemSpec, TaskSpec, Workload};
@@ -90,6 +92,38 @@ impl ROp {
     }
 }
 
+/// Fewest repetitions of a folded burst for which its spread is kept.
+const DIST_MIN_REPS: usize = 8;
+/// Spread (hi - lo, relative to the median) below which a burst stays a fixed `run`.
+const DIST_MIN_SPREAD: f64 = 0.05;
+
+/// The recorded durations of one burst of a folded loop as `run_dist`, with
+/// their mean and median: `mid` = the median; `lo` such that the lower half,
+/// uniform on [lo, mid], has the recorded lower half's mean; `hi` solved from
+/// the mean, `(lo + 2 mid + hi) / 4`. When that puts `hi` below the median
+/// (more weight below the median than above), `hi = mid` and `lo` is solved
+/// instead. None when the spread is small or the shape cannot keep both
+/// (the caller then writes the mean).
+fn run_dist(v: &mut [f64], mean: f64) -> Option<Op> {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    let mid = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    let lower = &v[..n / 2];
+    let lower_mean = lower.iter().sum::<f64>() / lower.len().max(1) as f64;
+    let mut lo = (2.0 * lower_mean - mid).max(0.0);
+    let mut hi = 4.0 * mean - 2.0 * mid - lo;
+    if hi < mid {
+        hi = mid;
+        lo = 4.0 * mean - 3.0 * mid;
+    }
+    let ok = |x: f64| x.is_finite() && x >= 0.0 && x <= u32::MAX as f64;
+    if !(ok(lo) && ok(hi) && lo <= mid && mid <= hi) || hi - lo < DIST_MIN_SPREAD * mid {
+        return None;
+    }
+    let (lo, mid, hi) = (lo.round() as u32, (mid.round() as u32).max(1), hi.round() as u32);
+    Some(Op::RunDist { lo: lo.min(mid), mid, hi: hi.max(mid) })
+}
+
 /// Fold repeated stretches: greedy, at each position the period (<= max_p)
 /// that covers the most ops with at least two repetitions.
 fn fold(ops: &[ROp], max_p: usize) -> Vec<Op> {
@@ -116,21 +150,23 @@ fn fold(ops: &[ROp], max_p: usize) -> Vec<Op> {
             let reps = covered / p;
             out.push(Op::Loop { count: reps as u64 });
             for k in 0..p {
-                let mut o = ops[i + k];
-                if let ROp::Run(_) | ROp::Sleep(_) = o {
-                    let mean = (0..reps)
-                        .map(|r| match ops[i + r * p + k] {
-                            ROp::Run(x) | ROp::Sleep(x) => x,
-                            _ => 0.0,
-                        })
-                        .sum::<f64>()
-                        / reps as f64;
-                    o = match o {
-                        ROp::Run(_) => ROp::Run(mean),
-                        _ => ROp::Sleep(mean),
-                    };
-                }
-                out.push(o.op());
+                let o = ops[i + k];
+                let samples = || {
+                    (0..reps).map(|r| match ops[i + r * p + k] {
+                        ROp::Run(x) | ROp::Sleep(x) => x,
+                        _ => 0.0,
+                    })
+                };
+                let mean = samples().sum::<f64>() / reps as f64;
+                out.push(match o {
+                    ROp::Run(_) if reps >= DIST_MIN_REPS => {
+                        let mut v: Vec<f64> = samples().collect();
+                        run_dist(&mut v, mean).unwrap_or_else(|| ROp::Run(mean).op())
+                    }
+                    ROp::Run(_) => ROp::Run(mean).op(),
+                    ROp::Sleep(_) => ROp::Sleep(mean).op(),
+                    o => o.op(),
+                });
             }
             out.push(Op::EndLoop);
             i += covered;
@@ -287,7 +323,7 @@ mod tests {
     fn folding_finds_the_period_and_averages() {
         let mut ops = vec![ROp::Mark(0)];
         for k in 0..10 {
-            ops.extend([ROp::Run(1000.0 + k as f64 * 10.0), ROp::Post(1), ROp::Wait(0)]);
+            ops.extend([ROp::Run(1000.0 + k as f64 * 2.0), ROp::Post(1), ROp::Wait(0)]);
         }
         ops.push(ROp::Run(5.0));
         let f = fold(&ops, 8);
@@ -296,7 +332,7 @@ mod tests {
             vec![
                 Op::Mark { id: 0 },
                 Op::Loop { count: 10 },
-                Op::Run { ns: 1045 },
+                Op::Run { ns: 1009 },
                 Op::SemPost { sem: 1, n: 1 },
                 Op::SemWait { sem: 0 },
                 Op::EndLoop,
@@ -306,5 +342,49 @@ mod tests {
         // Too short to pay for the loop ops: left as is.
         let f = fold(&[ROp::Post(1), ROp::Post(1)], 8);
         assert_eq!(f.len(), 2);
+    }
+
+    #[test]
+    fn varying_bursts_become_distributions_with_their_mean_and_median() {
+        // A right-skewed burst: mostly ~100 us, every fourth one 400 us.
+        let mut ops = Vec::new();
+        let mut rec = Vec::new();
+        for k in 0..40 {
+            let x = if k % 4 == 3 { 400_000.0 } else { 100_000.0 + (k % 3) as f64 * 5_000.0 };
+            rec.push(x);
+            ops.extend([ROp::Run(x), ROp::Sleep(50_000.0 + k as f64)]);
+        }
+        let f = fold(&ops, 8);
+        assert_eq!(f[0], Op::Loop { count: 40 });
+        let Op::RunDist { lo, mid, hi } = f[1] else { panic!("expected run_dist, got {:?}", f[1]) };
+        let mean = rec.iter().sum::<f64>() / rec.len() as f64;
+        let model_mean = (lo as f64 + 2.0 * mid as f64 + hi as f64) / 4.0;
+        assert!((model_mean / mean - 1.0).abs() < 1e-4, "mean {model_mean} vs recorded {mean}");
+        rec.sort_by(|a, b| a.total_cmp(b));
+        assert_eq!(mid as f64, (rec[19] + rec[20]) / 2.0);
+        assert!(lo <= mid && hi > 2 * mid, "{lo} {mid} {hi}");
+        // Sleeps keep their mean.
+        assert_eq!(f[2], Op::Sleep { ns: 50_020 });
+        // Left-skewed: hi stays at the median, lo moves down to keep the mean.
+        let mut ops = Vec::new();
+        for k in 0..20 {
+            ops.extend([ROp::Run(if k % 2 == 0 { 10_000.0 } else { 100_000.0 + k as f64 }), ROp::Post(0)]);
+        }
+        let f = fold(&ops, 8);
+        let m = match f[1] {
+            Op::RunDist { lo, mid, hi } => {
+                assert!(lo <= mid && mid <= hi);
+                (lo as f64 + 2.0 * mid as f64 + hi as f64) / 4.0
+            }
+            Op::Run { ns } => ns as f64,
+            ref o => panic!("{o:?}"),
+        };
+        assert!((m / 55_005.0 - 1.0).abs() < 1e-3, "{m}");
+        // Fewer than DIST_MIN_REPS repetitions: the mean.
+        let mut ops = Vec::new();
+        for k in 0..5 {
+            ops.extend([ROp::Run(1000.0 * (k + 1) as f64), ROp::Post(0)]);
+        }
+        assert_eq!(fold(&ops, 8)[1], Op::Run { ns: 3000 });
     }
 }

@@ -496,6 +496,7 @@ fn atom(t: &[Tok], p: &mut usize, v: &Vars, depth: u32) -> Result<i128, String> 
 /// The op names and their fields, in the order the exporter writes them.
 const OPS: &[(&str, &[&str])] = &[
     ("run", &["ns"]),
+    ("run_dist", &["lo", "mid", "hi"]),
     ("mem", &["bytes"]),
     ("write", &["chan", "cost"]),
     ("read", &["chan", "cost"]),
@@ -578,6 +579,7 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
         let f64_ = |k: &str| if matches!(k, "ns" | "cost") { time(k) } else { f64_(k) };
         let op = match name {
             "run" => Op::Run { ns: f64_("ns")? },
+            "run_dist" => Op::RunDist { lo: f32("lo")?, mid: f32("mid")?, hi: f32("hi")? },
             "mem" => Op::Mem { bytes: f64_("bytes")? },
             "write" => Op::Write { chan: f32("chan")?, cost: f64_("cost")? },
             "read" => Op::Read { chan: f32("chan")?, cost: f64_("cost")? },
@@ -617,6 +619,7 @@ pub const MAX_TIME_NS: u64 = 3_600_000_000_000;
 fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
     match *op {
         Op::Run { ns } => ("run", vec![ns]),
+        Op::RunDist { lo, mid, hi } => ("run_dist", vec![lo as u64, mid as u64, hi as u64]),
         Op::Mem { bytes } => ("mem", vec![bytes]),
         Op::Write { chan, cost } => ("write", vec![chan as u64, cost]),
         Op::Read { chan, cost } => ("read", vec![chan as u64, cost]),
@@ -983,6 +986,18 @@ mod tests {
         assert!(build("sysbench", &Params::parse("metric=latency_p42").unwrap(), 12, &[]).is_err());
         assert!(build("schbench", &Params::parse("version=2016,metric=rps").unwrap(), 12, &[]).is_err());
         assert!(build("schbench", &Params::parse("version=2016,metric=request_p99").unwrap(), 12, &[]).is_err());
+    }
+
+    #[test]
+    fn run_dist_round_trips_and_is_checked() {
+        let text = MINI.replace("\"run ns=1ms\"", "\"run_dist lo=10us mid=20us hi=80us\"");
+        let w = from_toml_str(&text, "d.toml").unwrap();
+        assert!(w.programs[0].contains(&Op::RunDist { lo: 10_000, mid: 20_000, hi: 80_000 }), "{:?}", w.programs[0]);
+        assert_eq!(from_toml_str(&to_toml(&w, ""), "d.toml").unwrap(), w);
+        let e = from_toml_str(&text.replace("mid=20us", "mid=90us"), "d.toml").unwrap_err().0;
+        assert!(e.contains("lo <= mid <= hi"), "{e}");
+        let e = from_toml_str(&text.replace("hi=80us", "hi=5s"), "d.toml").unwrap_err().0;
+        assert!(e.contains("hi = 5000000000 is out of range"), "{e}");
     }
 
     #[test]

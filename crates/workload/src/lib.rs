@@ -27,6 +27,17 @@ pub enum Op {
     Run {
         ns: u64,
     },
+    /// Compute for a time drawn per execution from a distribution with
+    /// median `mid`, 10th..90th spread set by `lo` and `hi` (ns): the inverse
+    /// CDF is piecewise linear, `lo` at 0, `mid` at 1/2, `hi` at 1, so the
+    /// mean is `(lo + 2 mid + hi) / 4`. What `schedlab import` writes for the
+    /// bursts of a long trace's folded loops (a burst that varies, as real
+    /// ones do, with the recorded mean and median). `lo <= mid <= hi`.
+    RunDist {
+        lo: u32,
+        mid: u32,
+        hi: u32,
+    },
     /// Stream `bytes` from/to memory: progress at the bandwidth the machine
     /// model grants (shared per LLC and per node; remote pages slower).
     Mem {
@@ -446,6 +457,9 @@ impl Workload {
                                 barrier_parties.insert(id, parties);
                             }
                         }
+                    }
+                    Op::RunDist { lo, mid, hi } if !(lo <= mid && mid <= hi) => {
+                        return err(format!("program {pi}: run_dist lo={lo} mid={mid} hi={hi}: needs lo <= mid <= hi (ns)"));
                     }
                     Op::Fork { spec, .. } if spec as usize >= self.tasks.len() || self.tasks[spec as usize].start => {
                         return err(format!("program {pi}: fork of task spec {spec}, which is not a forkable spec"));

@@ -14,6 +14,7 @@
 use crate::core::Kernel;
 use crate::cpumask::CpuMask;
 use crate::explain::{LbOutcome, Refusal};
+use crate::fair::numa::FbqType;
 use crate::features::SchedFeat::*;
 use crate::profile::LbVariant;
 use crate::sched::{TaskId, TaskState};
@@ -80,6 +81,8 @@ struct LbEnv {
     all_pinned: bool,
     /// `LBF_ACTIVE_LB`: the env of active_load_balance_cpu_stop().
     active: bool,
+    /// `env->fbq_type`: `All` unless an SD_NUMA level classified the busiest group.
+    fbq_type: FbqType,
 }
 
 /// Outcome of balancing that the engine must act on.
@@ -336,13 +339,27 @@ impl Kernel {
             self.xb_finish(LbOutcome::NotDesignated);
             return (0, false);
         }
-        let mut env = LbEnv { dst, lvl, idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true, active: false };
+        let mut env = LbEnv {
+            dst,
+            lvl,
+            idle,
+            imbalance: 0,
+            migration_type: MigrationType::Load,
+            all_pinned: true,
+            active: false,
+            fbq_type: FbqType::All,
+        };
         let Some(busiest_group) = self.find_busiest_group(sd_id, &mut env, out) else {
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_balanced += 1;
             self.lb_out_balanced(dst, lvl, idle);
             self.xb_finish(LbOutcome::Balanced);
             return (0, true);
         };
+        // update_sd_lb_stats() (v3.13+): at an SD_NUMA level the busiest
+        // group's class limits the runqueues find_busiest_queue() may take from.
+        if self.sd.domains[sd_id].flags & SD_NUMA != 0 && self.profile.version >= (3, 13) {
+            env.fbq_type = self.fbq_classify_group(&busiest_group);
+        }
         self.xb(|r| {
             r.busiest_group = busiest_group.first().map_or(u16::MAX, |c| c.0);
             r.migration = env.migration_type as u8 + 1;
@@ -460,8 +477,16 @@ impl Kernel {
         }
         let lvl = self.sd.per_cpu[dst.idx()].iter().position(|&id| self.sd.domains[id as usize].span.test(src))?;
         self.sd_stats[dst.idx()][lvl].alb_count += 1;
-        let mut env =
-            LbEnv { dst, lvl, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true, active: true };
+        let mut env = LbEnv {
+            dst,
+            lvl,
+            idle: IdleType::Idle,
+            imbalance: 0,
+            migration_type: MigrationType::Load,
+            all_pinned: true,
+            active: true,
+            fbq_type: FbqType::All,
+        };
         // The tail of rq->cfs_tasks: least recently run first (the ordered set).
         let cands: Vec<TaskId> = self.rqs[src.idx()].cfs_tasks.iter().map(|&(_, p)| p).collect();
         let p = cands.into_iter().find(|&p| self.can_migrate_task(p, src, &mut env, now));
@@ -857,6 +882,11 @@ impl Kernel {
             if nr == 0 {
                 continue;
             }
+            // v3.13+: skip runqueues of a higher fbq class than the busiest
+            // group's (keeps ideally placed NUMA tasks where they are).
+            if env.fbq_type != FbqType::All && self.fbq_classify_rq(c) > env.fbq_type {
+                continue;
+            }
             if self.profile.lb == LbVariant::LoadIdx {
                 // v3.10: skip a single task heavier than the imbalance; rank by
                 // weighted_cpuload() scaled by the CPU's power.
@@ -1241,6 +1271,7 @@ mod tests {
             migration_type: MigrationType::Task,
             all_pinned: true,
             active: false,
+            fbq_type: FbqType::All,
         };
         let cache_nice_tries = k.sd.domains[k.sd.per_cpu[1][0] as usize].cache_nice_tries;
         assert_eq!(cache_nice_tries, 1);
@@ -1369,6 +1400,7 @@ mod tests {
             migration_type: MigrationType::Load,
             all_pinned: true,
             active: false,
+            fbq_type: FbqType::All,
         };
         let mut out = BalanceResult::default();
         assert!(k.find_busiest_group(sd, &mut env, &mut out).is_none());
@@ -1383,6 +1415,7 @@ mod tests {
             migration_type: MigrationType::Load,
             all_pinned: true,
             active: false,
+            fbq_type: FbqType::All,
         };
         assert!(k.find_busiest_group(sd, &mut env, &mut out).is_some());
         assert!(env.imbalance > 0);
@@ -1580,6 +1613,7 @@ mod tests {
                 migration_type: MigrationType::Task,
                 all_pinned: true,
                 active: false,
+                fbq_type: FbqType::All,
             };
             assert_eq!(k.can_migrate_task(queued, CpuId(0), &mut env, 10_000_000), movable, "patch {patch}");
             env.migration_type = MigrationType::Load;

@@ -25,6 +25,7 @@
 //! costs one `is_none()` test when NUMA balancing does not apply.
 
 use crate::core::Kernel;
+use crate::cpumask::CpuMask;
 use crate::profile::Patch;
 use crate::sched::TaskId;
 use crate::topology::SD_NUMA;
@@ -1434,8 +1435,55 @@ impl Kernel {
         Some(dw < sw)
     }
 
+    /// (`rq->nr_numa_running`, `rq->nr_preferred_running`) as
+    /// account_numa_enqueue() keeps them (v3.13+): queued fair tasks with a
+    /// preferred node, and those on it; counted on demand.
+    pub(crate) fn nr_numa_counts(&self, cpu: CpuId) -> (u32, u32) {
+        let Some(st) = self.numa.as_deref() else { return (0, 0) };
+        let nid = st.node_of[cpu.idx()];
+        let mut numa = 0;
+        let mut pref = 0;
+        for &(_, q) in self.rqs[cpu.idx()].cfs_tasks.iter() {
+            if let Some(t) = st.tasks.get(q.idx()) {
+                if t.preferred_nid != NO_NODE {
+                    numa += 1;
+                    pref += (t.preferred_nid == nid) as u32;
+                }
+            }
+        }
+        (numa, pref)
+    }
+
+    /// `fbq_classify_rq()` (v3.13+, 0ec8aa00f2b4): `Regular` while the
+    /// runqueue has a task without a preferred node, `Remote` while it has one
+    /// away from its preferred node, else `All`. Without NUMA balancing `All`.
+    pub(crate) fn fbq_classify_rq(&self, cpu: CpuId) -> FbqType {
+        if !self.numa.as_deref().is_some_and(|st| st.enabled) {
+            return FbqType::All;
+        }
+        let nr = self.rqs[cpu.idx()].nr_running();
+        let (numa, pref) = self.nr_numa_counts(cpu);
+        fbq_class(nr, numa, pref)
+    }
+
+    /// `fbq_classify_group()` (v3.13+): the same over a group's runqueues
+    /// (sum_h_nr_running against the group's NUMA counts).
+    pub(crate) fn fbq_classify_group(&self, g: &CpuMask) -> FbqType {
+        if !self.numa.as_deref().is_some_and(|st| st.enabled) {
+            return FbqType::All;
+        }
+        let (mut nr, mut numa, mut pref) = (0, 0, 0);
+        for c in g.iter() {
+            nr += self.rqs[c.idx()].nr_running();
+            let (n, p) = self.nr_numa_counts(c);
+            numa += n;
+            pref += p;
+        }
+        fbq_class(nr, numa, pref)
+    }
+
     /// `rq->nr_preferred_running` (account_numa_enqueue()), counted on demand.
-    // FIDELITY(F-769): nr_preferred_running / nr_numa_running are counted when asked rather than kept at enqueue; fbq_type (find_busiest_queue()'s regular/remote classes) is not modelled.
+    // FIDELITY(F-769): nr_preferred_running / nr_numa_running are counted when asked rather than kept at enqueue (same values, other cost).
     fn nr_preferred_running(&self, cpu: CpuId) -> u32 {
         let st = self.nm();
         let nid = st.node_of[cpu.idx()];
@@ -1455,6 +1503,29 @@ impl Kernel {
         }
         let (snid, dnid) = (st.node_of[prev.idx()], st.node_of[this_cpu.idx()]);
         snid != dnid && st.task_numa_cling(p, snid, dnid)
+    }
+}
+
+/// `enum fbq_type` (v3.13+): which runqueues find_busiest_queue() may take
+/// from at an SD_NUMA level, in the kernel's order (a runqueue whose class is
+/// above the busiest group's is skipped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum FbqType {
+    /// Some task has no preferred node.
+    Regular,
+    /// Some task runs away from its preferred node.
+    Remote,
+    /// No distinction.
+    All,
+}
+
+fn fbq_class(nr: u32, numa: u32, pref: u32) -> FbqType {
+    if nr > numa {
+        FbqType::Regular
+    } else if nr > pref {
+        FbqType::Remote
+    } else {
+        FbqType::All
     }
 }
 
@@ -1548,6 +1619,53 @@ mod tests {
         let mut out = BalanceResult::default();
         k.sched_balance_rq(CpuId(2), numa_lvl, IdleType::Idle, now, &mut out);
         assert!(out.pulled > 0, "cold tasks move when NUMA locality has no say");
+    }
+
+    // find_busiest_queue() with fbq_type (v3.13+): node 0's CPU 0 runs three
+    // tasks on their preferred node 0, CPU 1 two tasks that prefer node 1.
+    // The busiest group classifies `Remote`, so an idle node-1 CPU balancing
+    // the NUMA level skips the heavier CPU 0 (class `All`) and takes from
+    // CPU 1 (without the classification CPU 0, the heaviest, is the busiest
+    // queue and its tasks are refused for locality).
+    #[test]
+    fn numa_balance_takes_from_runqueues_with_misplaced_tasks() {
+        use crate::core::{SwitchReason, TaskParams};
+        use crate::fair::balance::{BalanceResult, IdleType};
+        let mut k = kernel(None);
+        let mut ts = Vec::new();
+        for (cpu, nid, count) in [(0u16, 0u32, 3), (1, 1, 2)] {
+            for _ in 0..count {
+                let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(cpu)]), ..Default::default() }, None, CpuId(cpu), 0);
+                k.wake_up_new_task(p, CpuId(cpu), 0);
+                k.schedule(CpuId(cpu), SwitchReason::Preempt, 0);
+                k.tasks[p.idx()].cpus_allowed = None;
+                ts.push((p, nid));
+            }
+        }
+        let n = k.nm().nr_nodes;
+        let st = k.nmm();
+        st.enabled = true;
+        st.tasks.resize_with(ts.len() + 1, || TaskNuma { preferred_nid: NO_NODE, ..Default::default() });
+        for &(p, nid) in &ts {
+            let t = &mut st.tasks[p.idx()];
+            t.faults = vec![0; 4 * n * 2];
+            t.faults[nid as usize] = 100;
+            t.total_numa_faults = 100;
+            t.preferred_nid = nid;
+        }
+        assert_eq!(k.fbq_classify_rq(CpuId(0)), FbqType::All);
+        assert_eq!(k.fbq_classify_rq(CpuId(1)), FbqType::Remote);
+        let node0 = CpuMask::from_cpus(4, [CpuId(0), CpuId(1)]);
+        assert_eq!(k.fbq_classify_group(&node0), FbqType::Remote);
+        let numa_lvl = k.sd.per_cpu[2].len() - 1;
+        let mut out = BalanceResult::default();
+        k.sched_balance_rq(CpuId(2), numa_lvl, IdleType::Idle, 1_000_000_000, &mut out);
+        assert!(out.pulled > 0, "a misplaced task moves to its node");
+        assert_eq!(k.rqs[0].nr_running(), 3, "the ideally placed tasks stay");
+        assert!(k.rqs[1].nr_running() < 2);
+        // Without NUMA balancing there is no distinction.
+        k.nmm().enabled = false;
+        assert_eq!(k.fbq_classify_rq(CpuId(1)), FbqType::All);
     }
 
     // kernel/sysctl.c: the names, ranges and defaults of the NUMA sysctls (v5.2 + the cling patch).
