@@ -270,6 +270,12 @@ fn open_loop_holds_the_offered_load_constant() {
     let per_op = schedlab_workload::builtin::tbench::CYCLE.iter().map(|c| c.3).sum::<u64>() as f64 / 11.0;
     let expect = 50_000.0 * per_op / 1e6;
     assert!((r.metric_value - expect).abs() < 0.06 * expect, "tbench open loop {} MB/s, expected ~{expect:.0}", r.metric_value);
+    // ...and pgbench's backends, select-only and TPC-B: tps = the offered rate.
+    for mode in ["select", "tpcb"] {
+        let w = wl(&m, "pgbench", &format!("rate=20000,clients=8,mode={mode}"));
+        let r = run(&m, profile("v6.12").unwrap(), &w, &cfg);
+        assert!((r.metric_value - 20_000.0).abs() < 1_200.0, "pgbench {mode} open loop {} tps", r.metric_value);
+    }
 }
 
 #[test]

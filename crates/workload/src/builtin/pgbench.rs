@@ -12,6 +12,13 @@
 //! recorded them) and are scaled to seed 000's Westmere box by `cpu=x5650`, a
 //! calibration on the seed's base column (docs/CALIBRATION.md "pgbench").
 //!
+//! Open loop (`rate=`): no pgbench threads on the box; remote clients send
+//! `rate` transactions/s (Poisson) over the connections, each arriving through
+//! the NIC receive path (interrupt and softirq on the receive queue's CPU, a
+//! non-sync wakeup of the backend), and the backend's reply costs only its send.
+//! A TPC-B transaction arrives as one pipelined request (its statements run
+//! back to back, one reply): FIDELITY(F-803).
+//!
 //! Transaction latency (histogram 1) is taken at each backend from one
 //! transaction's final reply to the next one's (`ReqEnd` then `ReqStart`):
 //! pgbench's clients start the next transaction as soon as a reply is parsed,
@@ -21,7 +28,7 @@
 
 use super::{pick_metric, Builtin, COUNTER_OPS, HIST_REQUEST};
 use crate::params::{ParamDoc, Params};
-use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
+use crate::{Arrivals, ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
 
 pub const BUILTIN: Builtin = Builtin {
     name: "pgbench",
@@ -35,6 +42,12 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "shared_buffers", default: "128", help: "PostgreSQL shared_buffers in MB" },
         ParamDoc { key: "pg", default: "9.3", help: "PostgreSQL major version: 9.1 (8.3-9.1: every relation and virtual-xid lock through the shared lock table under its partition LWLock, and BufFreelistLock), 9.3 (9.2-9.4: fast-path relation locks, BufFreelistLock) or 15 (9.5+: lock-free clock sweep)" },
         ParamDoc { key: "cpu", default: "x5650", help: "per-operation CPU costs of: x5650 (seed 000's Westmere-EP server) or epyc-guest (the 2-vCPU EPYC guest they were measured on)" },
+        ParamDoc {
+            key: "rate",
+            default: "0",
+            help: "open loop: transactions/s from remote pgbench clients (all connections) through the NIC receive path; 0 = on-box pgbench threads",
+        },
+        ParamDoc { key: "rx_queues", default: "all CPUs", help: "open loop: NIC receive queues, their interrupts on CPUs 0..rx_queues" },
         ParamDoc { key: "metric", default: "tps", help: "reported figure: tps or latency_{avg,p50,p90,p95,p99,p99.9}" },
     ],
     build,
@@ -149,10 +162,21 @@ pub fn page_reads_per_select(db_size_mb: u64, shared_buffers_mb: u64) -> f64 {
     2.0 * (1.0 - hit)
 }
 
-fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
+fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
     let clients = p.u64_in("clients", 1, 1, 10_000)? as u32;
     let threads = p.u64_in("threads", 1, 1, 10_000)? as u32;
-    if threads > clients {
+    let rate = p.u64_in("rate", 0, 0, 100_000_000)?;
+    let open = rate > 0;
+    if !open && p.get("rx_queues").is_some() {
+        return Err(WorkloadError("pgbench: rx_queues applies to the open loop only; add rate=TPS or drop rx_queues".into()));
+    }
+    if open && p.get("threads").is_some() {
+        return Err(WorkloadError(
+            "pgbench: threads= is the number of on-box pgbench threads; the open loop (rate=) has remote clients only: drop threads".into(),
+        ));
+    }
+    let threads = if open { 0 } else { threads };
+    if threads > clients && !open {
         return Err(WorkloadError(format!("threads={threads} is more than clients={clients}; pgbench requires -j <= -c")));
     }
     let mode = p.get("mode").unwrap_or("tpcb");
@@ -180,7 +204,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let cl = |ns: u64| ns * scale.client_pm / 1000;
     let tps = MetricSpec::Rate { name: "tps".into(), unit: "tps".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "tps", tps, &[("latency", HIST_REQUEST)])?;
-    let sock = ChannelSpec { capacity: 256, sync: true, kind: ChannelKind::Socket };
+    let sock = ChannelSpec { capacity: 256, sync: !open, kind: ChannelKind::Socket };
     let mut w = Workload {
         memory: Vec::new(),
         arrivals: None,
@@ -210,6 +234,10 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     if p.get("metric").is_none() {
         w.params.retain(|(k, _)| k != "metric");
     }
+    if open {
+        w.params.retain(|(k, _)| k != "threads");
+        w.params.push(("rate".into(), rate.to_string()));
+    }
     // Channels: req[i] = client -> backend i; resp[t] = backends of thread t -> thread t.
     let req0 = 0u32;
     for _ in 0..clients {
@@ -225,11 +253,16 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     // page reads, BufFreelistLock waiters.
     // FIDELITY(F-685): no stats-collector messages or interrupt-context wakeups.
     // FIDELITY(F-660): so under v3.10 vs wakee-flips seed 000's base collapse and gain do not appear.
+    // The reply: a write to the pgbench thread's socket, or (open loop) the
+    // send to the remote client only; the arrival opens the latency stamp.
+    let reply_to = |t: u32, cost: u64, i: u32| if open { Op::Run { ns: cost } } else { Op::WriteTag { chan: resp0 + t, cost, tag: i } };
+    let restart: &[Op] = if open { &[] } else { &[Op::ReqStart { hist: HIST_REQUEST }] };
     for i in 0..clients {
-        let t = i % threads;
-        let mut prog = vec![Op::ReqStart { hist: HIST_REQUEST }, Op::Loop { count: u64::MAX }];
+        let t = if open { 0 } else { i % threads };
+        let mut prog = restart.to_vec();
+        prog.push(Op::Loop { count: u64::MAX });
         if select_only {
-            let reply = Op::WriteTag { chan: resp0 + t, cost: be(SEL_BE_SEND_NS), tag: i };
+            let reply = reply_to(t, be(SEL_BE_SEND_NS), i);
             let txns = if cycle_reads == 0 { 1 } else { READ_CYCLE };
             // With the shared lock table the program cycles over the 16 vxid
             // partitions: the vxid's partition differs from one transaction to the next.
@@ -265,26 +298,34 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                     }
                     prog.extend([Op::Run { ns: scale.page_read_ns }, Op::Mem { bytes: PAGE_BYTES }]);
                 }
-                prog.extend([
-                    reply,
-                    Op::ReqEnd { hist: HIST_REQUEST },
-                    Op::ReqStart { hist: HIST_REQUEST },
-                    Op::Count { id: COUNTER_OPS, n: 1 },
-                    Op::Run { ns: be(SEL_BE_POST_NS) },
-                ]);
+                prog.extend([reply, Op::ReqEnd { hist: HIST_REQUEST }]);
+                prog.extend_from_slice(restart);
+                prog.extend([Op::Count { id: COUNTER_OPS, n: 1 }, Op::Run { ns: be(SEL_BE_POST_NS) }]);
             }
         } else {
-            let reply = Op::WriteTag { chan: resp0 + t, cost: SEND_NS, tag: i };
-            for (k, &c) in TPCB_STMT_NS.iter().enumerate() {
+            let reply = reply_to(t, SEND_NS, i);
+            if open {
+                // FIDELITY(F-803): the transaction's statements arrive as one pipelined request.
                 prog.push(Op::Read { chan: req0 + i, cost: RECV_NS });
+            }
+            for (k, &c) in TPCB_STMT_NS.iter().enumerate() {
+                if !open {
+                    prog.push(Op::Read { chan: req0 + i, cost: RECV_NS });
+                }
                 if k == TPCB_STMT_NS.len() - 1 {
                     // COMMIT: XLogFlush under WALWriteLock; the releaser wakes the next waiter.
                     prog.extend([Op::SemWait { sem: 0 }, Op::Run { ns: WAL_WRITE_NS }, Op::SemPost { sem: 0, n: 1 }]);
                 }
                 prog.push(Op::Run { ns: c });
+                if !open {
+                    prog.push(reply);
+                }
+            }
+            if open {
                 prog.push(reply);
             }
-            prog.extend([Op::ReqEnd { hist: HIST_REQUEST }, Op::ReqStart { hist: HIST_REQUEST }]);
+            prog.push(Op::ReqEnd { hist: HIST_REQUEST });
+            prog.extend_from_slice(restart);
             prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
         }
         prog.push(Op::EndLoop);
@@ -331,6 +372,19 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             group: 0,
         });
     }
+    if open {
+        // RSS: a hash of the connection's 4-tuple picks its receive queue;
+        // queue q's interrupt is on CPU q.
+        let queues = p.u64_in("rx_queues", nr_cpus as u64, 1, nr_cpus.max(1) as u64)?;
+        w.params.push(("rx_queues".into(), queues.to_string()));
+        let conns = (0..clients)
+            .map(|i| {
+                let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+                (req0 + i, i, (h % queues) as u16)
+            })
+            .collect();
+        w.arrivals = Some(Arrivals { rate_per_s: rate as f64, conns, rx_ns: super::memcached::RX_NS, hist: HIST_REQUEST });
+    }
     Ok(w)
 }
 
@@ -349,6 +403,29 @@ mod tests {
         assert_ne!(w.tasks[0].mm, w.tasks[1].mm);
         assert!(crate::build("pgbench", &Params::parse("clients=2,threads=3").unwrap(), 12, &[]).is_err());
         assert!(crate::build("pgbench", &Params::parse("mode=x").unwrap(), 12, &[]).is_err());
+    }
+
+    #[test]
+    fn open_loop_has_remote_clients_only() {
+        for mode in ["select", "tpcb"] {
+            let w = crate::build("pgbench", &Params::parse(&format!("clients=6,rate=20000,mode={mode}")).unwrap(), 12, &[]).unwrap();
+            assert_eq!(w.tasks.len(), 6, "backends only");
+            assert!(w.tasks.iter().all(|t| t.name.starts_with("postgres-")));
+            let a = w.arrivals.as_ref().expect("arrivals");
+            assert_eq!((a.rate_per_s, a.conns.len()), (20_000.0, 6));
+            assert!(w.channels.iter().all(|c| !c.sync), "requests come from the network path");
+            for prog in &w.programs {
+                // The arrival opens the latency stamp; the backend closes it once per transaction.
+                assert_eq!(count(prog, |o| matches!(o, Op::ReqStart { .. })), 0);
+                assert_eq!(count(prog, |o| matches!(o, Op::WriteTag { .. })), 0, "no on-box client to write to");
+                let reads = count(prog, |o| matches!(o, Op::Read { .. }));
+                assert_eq!(reads, count(prog, |o| matches!(o, Op::ReqEnd { .. })), "{mode}: one request per transaction");
+            }
+            assert!(w.params.iter().any(|(k, v)| k == "rx_queues" && v == "12"));
+        }
+        let e = |set: &str| crate::build("pgbench", &Params::parse(set).unwrap(), 12, &[]).unwrap_err().0;
+        assert!(e("clients=4,rate=100,threads=2").contains("drop threads"));
+        assert!(e("clients=4,rx_queues=2").contains("open loop only"));
     }
 
     fn programs(set: &str) -> Workload {
