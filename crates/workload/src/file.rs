@@ -35,6 +35,35 @@ struct Doc {
     task: Vec<Spanned<TaskDoc>>,
     #[serde(default)]
     group: Vec<Spanned<GroupDoc>>,
+    #[serde(default)]
+    memory: Vec<Spanned<MemoryDoc>>,
+    arrivals: Option<Spanned<ArrivalsDoc>>,
+}
+
+/// A process's memory (NUMA model and NUMA balancing): `MemSpec`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemoryDoc {
+    mm: u32,
+    #[serde(default)]
+    shared_mib: u64,
+    #[serde(default)]
+    private_mib: u64,
+    private_pct: u32,
+    stall_pct: u32,
+    touch_mib_per_s: u64,
+    initial_node: Option<u32>,
+}
+
+/// Open-loop requests from remote clients: `Arrivals`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArrivalsDoc {
+    rate: f64,
+    /// [channel, tag, receive-queue CPU] per connection.
+    conns: Vec<(u32, u32, u16)>,
+    rx_ns: u64,
+    hist: u32,
 }
 
 #[derive(Deserialize)]
@@ -295,9 +324,34 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
         "latency_mean" => MetricSpec::LatencyMean { name: m.name.clone(), hist: need(m.hist, "hist")? },
         k => return Err(cx.err(ms, "kind", format!("{k:?}: expected elapsed, rate, scaled_rate, latency or latency_mean"))),
     };
+    let memory = doc
+        .memory
+        .iter()
+        .map(|m| {
+            let d = m.get_ref();
+            crate::MemSpec {
+                mm: d.mm,
+                shared_mib: d.shared_mib,
+                private_mib: d.private_mib,
+                private_pct: d.private_pct,
+                stall_pct: d.stall_pct,
+                touch_mib_per_s: d.touch_mib_per_s,
+                initial_node: d.initial_node,
+            }
+        })
+        .collect();
+    let arrivals = doc.arrivals.as_ref().map(|a| {
+        let d = a.get_ref();
+        crate::Arrivals { rate_per_s: d.rate, conns: d.conns.clone(), rx_ns: d.rx_ns, hist: d.hist }
+    });
+    if let Some(a) = &doc.arrivals {
+        if a.get_ref().rx_ns > MAX_TIME_NS {
+            return Err(cx.err(a.span(), "rx_ns", format!("at most {MAX_TIME_NS} ns")));
+        }
+    }
     let w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
+        memory,
+        arrivals,
         name: doc.name,
         params: doc.params,
         programs,
@@ -320,6 +374,11 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
                 .and_then(|n| n.parse::<usize>().ok())
                 .and_then(|n| prog_lines.get(n).copied());
+        let line = line.or_else(|| {
+            let k = e.0.split("memory ").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse::<usize>().ok()?;
+            Some(cx.line(doc.memory.get(k)?.span()))
+        });
+        let line = line.or_else(|| e.0.contains("arrivals:").then(|| doc.arrivals.as_ref().map(|a| cx.line(a.span()))).flatten());
         match line {
             Some(l) => WorkloadError(format!("{file}:{l}: {}", e.0)),
             None => WorkloadError(format!("{file}: {}", e.0)),
@@ -937,6 +996,22 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         }
         k += n;
     }
+    for m in &w.memory {
+        o.push_str(&format!(
+            "\n[[memory]]\nmm = {}\nshared_mib = {}\nprivate_mib = {}\nprivate_pct = {}\nstall_pct = {}\ntouch_mib_per_s = {}\n",
+            m.mm, m.shared_mib, m.private_mib, m.private_pct, m.stall_pct, m.touch_mib_per_s
+        ));
+        if let Some(n) = m.initial_node {
+            o.push_str(&format!("initial_node = {n}\n"));
+        }
+    }
+    if let Some(a) = &w.arrivals {
+        o.push_str(&format!("\n[arrivals]\nrate = {:?}\nrx_ns = {}\nhist = {}\nconns = [", a.rate_per_s, a.rx_ns, a.hist));
+        for (k, (c, t, cpu)) in a.conns.iter().enumerate() {
+            o.push_str(&format!("{}[{c}, {t}, {cpu}]", if k > 0 { ", " } else { "" }));
+        }
+        o.push_str("]\n");
+    }
     o
 }
 
@@ -948,7 +1023,18 @@ mod tests {
     #[test]
     fn every_builtin_round_trips() {
         for b in BUILTINS {
-            for set in ["", "groups=2,pipe=1", "clients=3,threads=2", "version=2016,message_threads=2,threads=3", "threads=3"] {
+            for set in [
+                "",
+                "groups=2,pipe=1",
+                "clients=3,threads=2",
+                "version=2016,message_threads=2,threads=3",
+                "threads=3",
+                // processes with memory (NUMA), open loops (arrivals)
+                "instances=2,threads=2",
+                "rate=20000",
+                "rate=20000,clients=3",
+                "rate=1000,instances=2",
+            ] {
                 let Ok(w) = build(b.name, &Params::parse(set).unwrap(), 12, &[]) else { continue };
                 let text = to_toml(&w, "test");
                 let back = from_toml_str(&text, "x.toml").unwrap_or_else(|e| panic!("{}: {e}\n{text}", b.name));
@@ -986,6 +1072,31 @@ mod tests {
         assert!(build("sysbench", &Params::parse("metric=latency_p42").unwrap(), 12, &[]).is_err());
         assert!(build("schbench", &Params::parse("version=2016,metric=rps").unwrap(), 12, &[]).is_err());
         assert!(build("schbench", &Params::parse("version=2016,metric=request_p99").unwrap(), 12, &[]).is_err());
+    }
+
+    #[test]
+    fn memory_and_arrivals_are_read_and_checked() {
+        let memory = "\n[[memory]]\nmm = 0\nshared_mib = 64\nprivate_pct = 50\nstall_pct = 30\ntouch_mib_per_s = 100\ninitial_node = 1\n";
+        let w = from_toml_str(&format!("{MINI}{memory}"), "m.toml").unwrap();
+        assert_eq!(w.memory.len(), 1);
+        assert_eq!((w.memory[0].shared_mib, w.memory[0].private_mib, w.memory[0].initial_node), (64, 0, Some(1)));
+        assert_eq!(from_toml_str(&to_toml(&w, ""), "m.toml").unwrap(), w);
+        // The line of the [[memory]] entry is named.
+        let bad = format!("{MINI}{}", memory.replace("mm = 0", "mm = 7"));
+        let e = from_toml_str(&bad, "m.toml").unwrap_err().0;
+        let line = bad.lines().position(|l| l == "[[memory]]").unwrap() + 1;
+        assert!(e.starts_with(&format!("m.toml:{line}:")) && e.contains("process 7 has no task"), "{e}");
+        let e = from_toml_str(&format!("{MINI}{}", memory.replace("stall_pct = 30\n", "")), "m.toml").unwrap_err().0;
+        assert!(e.contains("stall_pct"), "{e}");
+        // Arrivals: an integer rate is accepted; a missing channel is named.
+        let w = build("memcached", &Params::parse("rate=5000,connections=2").unwrap(), 4, &[]).unwrap();
+        let text = to_toml(&w, "");
+        assert!(text.contains("[arrivals]") && text.contains("rate = 5000.0") && text.contains("conns = [[0,"), "{text}");
+        assert_eq!(from_toml_str(&text, "a.toml").unwrap(), w);
+        let int_rate = text.replace("rate = 5000.0", "rate = 5000");
+        assert_eq!(from_toml_str(&int_rate, "a.toml").unwrap().arrivals, w.arrivals);
+        let e = from_toml_str(&text.replace("conns = [[0,", "conns = [[99,"), "a.toml").unwrap_err().0;
+        assert!(e.contains("arrivals: channel 99 does not exist"), "{e}");
     }
 
     #[test]
