@@ -208,6 +208,50 @@ impl Kernel {
 // ---------------------------------------------------------------------------
 // Reader
 
+/// Load-balance field names of one idle type, v15 and v16 (8 per type).
+pub const LB_FIELDS_V15: [&str; 8] =
+    ["lb_count", "lb_balanced", "lb_failed", "lb_imbalance", "lb_gained", "lb_hot_gained", "lb_nobusyq", "lb_nobusyg"];
+/// Load-balance field names of one idle type, v17 (11 per type).
+pub const LB_FIELDS_V17: [&str; 11] = [
+    "lb_count",
+    "lb_balanced",
+    "lb_failed",
+    "lb_imbalance_load",
+    "lb_imbalance_util",
+    "lb_imbalance_task",
+    "lb_imbalance_misfit",
+    "lb_gained",
+    "lb_hot_gained",
+    "lb_nobusyq",
+    "lb_nobusyg",
+];
+/// The fields after the three idle types, every version.
+pub const DOMAIN_TAIL_FIELDS: [&str; 12] = [
+    "alb_count",
+    "alb_failed",
+    "alb_pushed",
+    "sbe_count",
+    "sbe_balanced",
+    "sbe_pushed",
+    "sbf_count",
+    "sbf_balanced",
+    "sbf_pushed",
+    "ttwu_wake_remote",
+    "ttwu_move_affine",
+    "ttwu_move_balance",
+];
+
+/// The names of a domain line's counters in print order for `version`:
+/// `<idle type>_<lb field>` for the three idle types in that version's order
+/// (v15: idle, busy, newidle; v16+: busy, idle, newidle), then the tail fields.
+pub fn domain_field_names(version: u32) -> Vec<String> {
+    let lb: &[&str] = if version >= 17 { &LB_FIELDS_V17 } else { &LB_FIELDS_V15 };
+    let types = if version >= 16 { ["busy", "idle", "newidle"] } else { ["idle", "busy", "newidle"] };
+    let mut names: Vec<String> = types.iter().flat_map(|t| lb.iter().map(move |f| format!("{t}_{f}"))).collect();
+    names.extend(DOMAIN_TAIL_FIELDS.iter().map(|f| f.to_string()));
+    names
+}
+
 /// Load-balance counters of one idle type.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LbType {
@@ -233,6 +277,8 @@ pub struct DomainStat {
     pub ttwu_wake_remote: u64,
     pub ttwu_move_affine: u64,
     pub ttwu_move_balance: u64,
+    /// Every counter of the line in print order, named by `domain_field_names(version)`.
+    pub counters: Vec<u64>,
 }
 
 /// One `cpu<N>` line and the domain lines after it.
@@ -240,6 +286,8 @@ pub struct DomainStat {
 pub struct CpuStat {
     pub cpu: u16,
     pub yld_count: u64,
+    /// Always 0 since v2.6.23 (the O(1) scheduler's array switches), still printed.
+    pub array_exp: u64,
     pub sched_count: u64,
     pub sched_goidle: u64,
     pub ttwu_count: u64,
@@ -323,12 +371,13 @@ pub fn parse(text: &str) -> Result<Snapshot> {
                 }
                 let cpu: u16 = w[3..].parse().with_context(|| format!("/proc/schedstat line {line_no}: {w:?} is not cpu<N>"))?;
                 if f.len() < 10 {
-                    bail!("/proc/schedstat line {line_no}: cpu line has {} fields, expected 9", f.len() - 1);
+                    bail!("/proc/schedstat line {line_no}: a cpu line needs 9 fields, it has {}", f.len() - 1);
                 }
                 let v = nums(&f[1..10], "cpu", line_no)?;
                 cpus.push(CpuStat {
                     cpu,
                     yld_count: v[0],
+                    array_exp: v[1],
                     sched_count: v[2],
                     sched_goidle: v[3],
                     ttwu_count: v[4],
@@ -379,6 +428,7 @@ pub fn parse(text: &str) -> Result<Snapshot> {
                     ttwu_wake_remote: vals[t],
                     ttwu_move_affine: vals[t + 1],
                     ttwu_move_balance: vals[t + 2],
+                    counters: vals,
                 });
             }
             _ => {}
@@ -431,11 +481,13 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> Result<Snapshot> {
                 ttwu_wake_remote: sub(da.ttwu_wake_remote, db.ttwu_wake_remote, "ttwu_wake_remote")?,
                 ttwu_move_affine: sub(da.ttwu_move_affine, db.ttwu_move_affine, "ttwu_move_affine")?,
                 ttwu_move_balance: sub(da.ttwu_move_balance, db.ttwu_move_balance, "ttwu_move_balance")?,
+                counters: da.counters.iter().zip(&db.counters).map(|(a, b)| sub(*a, *b, "domain counter")).collect::<Result<_>>()?,
             });
         }
         cpus.push(CpuStat {
             cpu: a.cpu,
             yld_count: sub(a.yld_count, b.yld_count, "yld_count")?,
+            array_exp: sub(a.array_exp, b.array_exp, "array_exp")?,
             sched_count: sub(a.sched_count, b.sched_count, "sched_count")?,
             sched_goidle: sub(a.sched_goidle, b.sched_goidle, "sched_goidle")?,
             ttwu_count: sub(a.ttwu_count, b.ttwu_count, "ttwu_count")?,
@@ -628,6 +680,22 @@ mod tests {
                         (d.alb_count, d.alb_failed, d.alb_pushed, d.ttwu_wake_remote, d.ttwu_move_affine, d.ttwu_move_balance),
                         (s.alb_count, s.alb_failed, s.alb_pushed, s.ttwu_wake_remote, s.ttwu_move_affine, s.ttwu_move_balance),
                         "{kernel} cpu{i} domain{}",
+                        d.index
+                    );
+                    let names = domain_field_names(version);
+                    assert_eq!(names.len(), d.counters.len());
+                    let get = |n: &str| d.counters[names.iter().position(|x| x == n).unwrap_or_else(|| panic!("no field {n}"))];
+                    let w = &k.lb_stats[i][d.index];
+                    assert_eq!(
+                        (
+                            get("busy_lb_count"),
+                            get("idle_lb_gained"),
+                            get("newidle_lb_nobusyq"),
+                            get("alb_pushed"),
+                            get("ttwu_move_balance")
+                        ),
+                        (w[0].lb_count, w[1].lb_gained, w[2].lb_nobusyq, s.alb_pushed, s.ttwu_move_balance),
+                        "{kernel} cpu{i} domain{}: fields by name",
                         d.index
                     );
                     for (t, w) in k.lb_stats[i][d.index].iter().enumerate() {
