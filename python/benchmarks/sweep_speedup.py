@@ -1,4 +1,5 @@
-"""Benchmark (not a test): one sweep of 48 runs with 1 worker, then with 2
+"""Benchmark (not a test; issue #19 asks for >= 1.7x with 2 workers on a 40-run
+sweep): one sweep of 40 runs with 1 worker, then with 2
 worker processes, each into a fresh dataset; prints wall times, the speedup
 and the load average (the machine may be shared). Usage:
     python python/benchmarks/sweep_speedup.py [JOBS...]   (default: 1 2)
@@ -17,7 +18,7 @@ MATRIX = {
     "workload": "hackbench",
     "params": {"groups": [2, 4, 6, 8], "loops": 400},
 }
-RUNS = 6  # 2 kernels x 4 points x 6 seeds = 48 runs
+RUNS = 5  # 2 kernels x 4 points x 5 seeds = 40 runs
 
 
 def cpu_seconds():

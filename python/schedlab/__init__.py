@@ -9,6 +9,8 @@
     c.summary                                                         # the CLI's statistics
     df = schedlab.sweep({"kernel": ["v6.6", "v6.12"], "params": {"groups": [1, 2]}},
                         runs=3, path="results/")                     # Parquet dataset, resumable
+    v = schedlab.validate(quick=True); v.claims, v.total_line          # the fidelity scorecard
+    s = schedlab.reproduce("wakee-flips"); s.summary                   # a study of experiments/
 
 Everything is computed by the Rust library (crates/lab) that the `schedlab`
 command uses too: same defaults, same results, same error messages (raised
@@ -22,7 +24,7 @@ import json as _json
 
 from . import _schedlab
 from ._schedlab import SchedlabError
-from ._result import CompareResult, Result
+from ._result import CompareResult, ReproduceResult, Result, ValidateResult
 from ._spec import compare_spec, scenario_spec
 from .dataset import load, sweep
 
@@ -32,12 +34,17 @@ __all__ = [
     "SchedlabError",
     "Result",
     "CompareResult",
+    "ValidateResult",
+    "ReproduceResult",
     "machines",
     "kernels",
     "workloads",
     "run",
     "compare",
     "sweep",
+    "validate",
+    "reproduce",
+    "studies",
     "load",
     "machine_file",
     "workload_file",
@@ -122,3 +129,43 @@ def compare(machine=None, workload=None, kernel=None, vs=None, params=None, runs
         for w in warnings:
             _w.warn(w, stacklevel=2)
     return CompareResult(text, spec)
+
+
+def _path(p):
+    import os
+
+    return None if p is None else os.fspath(p)
+
+
+def validate(case=None, quick=False, runs=None, seed=None, jobs=None, dir=None):
+    """The fidelity scorecard, as `schedlab validate`: runs the validation case files
+    (docs/validation-format.md; `dir`, default ./validation or the source tree's),
+    judges every claim against the published result and every A/B claim's negative
+    controls. case: one case name or file stem; quick: only the `quick = true` cases;
+    runs: runs per side and point for every case (default: each case's own); seed:
+    first seed (default 1). Returns a `ValidateResult`; a negative control that
+    agrees is reported in `.control_error` (the CLI exits with that error)."""
+    spec = {"case": case, "quick": bool(quick), "runs": runs, "jobs": jobs, "dir": _path(dir)}
+    if seed is not None:
+        spec["seed"] = seed
+    return ValidateResult(*_schedlab.validate(_json.dumps(spec)))
+
+
+def reproduce(name, dir=None, jobs=None):
+    """Reproduce a study, as `schedlab reproduce`: an experiment file
+    (docs/experiment-format.md) by stem under `dir` (default ./experiments or the
+    source tree's) or by path to a .toml file; every comparison is run as
+    `compare` runs it. Returns a `ReproduceResult`."""
+    spec = {"name": _path(name), "dir": _path(dir), "jobs": jobs}
+    text, warnings = _schedlab.reproduce(_json.dumps(spec))
+    if warnings:
+        import warnings as _w
+
+        for w in warnings:
+            _w.warn(w, stacklevel=2)
+    return ReproduceResult(text)
+
+
+def studies(dir=None):
+    """The studies `reproduce` takes: name (file stem), description, number of comparisons."""
+    return _frame(_json.loads(_schedlab.studies(_path(dir))), ["name", "description", "comparisons"])

@@ -183,3 +183,90 @@ class CompareResult:
         s = self.data["sides"]
         return (f"<schedlab.CompareResult A: {s[0]['kernel']} B: {s[1]['kernel']}, {len(self.data['tables'])} table(s), "
                 f"{self.data['runs']} runs per side and point>")
+
+
+class ValidateResult:
+    """The fidelity scorecard (`schedlab validate --json`, one document): `.claims`
+    (one row per claim: case, claim, kind, label, published, schedlab, tolerance,
+    verdict), `.controls` (the negative controls, each of which must disagree),
+    `.totals`, `.total_line` (the CLI's last line), `.control_error` (None, or the
+    CLI's error when a control agrees), `.json` and `.data` (it, parsed)."""
+
+    def __init__(self, text, control_error=None):
+        self.json = text
+        self.data = json.loads(text)
+        self.control_error = control_error
+
+    @property
+    def totals(self):
+        return self.data["totals"]
+
+    @property
+    def total_line(self):
+        return self.data["total_line"]
+
+    def _rows(self, key, extra):
+        import pandas as pd
+
+        rows = []
+        for c in self.data["cases"]:
+            for x in c[key]:
+                row = {"case": c["name"], "claim": x["claim"]}
+                row.update({k: x[k] for k in extra})
+                row.update({k: x[k] for k in ("published", "schedlab", "tolerance", "verdict", "reason")})
+                rows.append(row)
+        return pd.DataFrame(rows, columns=["case", "claim", *extra, "published", "schedlab", "tolerance", "verdict",
+                                           "reason"])
+
+    @property
+    def claims(self):
+        return self._rows("claims", ("kind", "label"))
+
+    @property
+    def controls(self):
+        return self._rows("controls", ("control",))
+
+    def __repr__(self):
+        return f"<schedlab.ValidateResult {len(self.data['cases'])} cases: {self.total_line}>"
+
+
+class ReproduceResult:
+    """A reproduced study (`schedlab reproduce`): `.name`, `.description`, `.source`,
+    `.comparisons` (one `CompareResult` per comparison of the experiment file, each
+    with `.published`, the numbers it is read against), `.summary` (every
+    comparison's summary rows, with a `comparison` column, 1-based), `.json`."""
+
+    def __init__(self, text):
+        self.json = text
+        self.data = json.loads(text)
+        self.comparisons = []
+        for c in self.data["comparisons"]:
+            r = CompareResult(json.dumps(c["report"]), c["comparison"]["spec"])
+            r.published = c["comparison"]["published"]
+            self.comparisons.append(r)
+
+    @property
+    def name(self):
+        return self.data["name"]
+
+    @property
+    def description(self):
+        return self.data["description"]
+
+    @property
+    def source(self):
+        return self.data["source"]
+
+    @property
+    def summary(self):
+        import pandas as pd
+
+        frames = []
+        for i, c in enumerate(self.comparisons):
+            s = c.summary
+            s.insert(0, "comparison", i + 1)
+            frames.append(s)
+        return pd.concat(frames, ignore_index=True)
+
+    def __repr__(self):
+        return f"<schedlab.ReproduceResult {self.name}: {len(self.comparisons)} comparison(s)>"

@@ -8,7 +8,7 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use schedlab_lab::{CompareSpec, ScenarioSpec, SweepSpec};
+use schedlab_lab::{CompareSpec, ReproduceSpec, ScenarioSpec, SweepSpec, ValidateSpec};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -74,6 +74,34 @@ fn compare(py: Python<'_>, spec_json: &str) -> PyResult<(String, Vec<String>)> {
         Ok((rep, warnings))
     })?;
     Ok((serde_json::to_string(&rep).expect("a report always serialises"), warnings))
+}
+
+/// Runs the validation case files (a ValidateSpec as JSON); returns the
+/// scorecard as JSON (the document of `schedlab validate --json`) and the
+/// error the CLI exits with when a negative control agrees.
+#[pyfunction]
+fn validate(py: Python<'_>, spec_json: &str) -> PyResult<(String, Option<String>)> {
+    let spec: ValidateSpec = parse("validate spec", spec_json)?;
+    let card = interruptible(py, move |stop| schedlab_lab::validate::validate_stoppable(&spec, Some(&stop)))?;
+    Ok((serde_json::to_string(&card.to_json()).expect("a scorecard always serialises"), card.control_error()))
+}
+
+/// Reproduces a study (a ReproduceSpec as JSON); returns the study data as
+/// JSON (each comparison's report as `compare` returns it), and the warnings
+/// about truncated runs.
+#[pyfunction]
+fn reproduce(py: Python<'_>, spec_json: &str) -> PyResult<(String, Vec<String>)> {
+    let spec: ReproduceSpec = parse("reproduce spec", spec_json)?;
+    let (study, warnings) = interruptible(py, move |stop| schedlab_lab::reproduce::reproduce_stoppable(&spec, Some(&stop)))?;
+    Ok((serde_json::to_string(&study).expect("a study always serialises"), warnings))
+}
+
+/// The studies of an experiments directory (None: the default one), as JSON records.
+#[pyfunction]
+#[pyo3(signature = (dir=None))]
+fn studies(dir: Option<std::path::PathBuf>) -> PyResult<String> {
+    let l = schedlab_lab::reproduce::list(dir.as_deref()).map_err(err)?;
+    Ok(serde_json::to_string(&l).expect("a list always serialises"))
 }
 
 /// The points of a sweep matrix (a SweepSpec as JSON), each a ScenarioSpec as
@@ -176,6 +204,9 @@ fn _schedlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce, m)?)?;
+    m.add_function(wrap_pyfunction!(studies, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_points, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_spec, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;

@@ -11,10 +11,10 @@
 //! 3. For the difference with the largest share, the decision records of P
 //!    and P + d (seed 1) say which wakeup path moved.
 
-use crate::compare::{pct_change, run_all, MetricInfo, Progress};
 use crate::{explain, prepare, stats, Prepared, RunArgs};
 use anyhow::{bail, Context, Result};
 use schedlab_kernel::profile::{self, Difference, KernelProfile};
+use schedlab_lab::compare::{pct_change, run_all, MetricInfo, Progress};
 use std::fmt::Write as _;
 
 #[derive(clap::Args, Clone)]

@@ -5,8 +5,9 @@
 
 use crate::html;
 use anyhow::{Context, Result};
-use schedlab_lab::compare::{describe, Plan};
-pub use schedlab_lab::compare::{pct_change, run_all, MetricInfo, Progress, Rec, Row, Side, Table, COUNTERS};
+pub use schedlab_lab::compare::Progress;
+use schedlab_lab::compare::{describe, Plan, Report};
+use schedlab_lab::compare::{MetricInfo, Row, Side, Table, COUNTERS};
 use schedlab_lab::spec::{CompareSpec, DEFAULT_KERNEL, DEFAULT_MACHINE, DEFAULT_RUNS, DEFAULT_WORKLOAD};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -94,23 +95,6 @@ impl CompareArgs {
     }
 }
 
-/// What a comparison produced, rendered: the printed tables, the JSON
-/// document, the CSV text, and the data (`schedlab_lab::compare::Report`,
-/// which the HTML report reads through `Deref`).
-pub struct Report {
-    pub text: String,
-    pub json: Value,
-    pub csv: String,
-    pub data: schedlab_lab::compare::Report,
-}
-
-impl std::ops::Deref for Report {
-    type Target = schedlab_lab::compare::Report;
-    fn deref(&self) -> &Self::Target {
-        &self.data
-    }
-}
-
 pub fn compare(args: &CompareArgs) -> Result<()> {
     let plan = plan(args)?;
     if args.duration.is_some() {
@@ -124,18 +108,18 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
         }
     }
     let mut progress = Progress::new(plan.nr_runs());
-    let report = execute_with(&plan, &mut progress)?;
+    let report = execute(&plan, &mut progress)?;
     progress.finish();
-    print!("{}", report.text);
+    print!("{}", text(&report));
     if args.explain {
         print!("{}", crate::explain::compare_explain(&plan.explain_points(), args.runs)?);
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report.json)?;
+        let text = serde_json::to_string_pretty(&json(&report))?;
         std::fs::write(path, text + "\n").with_context(|| format!("cannot write --json file {}", path.display()))?;
     }
     if let Some(path) = &args.csv {
-        std::fs::write(path, &report.csv).with_context(|| format!("cannot write --csv file {}", path.display()))?;
+        std::fs::write(path, csv(&report)).with_context(|| format!("cannot write --csv file {}", path.display()))?;
     }
     if let Some(path) = &args.html {
         let doc = html::Doc {
@@ -153,9 +137,14 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
     schedlab_lab::compare::plan(&args.spec())
 }
 
-/// Runs a planned comparison, reporting progress, and renders its tables, JSON and CSV.
-pub fn execute_with(plan: &Plan, progress: &mut Progress) -> Result<Report> {
-    let data = schedlab_lab::compare::execute(plan, progress, &mut |w| eprintln!("{w}"), None)?;
+/// Runs a planned comparison (`schedlab_lab::compare::execute`), reporting
+/// progress; warnings about truncated runs go to stderr.
+pub fn execute(plan: &Plan, progress: &mut Progress) -> Result<Report> {
+    schedlab_lab::compare::execute(plan, progress, &mut |w| eprintln!("{w}"), None)
+}
+
+/// The printed tables of a comparison, one block per (machine, workload).
+pub fn text(data: &Report) -> String {
     let (sides, r) = (&data.sides, data.runs);
     let mut out = String::new();
     for (ti, t) in data.tables.iter().enumerate() {
@@ -164,9 +153,17 @@ pub fn execute_with(plan: &Plan, progress: &mut Progress) -> Result<Report> {
         }
         out.push_str(&table_text(t, sides, r));
     }
-    let json = json_report(r, sides, &data.tables);
-    let csv = csv_report(sides, &data.tables, r);
-    Ok(Report { text: out, json, csv, data })
+    out
+}
+
+/// The `--json` document of a comparison.
+pub fn json(data: &Report) -> Value {
+    json_report(data.runs, &data.sides, &data.tables)
+}
+
+/// The `--csv` text of a comparison.
+pub fn csv(data: &Report) -> String {
+    csv_report(&data.sides, &data.tables, data.runs)
 }
 
 /// The text block of one table: header, mmtests table, LKML table, schedstat summary.

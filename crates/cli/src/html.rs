@@ -3,7 +3,7 @@
 //! so it opens offline and cannot raise a console error. All text is escaped;
 //! the bytes depend only on the results (no timestamps, no host names).
 
-use crate::compare::{Rec, Report, Table, COUNTERS};
+use schedlab_lab::compare::{Rec, Report, Table, COUNTERS};
 use std::fmt::Write as _;
 
 /// A report document: a title, labelled intro paragraphs, and one section per comparison.

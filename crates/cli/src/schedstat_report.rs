@@ -11,40 +11,12 @@
 //! the elapsed time is its timestamp; perf takes two snapshots and their delta.
 
 use anyhow::{bail, Context, Result};
+use schedlab_kernel::schedstat;
 use std::fmt::Write as _;
 
 /// CPU line fields after `cpuN` (show_schedstat(), v15-v17).
 const CPU_FIELDS: [&str; 9] =
     ["yld_count", "array_exp", "sched_count", "sched_goidle", "ttwu_count", "ttwu_local", "rq_cpu_time", "run_delay", "pcount"];
-const LB_V15: [&str; 8] =
-    ["lb_count", "lb_balanced", "lb_failed", "lb_imbalance", "lb_gained", "lb_hot_gained", "lb_nobusyq", "lb_nobusyg"];
-const LB_V17: [&str; 11] = [
-    "lb_count",
-    "lb_balanced",
-    "lb_failed",
-    "lb_imbalance_load",
-    "lb_imbalance_util",
-    "lb_imbalance_task",
-    "lb_imbalance_misfit",
-    "lb_gained",
-    "lb_hot_gained",
-    "lb_nobusyq",
-    "lb_nobusyg",
-];
-const TAIL: [&str; 12] = [
-    "alb_count",
-    "alb_failed",
-    "alb_pushed",
-    "sbe_count",
-    "sbe_balanced",
-    "sbe_pushed",
-    "sbf_count",
-    "sbf_balanced",
-    "sbf_pushed",
-    "ttwu_wake_remote",
-    "ttwu_move_affine",
-    "ttwu_move_balance",
-];
 /// Fields with an AVG_JIFFIES column.
 const TIMED: [&str; 5] = ["lb_count", "lb_balanced", "lb_failed", "lb_nobusyq", "lb_nobusyg"];
 
@@ -70,50 +42,35 @@ struct Snapshot {
     cpus: Vec<Cpu>,
 }
 
+/// A snapshot read by the kernel crate's reader (`schedlab_kernel::schedstat`,
+/// next to the writer), its domain counters named for the report.
 fn parse(text: &str, what: &str) -> Result<Snapshot> {
-    let mut s = Snapshot::default();
-    for (n, line) in text.lines().enumerate() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let Some(&head) = f.first() else { continue };
-        let num = |x: &str| -> Result<u64> { x.parse::<u64>().with_context(|| format!("{what} line {}: {x:?} is not a counter", n + 1)) };
-        if head == "version" {
-            s.version = num(f.get(1).copied().unwrap_or(""))? as u32;
-            if !(15..=17).contains(&s.version) {
-                bail!("{what}: /proc/schedstat version {} is not supported; versions 15, 16 and 17 are", s.version);
-            }
-        } else if head == "timestamp" {
-            s.jiffies = num(f.get(1).copied().unwrap_or(""))?;
-        } else if let Some(c) = head.strip_prefix("cpu") {
-            if s.version == 0 {
-                bail!("{what}: no `version` line before the first cpu line; is this /proc/schedstat?");
-            }
-            let fields = f[1..].iter().map(|x| num(x)).collect::<Result<Vec<u64>>>()?;
-            if fields.len() < CPU_FIELDS.len() {
-                bail!("{what} line {}: a cpu line needs {} fields, it has {}", n + 1, CPU_FIELDS.len(), fields.len());
-            }
-            s.cpus.push(Cpu { cpu: num(c)? as u32, fields, domains: Vec::new() });
-        } else if let Some(k) = head.strip_prefix("domain") {
-            let Some(cpu) = s.cpus.last_mut() else { bail!("{what} line {}: a domain line before any cpu line", n + 1) };
-            let (name, rest) =
-                if s.version >= 17 { (f.get(1).map(|x| x.to_string()), &f[3.min(f.len())..]) } else { (None, &f[2.min(f.len())..]) };
-            let lb: &[&str] = if s.version >= 17 { &LB_V17 } else { &LB_V15 };
-            let cats: [&str; 3] = if s.version >= 16 { ["busy", "idle", "newidle"] } else { ["idle", "busy", "newidle"] };
-            let mut names: Vec<String> = Vec::new();
-            for c in cats {
-                names.extend(lb.iter().map(|x| format!("{c}_{x}")));
-            }
-            names.extend(TAIL.iter().map(|x| x.to_string()));
-            if rest.len() != names.len() {
-                bail!("{what} line {}: a v{} domain line has {} counters, this one {}", n + 1, s.version, names.len(), rest.len());
-            }
-            let vals = rest.iter().map(|x| num(x)).collect::<Result<Vec<u64>>>()?;
-            cpu.domains.push(Domain { index: num(k)? as usize, name, fields: names.into_iter().zip(vals).collect() });
-        }
-    }
-    if s.cpus.is_empty() {
-        bail!("{what}: no cpu lines; give a /proc/schedstat snapshot (`schedlab run --schedstat FILE` writes one)");
-    }
-    Ok(s)
+    let s = schedstat::parse(text).with_context(|| format!("{what}: not a /proc/schedstat snapshot schedlab reads"))?;
+    let names = schedstat::domain_field_names(s.version);
+    let cpus = s
+        .cpus
+        .into_iter()
+        .map(|c| Cpu {
+            cpu: c.cpu as u32,
+            fields: vec![
+                c.yld_count,
+                c.array_exp,
+                c.sched_count,
+                c.sched_goidle,
+                c.ttwu_count,
+                c.ttwu_local,
+                c.rq_cpu_time,
+                c.run_delay,
+                c.pcount,
+            ],
+            domains: c
+                .domains
+                .into_iter()
+                .map(|d| Domain { index: d.index, name: d.name, fields: names.iter().cloned().zip(d.counters).collect() })
+                .collect(),
+        })
+        .collect();
+    Ok(Snapshot { version: s.version, jiffies: s.timestamp, cpus })
 }
 
 /// The all-CPU summary: CPU fields and domains (by index) summed.
@@ -353,9 +310,11 @@ mod tests {
         let out = render(&[a, b], true).unwrap();
         assert!(out.contains(&format!("{:<65}: {:>11},{:>11}  | {:>8.2}% |", "sched_count", 40, 80, 100.0)), "{out}");
         assert!(out.contains("\nCPU 1\n"));
-        assert!(parse("version 14\ncpu0 1", "x").unwrap_err().to_string().contains("version 14"));
-        assert!(parse("version 16\ncpu0 1 2", "x").unwrap_err().to_string().contains("needs 9 fields"));
-        assert!(parse("version 16\ncpu0 0 0 1 1 1 1 1 1 1\ndomain0 3 1 2", "x").unwrap_err().to_string().contains("36 counters"));
-        assert!(parse("hello", "x").unwrap_err().to_string().contains("no cpu lines"));
+        let e = |t: &str| format!("{:#}", parse(t, "x").unwrap_err());
+        assert!(e("version 14\ncpu0 1").contains("version 14"));
+        assert!(e("version 16\ncpu0 1 2").contains("needs 9 fields"));
+        assert!(e("version 16\ncpu0 0 0 1 1 1 1 1 1 1\ndomain0 3 1 2").contains("36 counters"));
+        assert!(e("hello").starts_with("x: ") && e("hello").contains("no version line"), "{}", e("hello"));
+        assert!(e("version 16\n").contains("no cpu lines"));
     }
 }

@@ -15,6 +15,7 @@ pub mod features;
 pub mod pelt;
 pub mod profile;
 pub mod sched;
+pub mod schedstat;
 pub mod stats;
 pub mod topology;
 

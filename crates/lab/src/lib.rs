@@ -12,15 +12,17 @@
 //! (stderr, terminals only) and kernel deprecation warnings on stderr.
 
 pub mod compare;
+pub mod reproduce;
 pub mod result;
 pub mod scenario;
 pub mod spec;
 pub mod stats;
 pub mod sweep;
+pub mod validate;
 
 pub use result::RunReport;
 pub use scenario::{prepare, Prepared};
-pub use spec::{CompareSpec, ScenarioSpec};
+pub use spec::{CompareSpec, ReproduceSpec, ScenarioSpec, ValidateSpec};
 pub use sweep::{sweep, SweepRun, SweepSpec};
 
 use anyhow::{bail, Result};

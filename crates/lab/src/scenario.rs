@@ -128,6 +128,21 @@ pub fn prepare(spec: &ScenarioSpec) -> Result<Prepared> {
     })
 }
 
+/// `prepare` for `spec` with workload parameters from `--set` strings
+/// (`key=value[,key=value...]`); a bad machine or kernel is reported before
+/// a bad parameter string, as the CLI always has.
+pub fn prepare_sets(spec: ScenarioSpec, sets: &[String]) -> Result<Prepared> {
+    let (machine, kernel, patch, features) = (spec.machine.clone(), spec.kernel.clone(), spec.patch.clone(), spec.features.clone());
+    match spec.with_sets(sets) {
+        Ok(s) => prepare(&s),
+        Err(e) => {
+            load_machine(&machine)?;
+            load_kernel_patched(&kernel, patch.as_deref(), features.as_deref())?;
+            Err(e)
+        }
+    }
+}
+
 /// A built-in by name, or a workload file: `.toml` (docs/workload-format.md)
 /// or `.json` (rt-app). Files take no `--set`.
 pub fn load_workload(name: &str, params: &Params, machine: &Machine, cores: &[Vec<u16>]) -> Result<Workload> {

@@ -128,3 +128,47 @@ impl Default for CompareSpec {
         }
     }
 }
+
+/// A validation run (`schedlab validate`): which cases of the case files
+/// (docs/validation-format.md), with which seeds and repetitions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ValidateSpec {
+    /// Only this case (its `name`), or every case of one file (its stem).
+    pub case: Option<String>,
+    /// Only the cases marked `quick = true`.
+    pub quick: bool,
+    /// Runs per side and point for every case (None: each case's `runs`).
+    pub runs: Option<u64>,
+    /// First seed; run k of a point uses seed `seed + k`.
+    pub seed: u64,
+    /// Worker threads (None: available parallelism); results do not depend on it.
+    pub jobs: Option<usize>,
+    /// Case directory (None: ./validation, else the one in the source tree).
+    pub dir: Option<std::path::PathBuf>,
+}
+
+impl Default for ValidateSpec {
+    fn default() -> Self {
+        ValidateSpec { case: None, quick: false, runs: None, seed: DEFAULT_SEED, jobs: None, dir: None }
+    }
+}
+
+/// A study to reproduce (`schedlab reproduce`): an experiment file
+/// (docs/experiment-format.md) by name or path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReproduceSpec {
+    /// A file stem under the experiments directory (wakee-flips) or a path to a .toml file.
+    pub name: String,
+    /// Experiments directory (None: ./experiments, else the one in the source tree).
+    pub dir: Option<std::path::PathBuf>,
+    /// Worker threads (None: available parallelism); results do not depend on it.
+    pub jobs: Option<usize>,
+}
+
+impl Default for ReproduceSpec {
+    fn default() -> Self {
+        ReproduceSpec { name: String::new(), dir: None, jobs: None }
+    }
+}

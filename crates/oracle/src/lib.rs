@@ -6,7 +6,8 @@
 pub mod cpio;
 pub mod guest;
 pub mod qemu;
-pub mod schedstat;
+/// The /proc/schedstat reader is the kernel crate's, next to its writer.
+pub use schedlab_kernel::schedstat;
 
 use anyhow::{bail, Context, Result};
 use schedlab_engine::RunResult;
@@ -468,26 +469,7 @@ fn pct(n: u64, d: u64) -> f64 {
 }
 
 fn model_summary(r: &RunResult) -> schedstat::Summary {
-    schedstat::Summary {
-        ttwu_count: r.ttwu_count,
-        ttwu_local: r.ttwu_local,
-        sched_count: 0,
-        levels: r
-            .levels
-            .iter()
-            .map(|l| schedstat::Level {
-                name: l.name.to_string(),
-                span_example: (0, vec![]),
-                ttwu_wake_remote: l.ttwu_wake_remote,
-                ttwu_move_affine: l.ttwu_move_affine,
-                lb_count: l.lb_count,
-                lb_balanced: l.lb_balanced,
-                lb_failed: l.lb_failed,
-                lb_gained: l.lb_gained,
-                alb_pushed: l.alb_pushed,
-            })
-            .collect(),
-    }
+    schedstat::Summary { ttwu_count: r.ttwu_count, ttwu_local: r.ttwu_local, sched_count: 0, levels: r.levels.clone(), spans: vec![] }
 }
 
 /// One side of the comparison: a summary and migrations per run.
@@ -513,13 +495,7 @@ impl Side {
             p.ttwu_local += s.ttwu_local;
             p.sched_count += s.sched_count;
             for (a, b) in p.levels.iter_mut().zip(&s.levels) {
-                a.ttwu_wake_remote += b.ttwu_wake_remote;
-                a.ttwu_move_affine += b.ttwu_move_affine;
-                a.lb_count += b.lb_count;
-                a.lb_balanced += b.lb_balanced;
-                a.lb_failed += b.lb_failed;
-                a.lb_gained += b.lb_gained;
-                a.alb_pushed += b.alb_pushed;
+                a.add(b);
             }
         }
         p
@@ -531,22 +507,22 @@ impl Side {
 }
 
 /// Level labels present on either side, bottom-up (the real side's order first).
-fn level_names(real: &schedstat::Summary, model: &schedstat::Summary) -> Vec<String> {
-    let mut v: Vec<String> = real.levels.iter().map(|l| l.name.clone()).collect();
+fn level_names(real: &schedstat::Summary, model: &schedstat::Summary) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = real.levels.iter().map(|l| l.name).collect();
     for l in &model.levels {
         let have = v.iter().filter(|n| **n == l.name).count();
         let want = model.levels.iter().filter(|m| m.name == l.name).count();
         if have < want {
-            v.push(l.name.clone());
+            v.push(l.name);
         }
     }
     v
 }
 
-fn nth_level<'a>(s: &'a schedstat::Summary, names: &[String], i: usize) -> Option<&'a schedstat::Level> {
-    let name = &names[i];
-    let rank = names[..i].iter().filter(|n| *n == name).count();
-    s.levels.iter().filter(|l| &l.name == name).nth(rank)
+fn nth_level<'a>(s: &'a schedstat::Summary, names: &[&'static str], i: usize) -> Option<&'a schedstat::LevelStats> {
+    let name = names[i];
+    let rank = names[..i].iter().filter(|n| **n == name).count();
+    s.levels.iter().filter(|l| l.name == name).nth(rank)
 }
 
 fn params_str(w: &schedlab_workload::Workload) -> String {
@@ -708,11 +684,12 @@ pub fn to_json(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs
     r["spans_match"] = json!(real.span_mismatches.is_empty());
     r["span_mismatches"] = json!(real.span_mismatches);
     r["topology_mismatches"] = json!(real.topology_mismatches);
-    r["level_spans"] = json!(real.reps[0]
-        .summary
+    let first = &real.reps[0].summary;
+    r["level_spans"] = json!(first
         .levels
         .iter()
-        .map(|l| json!({"level": l.name, "cpu": l.span_example.0, "span": cpulist(l.span_example.1.iter().map(|&x| CpuId(x)))}))
+        .zip(&first.spans)
+        .map(|(l, (cpu, span))| json!({"level": l.name, "cpu": cpu, "span": cpulist(span.iter().map(|&x| CpuId(x)))}))
         .collect::<Vec<_>>());
     let mut m = side_json(&Side::model(model));
     m["profile"] = json!(PROFILE);
@@ -729,4 +706,54 @@ pub fn to_json(info: &Info, real: &RealSide, model: &[RunResult], a: &OracleArgs
         "real": r,
         "model": m,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 13 item 10: `--schedstat` writes the version the modelled kernel
+    /// wrote (15 up to v6.5, 16 for v6.6-v6.12), in that version's layout, and
+    /// this parser reads back exactly the counters the kernel model kept.
+    #[test]
+    fn writer_versions_match_the_kernels_and_read_back() {
+        let m = schedlab_machine::load("x86-12").unwrap();
+        for (kernel, version) in [("v2.6.38", 15), ("v3.10", 15), ("v5.13", 15), ("v6.0", 15), ("v6.6", 16), ("v6.12", 16)] {
+            let w = schedlab_workload::build(
+                "hackbench",
+                &schedlab_workload::Params::parse("groups=2,loops=30").unwrap(),
+                12,
+                &m.topology.core_groups(),
+            )
+            .unwrap();
+            let cfg = schedlab_engine::SimConfig {
+                seed: 1,
+                duration_ns: None,
+                schedstat: true,
+                model: Default::default(),
+                trace: false,
+                switch_log: false,
+            };
+            let k = schedlab_kernel::Kernel::new(&m.topology, schedlab_kernel::profile::profile(kernel).unwrap());
+            let (r, k) = schedlab_engine::Sim::new(&m, k, &w, &cfg).run_keep_kernel(&cfg);
+            let text = r.schedstat.expect("schedstat asked for");
+            let snap = schedstat::parse(&text).unwrap_or_else(|e| panic!("{kernel}: {e:#}\n{text}"));
+            assert_eq!(snap.version, version, "{kernel}");
+            let mut lb_total = 0;
+            for c in &snap.cpus {
+                for d in &c.domains {
+                    let want = &k.lb_stats[c.cpu as usize][d.index];
+                    for (t, w) in want.iter().enumerate() {
+                        assert_eq!(d.lb[t].lb_count, w.lb_count, "{kernel} cpu{} domain{} type {t}", c.cpu, d.index);
+                        assert_eq!(d.lb[t].lb_gained, w.lb_gained, "{kernel} cpu{} domain{} type {t}", c.cpu, d.index);
+                        lb_total += w.lb_count;
+                    }
+                    assert_eq!(d.ttwu_wake_remote, k.sd_stats[c.cpu as usize][d.index].ttwu_wake_remote);
+                    assert_eq!(d.alb_pushed, k.sd_stats[c.cpu as usize][d.index].alb_pushed);
+                    assert_eq!(d.name.is_some(), version >= 17);
+                }
+            }
+            assert!(lb_total > 0, "{kernel}: the balancer ran");
+        }
+    }
 }
