@@ -7,7 +7,7 @@ use crate::html;
 use anyhow::{Context, Result};
 pub use schedlab_lab::compare::Progress;
 use schedlab_lab::compare::{describe, Plan, Report};
-use schedlab_lab::compare::{MetricInfo, Row, Side, Table, COUNTERS};
+use schedlab_lab::compare::{MetricInfo, NumaRec, Row, Side, Table, COUNTERS};
 use schedlab_lab::spec::{CompareSpec, DEFAULT_KERNEL, DEFAULT_MACHINE, DEFAULT_RUNS, DEFAULT_WORKLOAD};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -186,7 +186,43 @@ fn table_text(t: &Table, sides: &[Side; 2], r: usize) -> String {
     out.push_str(&intel_table(&t.workload, &t.info, &t.fixed, &t.rows));
     let _ = writeln!(out);
     out.push_str(&schedstat_table(&t.rows));
+    if let Some(means) = t.numa_means(r) {
+        out.push_str(&numa_table(&t.rows, &means));
+    }
     out
+}
+
+/// Per point, side and cgroup: CPU and memory per node, NUMA counters (the
+/// per-run tables of `schedlab run`, averaged over the runs).
+fn numa_table(rows: &[Row], means: &[[Vec<NumaRec>; 2]]) -> String {
+    let mut o = String::new();
+    let nodes = means.iter().flatten().flatten().map(|g| g.cpu_pct.len()).max().unwrap_or(0);
+    let w = rows.iter().map(|r| r.label.len()).max().unwrap_or(0).max(10);
+    let gw = means.iter().flatten().flatten().map(|g| g.group.len()).max().unwrap_or(0).max(8);
+    let _ = writeln!(o, "NUMA (means over runs): CPU per node in % of one CPU, memory per node in %, counters per run");
+    let _ = write!(o, "{:<w$} {:<4} {:<gw$}", "load", "side", "cgroup");
+    for n in 0..nodes {
+        let _ = write!(o, " {:>9}", format!("cpu n{n}"));
+    }
+    for n in 0..nodes {
+        let _ = write!(o, " {:>8}", format!("mem n{n}"));
+    }
+    let _ = writeln!(o, " {:>12} {:>10} {:>9} {:>8}", "hint_faults", "migrated", "task_mig", "swapped");
+    for (row, sides) in rows.iter().zip(means) {
+        for (si, groups) in sides.iter().enumerate() {
+            for g in groups {
+                let _ = write!(o, "{:<w$} {:<4} {:<gw$}", row.label, ["A", "B"][si], g.group);
+                for n in 0..nodes {
+                    let _ = write!(o, " {:>8.0}%", g.cpu_pct.get(n).copied().unwrap_or(0.0));
+                }
+                for n in 0..nodes {
+                    let _ = write!(o, " {:>7.0}%", g.mem_pct.get(n).copied().unwrap_or(0.0));
+                }
+                let _ = writeln!(o, " {:>12} {:>10} {:>9} {:>8}", g.hint_faults, g.pages_migrated, g.task_migrated, g.task_swapped);
+            }
+        }
+    }
+    o
 }
 
 fn fmt_ns(ns: u64) -> String {
@@ -355,6 +391,9 @@ fn json_report(r: usize, sides: &[Side; 2], tables: &[Table]) -> Value {
             }));
             if let (Some(why), Some(last)) = (&x.missing, runs.last_mut()) {
                 last["truncated"] = json!(why);
+            }
+            if let (Some(n), Some(last)) = (&x.numa, runs.last_mut()) {
+                last["numa"] = serde_json::to_value(n).expect("NUMA records serialise");
             }
         }
         for row in &t.rows {

@@ -198,6 +198,7 @@ fn table_section(o: &mut String, id: usize, rep: &Report, t: &Table) {
     migrations(o, t, r);
     run_delay(o, t, r);
     counters(o, t, r);
+    numa(o, t, r);
     let _ = writeln!(o, "</article>");
 }
 
@@ -414,6 +415,54 @@ fn counters(o: &mut String, t: &Table, r: usize) {
     let _ = writeln!(
         o,
         "</table>\n<p class=\"note\">Machine-model totals per run (means over runs): L2 and LLC misses, DRAM and cross-node bytes, time spent waiting for runqueue locks and leaving idle states (ns), address-space switches.</p>"
+    );
+}
+
+/// Per point, side and cgroup: CPU and memory per node and the NUMA counters,
+/// means over runs (only for runs with NUMA tables).
+fn numa(o: &mut String, t: &Table, r: usize) {
+    let Some(means) = t.numa_means(r) else { return };
+    let nodes = means.iter().flatten().flatten().map(|g| g.cpu_pct.len()).max().unwrap_or(0);
+    let _ = writeln!(o, "<h4>NUMA placement</h4>\n<table>");
+    let _ = write!(o, "<tr><th class=\"l\">load</th><th class=\"l\">side</th><th class=\"l\">cgroup</th>");
+    for n in 0..nodes {
+        let _ = write!(o, "<th>CPU node {n}</th>");
+    }
+    for n in 0..nodes {
+        let _ = write!(o, "<th>memory node {n}</th>");
+    }
+    let _ = writeln!(o, "<th>hint faults</th><th>pages migrated</th><th>task migrations</th><th>swaps</th></tr>");
+    for (row, sides) in t.rows.iter().zip(&means) {
+        for (si, groups) in sides.iter().enumerate() {
+            for g in groups {
+                let _ = write!(
+                    o,
+                    "<tr><td class=\"l\">{}</td><td class=\"l {}\">{}</td><td class=\"l\">{}</td>",
+                    esc(&row.label),
+                    ["a", "b"][si],
+                    ["A", "B"][si],
+                    esc(&g.group)
+                );
+                for n in 0..nodes {
+                    let _ = write!(o, "<td>{:.0}%</td>", g.cpu_pct.get(n).copied().unwrap_or(0.0));
+                }
+                for n in 0..nodes {
+                    let _ = write!(o, "<td>{:.0}%</td>", g.mem_pct.get(n).copied().unwrap_or(0.0));
+                }
+                let _ = writeln!(
+                    o,
+                    "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&si_num(g.hint_faults as f64)),
+                    esc(&si_num(g.pages_migrated as f64)),
+                    g.task_migrated,
+                    g.task_swapped
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "</table>\n<p class=\"note\">Per cpu cgroup with memory: CPU use per node in % of one CPU, share of its memory on each node, NUMA hinting faults, pages migrated, NUMA task migrations and swaps per run (means over runs).</p>"
     );
 }
 

@@ -68,3 +68,53 @@ fn numa_refusals() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+// compare between v5.2 and v5.2 + the cling series: the NUMA tables per point,
+// side and cgroup in the text, every run's tables in --json, and the HTML report.
+#[test]
+fn compare_prints_numa_tables_per_side() {
+    let dir = std::env::temp_dir().join(format!("schedlab-numa-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, html) = (dir.join("c.json"), dir.join("c.html"));
+    let (ok, out, err) = run(&[
+        "compare",
+        "--machine",
+        "numa-2n-96",
+        "--kernel",
+        "v5.2",
+        "--patch-b",
+        "numa-cling",
+        "--workload",
+        "sysbench",
+        "--set",
+        "instances=2,threads=2,db_mib=64",
+        "--runs",
+        "2",
+        "--duration",
+        "100ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("NUMA (means over runs)"), "{out}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("default") && l.contains(" inst")).collect();
+    assert_eq!(rows.len(), 4, "two cgroups x two sides:\n{out}");
+    assert!(rows[0].contains(" A ") && rows[3].contains(" B "), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for r in runs {
+        let groups = r["numa"].as_array().unwrap_or_else(|| panic!("no numa in {r}"));
+        assert_eq!(groups.len(), 2);
+        let mem: f64 = groups[0]["mem_pct"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).sum();
+        assert!((mem - 100.0).abs() < 0.5, "memory shares add up to 100%: {mem}");
+    }
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert!(h.contains("<h4>NUMA placement</h4>") && h.contains("inst1"), "NUMA table in the HTML report");
+    // Without memory there is no NUMA table.
+    let (ok, out, _) = run(&["compare", "--machine", "numa-2n-96", "--workload", "pipe", "--set", "loops=200", "--runs", "1"]);
+    assert!(ok && !out.contains("NUMA (means over runs)"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -160,6 +160,23 @@ pub struct Rec {
     pub simulated_ns: u64,
     /// Machine-model counters, in the order of `COUNTERS`.
     pub counters: [u64; 8],
+    /// Per cpu cgroup with memory: the run's NUMA tables (NUMA machines,
+    /// workloads that declare memory).
+    pub numa: Option<Vec<NumaRec>>,
+}
+
+/// One cgroup's NUMA figures of a run, as the cling patch's author printed them.
+#[derive(Clone, Debug, Serialize)]
+pub struct NumaRec {
+    pub group: String,
+    /// CPU use per node, % of one CPU.
+    pub cpu_pct: Vec<f64>,
+    /// Share of the group's memory on each node, %.
+    pub mem_pct: Vec<f64>,
+    pub hint_faults: u64,
+    pub pages_migrated: u64,
+    pub task_migrated: u64,
+    pub task_swapped: u64,
 }
 
 /// Names of `Rec::counters` (RunResult fields).
@@ -191,6 +208,20 @@ impl Rec {
                 r.mm_switches,
                 r.group_switches,
             ],
+            numa: r.numa.as_ref().map(|n| {
+                n.groups
+                    .iter()
+                    .map(|g| NumaRec {
+                        group: g.name.clone(),
+                        cpu_pct: g.cpu_pct.clone(),
+                        mem_pct: g.mem_pct.clone(),
+                        hint_faults: g.counters.hint_faults,
+                        pages_migrated: g.counters.pages_migrated,
+                        task_migrated: g.counters.task_migrated,
+                        task_swapped: g.counters.task_swapped,
+                    })
+                    .collect()
+            }),
         }
     }
     pub fn affine_share(&self) -> f64 {
@@ -291,6 +322,39 @@ pub struct Table {
 }
 
 impl Table {
+    /// Per point, side and cgroup: the NUMA figures averaged over the valid
+    /// runs (None when no run of the table has NUMA tables).
+    pub fn numa_means(&self, runs: usize) -> Option<Vec<[Vec<NumaRec>; 2]>> {
+        if !self.recs.iter().any(|x| x.numa.is_some()) {
+            return None;
+        }
+        let avg = |v: &[Rec]| -> Vec<NumaRec> {
+            let with: Vec<&Vec<NumaRec>> = v.iter().filter_map(|x| x.numa.as_ref()).collect();
+            let Some(first) = with.first() else { return Vec::new() };
+            let n = with.len() as f64;
+            first
+                .iter()
+                .enumerate()
+                .map(|(gi, g)| {
+                    let col = |f: &dyn Fn(&NumaRec) -> f64| with.iter().filter_map(|r| r.get(gi)).map(f).sum::<f64>() / n;
+                    let vec = |f: &dyn Fn(&NumaRec) -> &Vec<f64>| {
+                        (0..f(g).len()).map(|k| col(&|r: &NumaRec| f(r).get(k).copied().unwrap_or(0.0))).collect()
+                    };
+                    NumaRec {
+                        group: g.group.clone(),
+                        cpu_pct: vec(&|r: &NumaRec| &r.cpu_pct),
+                        mem_pct: vec(&|r: &NumaRec| &r.mem_pct),
+                        hint_faults: col(&|r: &NumaRec| r.hint_faults as f64).round() as u64,
+                        pages_migrated: col(&|r: &NumaRec| r.pages_migrated as f64).round() as u64,
+                        task_migrated: col(&|r: &NumaRec| r.task_migrated as f64).round() as u64,
+                        task_swapped: col(&|r: &NumaRec| r.task_swapped as f64).round() as u64,
+                    }
+                })
+                .collect()
+        };
+        Some((0..self.points.len()).map(|pi| [0, 1].map(|si| avg(&self.runs_of(pi, si, runs)))).collect())
+    }
+
     /// The valid runs of one point and side, seeds in order (truncated runs
     /// are left out).
     pub fn runs_of(&self, point: usize, side: usize, runs: usize) -> Vec<Rec> {
