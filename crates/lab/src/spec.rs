@@ -156,7 +156,7 @@ impl Default for ValidateSpec {
 
 /// A study to reproduce (`schedlab reproduce`): an experiment file
 /// (docs/experiment-format.md) by name or path.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReproduceSpec {
     /// A file stem under the experiments directory (wakee-flips) or a path to a .toml file.
@@ -165,10 +165,4 @@ pub struct ReproduceSpec {
     pub dir: Option<std::path::PathBuf>,
     /// Worker threads (None: available parallelism); results do not depend on it.
     pub jobs: Option<usize>,
-}
-
-impl Default for ReproduceSpec {
-    fn default() -> Self {
-        ReproduceSpec { name: String::new(), dir: None, jobs: None }
-    }
 }
