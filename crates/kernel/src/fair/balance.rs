@@ -252,9 +252,9 @@ impl Kernel {
         }
     }
 
-    fn lb_group_stats(&mut self, sd_pct: u64, g: &CpuMask, env_dst: CpuId, examined: &mut u64, sg_overloaded: &mut bool) -> SgStats {
+    fn lb_group_stats(&mut self, sd_pct: u64, g: &[CpuId], env_dst: CpuId, examined: &mut u64, sg_overloaded: &mut bool) -> SgStats {
         let mut s = SgStats::default();
-        for c in g.iter() {
+        for &c in g {
             *examined += 1;
             let rq = &self.rqs[c.idx()];
             let nr = rq.nr_running() - self.lb_delayed(c);
@@ -271,7 +271,7 @@ impl Kernel {
                 s.idle_cpus += 1;
             }
         }
-        s.group_weight = g.weight();
+        s.group_weight = g.len() as u32;
         s.group_capacity = 1024 * s.group_weight as u64;
         let _ = sd_pct;
         s
@@ -514,14 +514,15 @@ impl Kernel {
         let pct = sd.imbalance_pct as u64;
         let mut sg_overloaded = false;
         let mut local: Option<SgStats> = None;
-        let mut busiest: Option<(CpuMask, SgStats, GroupType)> = None;
+        let mut busiest: Option<(usize, SgStats, GroupType)> = None;
         let mut total_load = 0u64;
         let mut total_cap = 0u64;
-        for g in &sd.groups {
+        for gi in 0..sd.groups.len() {
+            let g = sd.group_cpus(gi);
             let s = self.lb_group_stats(pct, g, env.dst, &mut out.examined, &mut sg_overloaded);
             total_load += s.group_load;
             total_cap += s.group_capacity;
-            if g.test(env.dst) {
+            if g.contains(&env.dst) {
                 local = Some(s);
                 continue;
             }
@@ -547,7 +548,7 @@ impl Kernel {
                 }
             };
             if better {
-                busiest = Some((g.clone(), s, t));
+                busiest = Some((gi, s, t));
             }
         }
         // Root domain: refresh rd->overload.
@@ -590,7 +591,7 @@ impl Kernel {
         if env.imbalance <= 0 {
             return None;
         }
-        Some(bg)
+        Some(sd.groups[bg].clone())
     }
 
     /// `find_busiest_group()` of v2.6.37-v3.10 (`update_sd_lb_stats()`,
@@ -615,7 +616,7 @@ impl Kernel {
         for k in 0..n {
             let gi = (start + k) % n;
             let local = k == 0;
-            let mut sgs = self.sg_lb_stats_v3(&sd.groups[gi], local, load_idx, &mut out.examined);
+            let mut sgs = self.sg_lb_stats_v3(sd.group_cpus(gi), local, load_idx, &mut out.examined);
             total_load += sgs.group_load;
             total_pwr += sgs.power;
             if prefer_sibling && !local && this.is_some_and(|t| t.has_capacity) {
@@ -659,11 +660,11 @@ impl Kernel {
     }
 
     /// `update_sg_lb_stats()` of v3.10.
-    fn sg_lb_stats_v3(&self, g: &CpuMask, local: bool, load_idx: u8, examined: &mut u64) -> SgStatsV3 {
+    fn sg_lb_stats_v3(&self, g: &[CpuId], local: bool, load_idx: u8, examined: &mut u64) -> SgStatsV3 {
         let mut s = SgStatsV3::default();
         let (mut max_cpu_load, mut min_cpu_load) = (0u64, u64::MAX);
         let (mut max_nr, mut min_nr) = (0u64, u64::MAX);
-        for c in g.iter() {
+        for &c in g {
             *examined += 1;
             let nr = self.rqs[c.idx()].nr_running() as u64;
             let load = if local {
@@ -691,7 +692,7 @@ impl Kernel {
         }
         // DIV_ROUND_CLOSEST(power, SCHED_POWER_SCALE); fix_small_capacity() only for 0.
         s.group_capacity = ((s.power + 512) / 1024).max(1);
-        s.group_weight = g.weight() as u64;
+        s.group_weight = g.len() as u64;
         s.has_capacity = s.group_capacity > s.sum_nr_running;
         s
     }
@@ -1151,10 +1152,13 @@ impl Kernel {
         if now < self.nohz_next_balance {
             return None;
         }
-        let rq = &self.rqs[cpu.idx()];
-        let busy_llc = self.sd.sd_llc(cpu).map_or(0, |sd| sd.span.iter().filter(|&c| self.rqs[c.idx()].curr.is_some()).count());
-        if rq.nr_running() < 2 && busy_llc < 2 {
-            return None;
+        // Kick when this CPU runs two tasks or two CPUs of its LLC are busy
+        // (the LLC walk stops at the second busy CPU).
+        if self.rqs[cpu.idx()].nr_running() < 2 {
+            let busy_llc = self.sd.sd_llc(cpu).map_or(0, |sd| sd.span.iter().filter(|&c| self.rqs[c.idx()].curr.is_some()).take(2).count());
+            if busy_llc < 2 {
+                return None;
+            }
         }
         // find_new_ilb(): the first idle CPU.
         let ilb = (0..self.nr_cpus()).map(|c| CpuId(c as u16)).find(|&c| self.idle_cpu(c))?;
