@@ -323,6 +323,7 @@ impl Kernel {
             last_queued: None,
             mru: 0,
             mru_listed: None,
+            cfs_link: (crate::sched::NO_TASK, crate::sched::NO_TASK),
             util_est_queued: None,
         });
         // task_fork_fair(): placement relative to the parent's cfs_rq.

@@ -114,7 +114,7 @@ impl SchedDomain {
             smt_gain: 0,
             groups: Vec::new(),
             group_list: Vec::new(),
-            group_off: vec![0],
+            group_off: Vec::new(),
         }
     }
 
@@ -237,7 +237,7 @@ fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_d
         smt_gain,
         groups: Vec::new(),
         group_list: Vec::new(),
-        group_off: vec![0],
+        group_off: Vec::new(),
     }
 }
 

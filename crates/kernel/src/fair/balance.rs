@@ -153,7 +153,7 @@ impl Kernel {
             crate::profile::WakeLoad::Instant => cfs.load_weight,
             crate::profile::WakeLoad::RunnableAvg => {
                 let mut sum = cfs.curr.filter(|&e| self.se(e).on_rq).map_or(0, |e| self.se(e).avg.load_avg);
-                for e in cfs.queue.iter() {
+                for e in cfs.queue.iter_unordered() {
                     sum += self.se(e).avg.load_avg;
                 }
                 sum
@@ -463,8 +463,7 @@ impl Kernel {
         let mut env =
             LbEnv { dst, lvl, idle: IdleType::Idle, imbalance: 0, migration_type: MigrationType::Load, all_pinned: true, active: true };
         // The tail of rq->cfs_tasks: least recently run first (the ordered set).
-        let cands: Vec<TaskId> = self.rqs[src.idx()].cfs_tasks.iter().map(|&(_, p)| p).collect();
-        let p = cands.into_iter().find(|&p| self.can_migrate_task(p, src, &mut env, now));
+        let p = self.rqs[src.idx()].cfs_tasks.iter(&self.tasks).find(|&p| self.can_migrate_task(p, src, &mut env, now));
         match p {
             Some(p) => {
                 self.migrate_queued_task(p, src, dst, now);
@@ -967,7 +966,7 @@ impl Kernel {
         // loop_max = min(sysctl_nr_migrate, nr_running): the 32 least recently used.
         let mut buf = [TaskId(0); 32];
         let mut nc = 0;
-        for (slot, &(_, p)) in buf.iter_mut().zip(self.rqs[src.idx()].cfs_tasks.iter()) {
+        for (slot, p) in buf.iter_mut().zip(self.rqs[src.idx()].cfs_tasks.iter(&self.tasks)) {
             *slot = p;
             nc += 1;
         }

@@ -565,8 +565,8 @@ impl Kernel {
         self.account_entity_dequeue(q, e);
         self.se_mut(e).on_rq = false;
         if let Some(p) = e.task_id() {
-            if let Some((c, m)) = self.tasks[p.idx()].mru_listed.take() {
-                self.rqs[c.idx()].cfs_tasks.remove(&(m, p));
+            if let Some((c, _)) = self.tasks[p.idx()].mru_listed.take() {
+                self.rqs[c.idx()].cfs_tasks.remove(&mut self.tasks, p);
             }
         }
         if self.se(e).sched_delayed {
@@ -1165,10 +1165,11 @@ impl Kernel {
     fn cfs_tasks_list(&mut self, p: TaskId) {
         let t = &self.tasks[p.idx()];
         let (cpu, mru) = (t.cpu, t.mru);
-        if let Some((c, m)) = t.mru_listed {
-            self.rqs[c.idx()].cfs_tasks.remove(&(m, p));
+        if let Some((c, _)) = t.mru_listed {
+            self.rqs[c.idx()].cfs_tasks.remove(&mut self.tasks, p);
         }
-        self.rqs[cpu.idx()].cfs_tasks.insert((mru, p));
+        debug_assert!(mru == self.mru_seq, "cfs_tasks is listed in mru order: a task joins with the newest mru");
+        self.rqs[cpu.idx()].cfs_tasks.push_tail(&mut self.tasks, p);
         self.tasks[p.idx()].mru_listed = Some((cpu, mru));
     }
 
