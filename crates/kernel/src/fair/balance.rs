@@ -516,7 +516,15 @@ impl Kernel {
         let mut busiest: Option<(usize, SgStats, GroupType)> = None;
         let mut total_load = 0u64;
         let mut total_cap = 0u64;
+        // Groups ahead whose first runqueue is prefetched.
+        const AHEAD: usize = 6;
+        for gi in 0..AHEAD.min(sd.groups.len()) {
+            self.prefetch_rq_stats(sd.group_cpus(gi)[0]);
+        }
         for gi in 0..sd.groups.len() {
+            if let Some(&c) = (gi + AHEAD < sd.groups.len()).then(|| &sd.group_cpus(gi + AHEAD)[0]) {
+                self.prefetch_rq_stats(c);
+            }
             let g = sd.group_cpus(gi);
             let s = self.lb_group_stats(pct, g, env.dst, &mut out.examined, &mut sg_overloaded);
             total_load += s.group_load;
