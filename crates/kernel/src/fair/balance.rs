@@ -277,6 +277,17 @@ impl Kernel {
         s
     }
 
+    /// `sgs->avg_load = group_load * SCHED_CAPACITY_SCALE / group_capacity`;
+    /// a one-CPU group (capacity 1024) without the division.
+    #[inline]
+    fn sg_avg_load(s: &SgStats) -> u64 {
+        if s.group_capacity == 1024 {
+            s.group_load
+        } else {
+            s.group_load * 1024 / s.group_capacity
+        }
+    }
+
     fn group_classify(pct: u64, s: &SgStats) -> GroupType {
         let cap = s.group_capacity;
         let nr = s.sum_nr_running as u64;
@@ -544,9 +555,7 @@ impl Kernel {
                         t > *bt
                     } else {
                         match t {
-                            GroupType::Overloaded | GroupType::FullyBusy => {
-                                s.group_load * 1024 / s.group_capacity > b.group_load * 1024 / b.group_capacity
-                            }
+                            GroupType::Overloaded | GroupType::FullyBusy => Self::sg_avg_load(&s) > Self::sg_avg_load(b),
                             GroupType::HasSpare => {
                                 s.idle_cpus < b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.sum_nr_running > b.sum_nr_running)
                             }
