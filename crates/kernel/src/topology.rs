@@ -124,6 +124,13 @@ impl SchedDomain {
         &self.group_list[self.group_off[i] as usize..self.group_off[i + 1] as usize]
     }
 
+    /// The CPUs of groups `i..`, one group after the other (a walk of the
+    /// groups in order visits them in this order).
+    #[inline]
+    pub fn group_cpus_from(&self, i: usize) -> &[CpuId] {
+        &self.group_list[self.group_off[i] as usize..]
+    }
+
     /// Set the groups and their CPU lists.
     fn set_groups(&mut self, groups: Vec<CpuMask>) {
         self.group_list.clear();

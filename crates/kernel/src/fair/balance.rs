@@ -143,6 +143,10 @@ struct SgStatsV3 {
     power: u64,
 }
 
+/// How many CPUs ahead of the balancer's group-statistics walk the runqueues
+/// are prefetched.
+const LB_PREFETCH_AHEAD: usize = 6;
+
 impl Kernel {
     /// `weighted_cpuload()`: v2.6.x-v3.10 the instantaneous `rq->load.weight`;
     /// v3.11-v5.6 (b92486cbf2aa; `--patch runnable-load` on v3.10)
@@ -252,9 +256,23 @@ impl Kernel {
         }
     }
 
-    fn lb_group_stats(&mut self, sd_pct: u64, g: &[CpuId], env_dst: CpuId, examined: &mut u64, sg_overloaded: &mut bool) -> SgStats {
+    /// `update_sg_lb_stats()` of group `g`; `walk` is the rest of the domain's
+    /// walk from `g`'s first CPU on, whose runqueues are prefetched
+    /// [`LB_PREFETCH_AHEAD`] CPUs ahead.
+    fn lb_group_stats(
+        &mut self,
+        sd_pct: u64,
+        g: &[CpuId],
+        walk: &[CpuId],
+        env_dst: CpuId,
+        examined: &mut u64,
+        sg_overloaded: &mut bool,
+    ) -> SgStats {
         let mut s = SgStats::default();
-        for &c in g {
+        for (j, &c) in g.iter().enumerate() {
+            if let Some(&n) = walk.get(j + LB_PREFETCH_AHEAD) {
+                self.prefetch_rq_stats(n);
+            }
             *examined += 1;
             let rq = &self.rqs[c.idx()];
             let nr = rq.nr_running() - self.lb_delayed(c);
@@ -527,20 +545,18 @@ impl Kernel {
         let mut busiest: Option<(usize, SgStats, GroupType)> = None;
         let mut total_load = 0u64;
         let mut total_cap = 0u64;
-        // Groups ahead whose first runqueue is prefetched.
-        const AHEAD: usize = 6;
-        for gi in 0..AHEAD.min(sd.groups.len()) {
-            self.prefetch_rq_stats(sd.group_cpus(gi)[0]);
-        }
-        for gi in 0..sd.groups.len() {
-            if let Some(&c) = (gi + AHEAD < sd.groups.len()).then(|| &sd.group_cpus(gi + AHEAD)[0]) {
+        if !sd.groups.is_empty() {
+            for &c in sd.group_cpus_from(0).iter().take(LB_PREFETCH_AHEAD) {
                 self.prefetch_rq_stats(c);
             }
+        }
+        let local_gi = sd.groups.iter().position(|g| g.test(env.dst));
+        for gi in 0..sd.groups.len() {
             let g = sd.group_cpus(gi);
-            let s = self.lb_group_stats(pct, g, env.dst, &mut out.examined, &mut sg_overloaded);
+            let s = self.lb_group_stats(pct, g, sd.group_cpus_from(gi), env.dst, &mut out.examined, &mut sg_overloaded);
             total_load += s.group_load;
             total_cap += s.group_capacity;
-            if g.contains(&env.dst) {
+            if Some(gi) == local_gi {
                 local = Some(s);
                 continue;
             }
