@@ -39,7 +39,11 @@ pub fn calc_delta_fair(delta: u64, w: u64) -> u64 {
     if w == NICE_0_LOAD {
         delta
     } else {
-        ((delta as u128 * NICE_0_LOAD as u128) / w as u128) as u64
+        // The 128-bit product only when the 64-bit one overflows (same quotient).
+        match delta.checked_mul(NICE_0_LOAD) {
+            Some(x) => x / w,
+            None => ((delta as u128 * NICE_0_LOAD as u128) / w as u128) as u64,
+        }
     }
 }
 
@@ -452,11 +456,15 @@ impl Kernel {
             // Inflate the lag so the effective lag after insertion equals the stored one.
             let mut load = avg_load + curr_w;
             lag = se.vlag;
-            let l = (lag as i128) * ((load + se.weight as i64) as i128);
+            let w = load + se.weight as i64;
             if load == 0 {
                 load = 1;
             }
-            lag = (l / load as i128) as i64;
+            // 128-bit only when the 64-bit product overflows (same truncated quotient).
+            lag = match lag.checked_mul(w).and_then(|l| l.checked_div(load)) {
+                Some(q) => q,
+                None => ((lag as i128) * (w as i128) / load as i128) as i64,
+            };
         }
         se.vruntime = vruntime.wrapping_sub(lag as u64);
         if rel_deadline && se.rel_deadline {
