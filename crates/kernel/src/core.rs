@@ -323,6 +323,7 @@ impl Kernel {
             last_queued: None,
             mru: 0,
             mru_listed: None,
+            cfs_link: (crate::sched::NO_TASK, crate::sched::NO_TASK),
             util_est_queued: None,
         });
         // task_fork_fair(): placement relative to the parent's cfs_rq.
@@ -804,6 +805,32 @@ impl Kernel {
         if self.sd.smt_mask[cpu.idx()].iter().all(|s| s == cpu || self.available_idle_cpu(s)) {
             self.llc_shared[id].has_idle_cores = true;
         }
+    }
+
+    /// Ask the CPU to fetch the fields of `c`'s runqueue that the balancer's
+    /// group statistics read, ahead of the walk reaching it: a walk over many
+    /// runqueues then waits for memory once per several CPUs, not per CPU.
+    /// A hint only: no effect on any result.
+    #[inline(always)]
+    pub(crate) fn prefetch_rq_stats(&self, c: CpuId) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(rq) = self.rqs.get(c.idx()) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let fields = [
+                std::ptr::addr_of!(rq.curr) as *const i8,
+                std::ptr::addr_of!(rq.ttwu_pending) as *const i8,
+                std::ptr::addr_of!(rq.cfs.h_nr_running) as *const i8,
+                std::ptr::addr_of!(rq.cfs.avg) as *const i8,
+                std::ptr::addr_of!(rq.cfs.util_est_enqueued) as *const i8,
+            ];
+            for f in fields {
+                // SAFETY: a prefetch is a hint to the cache; it reads nothing
+                // architecturally and cannot fault, and `f` points into a live `Rq`.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(f) };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = c;
     }
 
     /// `idle_cpu()` (kernel/sched/core.c: curr is idle, no queued task, no pending wakeup).

@@ -204,6 +204,9 @@ pub struct Task {
     pub mru: u64,
     /// Where the task is listed in `rq->cfs_tasks` order: (cpu, mru), while on_rq.
     pub mru_listed: Option<(CpuId, u64)>,
+    /// Links of the `rq->cfs_tasks` list while listed: (previous, next) task
+    /// ids, [`NO_TASK`] at the ends.
+    pub cfs_link: (u32, u32),
     /// What `util_est_enqueue()` added to the root cfs_rq's util_est for this
     /// task (None while not counted): `util_est_dequeue()` takes exactly that
     /// back, as the kernel's does (the task's util_est only changes at a sleep).
@@ -261,7 +264,7 @@ pub struct Rq {
     /// `rq->cfs_tasks` ordered least recently used first: (mru, task) of every
     /// task on_rq at any level of this CPU's hierarchy (detach_tasks() walks
     /// it from the tail).
-    pub cfs_tasks: std::collections::BTreeSet<(u64, TaskId)>,
+    pub cfs_tasks: CfsTasks,
     /// TIF_NEED_RESCHED of `rq->curr`.
     pub need_resched: bool,
     /// `rq->idle_stamp`: when the CPU last went idle (0 = not idle).
@@ -297,6 +300,74 @@ pub struct Rq {
     pub cpu_load: [u64; 5],
     /// `rq->last_load_update_tick` (jiffies).
     pub last_load_update_tick: u64,
+}
+
+/// No task: the end of a [`CfsTasks`] list.
+pub const NO_TASK: u32 = u32::MAX;
+
+/// `rq->cfs_tasks`: the CPU's on_rq fair tasks, least recently used (smallest
+/// `mru`) first, linked through [`Task::cfs_link`]. A task is listed with a
+/// fresh `mru` (larger than every listed one), so it always joins at the tail
+/// and the list stays in `mru` order: an ordered set without allocation.
+#[derive(Clone, Copy, Debug)]
+pub struct CfsTasks {
+    pub(crate) head: u32,
+    pub(crate) tail: u32,
+    pub(crate) len: u32,
+}
+
+impl Default for CfsTasks {
+    fn default() -> Self {
+        CfsTasks { head: NO_TASK, tail: NO_TASK, len: 0 }
+    }
+}
+
+impl CfsTasks {
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The tasks, least recently used first; `tasks` is the kernel's task table.
+    pub fn iter<'a>(&self, tasks: &'a [Task]) -> impl Iterator<Item = TaskId> + 'a {
+        let mut at = self.head;
+        std::iter::from_fn(move || {
+            if at == NO_TASK {
+                return None;
+            }
+            let p = TaskId(at);
+            at = tasks[p.idx()].cfs_link.1;
+            Some(p)
+        })
+    }
+    /// Append `p` (not listed) at the tail.
+    pub(crate) fn push_tail(&mut self, tasks: &mut [Task], p: TaskId) {
+        tasks[p.idx()].cfs_link = (self.tail, NO_TASK);
+        if self.tail == NO_TASK {
+            self.head = p.0;
+        } else {
+            tasks[self.tail as usize].cfs_link.1 = p.0;
+        }
+        self.tail = p.0;
+        self.len += 1;
+    }
+    /// Unlink listed task `p`.
+    pub(crate) fn remove(&mut self, tasks: &mut [Task], p: TaskId) {
+        let (prev, next) = tasks[p.idx()].cfs_link;
+        if prev == NO_TASK {
+            self.head = next;
+        } else {
+            tasks[prev as usize].cfs_link.1 = next;
+        }
+        if next == NO_TASK {
+            self.tail = prev;
+        } else {
+            tasks[next as usize].cfs_link.0 = prev;
+        }
+        tasks[p.idx()].cfs_link = (NO_TASK, NO_TASK);
+        self.len -= 1;
+    }
 }
 
 impl Rq {

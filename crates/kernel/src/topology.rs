@@ -88,6 +88,11 @@ pub struct SchedDomain {
     /// The sched groups: spans of the child domains covering this span (single
     /// CPUs at the lowest level), first group the one holding the span's first CPU.
     pub groups: Vec<CpuMask>,
+    /// The CPUs of each group, ascending, one list after the other: group `i`
+    /// is `group_list[group_off[i]..group_off[i + 1]]`. Walking a group costs
+    /// its CPUs, not the machine's mask words (`for_each_cpu(sched_group_span())`).
+    group_list: Vec<CpuId>,
+    group_off: Vec<u32>,
 }
 
 impl SchedDomain {
@@ -108,7 +113,34 @@ impl SchedDomain {
             load_idx: [0; 3],
             smt_gain: 0,
             groups: Vec::new(),
+            group_list: Vec::new(),
+            group_off: Vec::new(),
         }
+    }
+
+    /// The CPUs of group `i`, ascending (as `groups[i].iter()`).
+    #[inline]
+    pub fn group_cpus(&self, i: usize) -> &[CpuId] {
+        &self.group_list[self.group_off[i] as usize..self.group_off[i + 1] as usize]
+    }
+
+    /// The CPUs of groups `i..`, one group after the other (a walk of the
+    /// groups in order visits them in this order).
+    #[inline]
+    pub fn group_cpus_from(&self, i: usize) -> &[CpuId] {
+        &self.group_list[self.group_off[i] as usize..]
+    }
+
+    /// Set the groups and their CPU lists.
+    fn set_groups(&mut self, groups: Vec<CpuMask>) {
+        self.group_list.clear();
+        self.group_off.clear();
+        self.group_off.push(0);
+        for g in &groups {
+            self.group_list.extend(g.iter());
+            self.group_off.push(self.group_list.len() as u32);
+        }
+        self.groups = groups;
     }
 }
 
@@ -211,6 +243,8 @@ fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_d
         load_idx,
         smt_gain,
         groups: Vec::new(),
+        group_list: Vec::new(),
+        group_off: Vec::new(),
     }
 }
 
@@ -310,7 +344,7 @@ impl SchedDomains {
                     groups.push(g);
                 }
             }
-            arena[id].groups = groups;
+            arena[id].set_groups(groups);
         }
         let mut sd = SchedDomains {
             domains: arena,

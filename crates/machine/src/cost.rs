@@ -223,7 +223,10 @@ impl CostModel {
         if foreign >= cap || cap == 0 {
             return 0;
         }
-        (warm as u128 * (cap - foreign) as u128 / cap as u128) as u64
+        match warm.checked_mul(cap - foreign) {
+            Some(x) => x / cap,
+            None => (warm as u128 * (cap - foreign) as u128 / cap as u128) as u64,
+        }
     }
 
     /// DRAM latency from a CPU on `from` to memory on `to`, scaled with SLIT

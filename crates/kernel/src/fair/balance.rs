@@ -146,6 +146,10 @@ struct SgStatsV3 {
     power: u64,
 }
 
+/// How many CPUs ahead of the balancer's group-statistics walk the runqueues
+/// are prefetched.
+const LB_PREFETCH_AHEAD: usize = 6;
+
 impl Kernel {
     /// `weighted_cpuload()`: v2.6.x-v3.10 the instantaneous `rq->load.weight`;
     /// v3.11-v5.6 (b92486cbf2aa; `--patch runnable-load` on v3.10)
@@ -156,7 +160,7 @@ impl Kernel {
             crate::profile::WakeLoad::Instant => cfs.load_weight,
             crate::profile::WakeLoad::RunnableAvg => {
                 let mut sum = cfs.curr.filter(|&e| self.se(e).on_rq).map_or(0, |e| self.se(e).avg.load_avg);
-                for e in cfs.queue.iter() {
+                for e in cfs.queue.iter_unordered() {
                     sum += self.se(e).avg.load_avg;
                 }
                 sum
@@ -255,9 +259,23 @@ impl Kernel {
         }
     }
 
-    fn lb_group_stats(&mut self, sd_pct: u64, g: &CpuMask, env_dst: CpuId, examined: &mut u64, sg_overloaded: &mut bool) -> SgStats {
+    /// `update_sg_lb_stats()` of group `g`; `walk` is the rest of the domain's
+    /// walk from `g`'s first CPU on, whose runqueues are prefetched
+    /// [`LB_PREFETCH_AHEAD`] CPUs ahead.
+    fn lb_group_stats(
+        &mut self,
+        sd_pct: u64,
+        g: &[CpuId],
+        walk: &[CpuId],
+        env_dst: CpuId,
+        examined: &mut u64,
+        sg_overloaded: &mut bool,
+    ) -> SgStats {
         let mut s = SgStats::default();
-        for c in g.iter() {
+        for (j, &c) in g.iter().enumerate() {
+            if let Some(&n) = walk.get(j + LB_PREFETCH_AHEAD) {
+                self.prefetch_rq_stats(n);
+            }
             *examined += 1;
             let rq = &self.rqs[c.idx()];
             let nr = rq.nr_running() - self.lb_delayed(c);
@@ -274,10 +292,21 @@ impl Kernel {
                 s.idle_cpus += 1;
             }
         }
-        s.group_weight = g.weight();
+        s.group_weight = g.len() as u32;
         s.group_capacity = 1024 * s.group_weight as u64;
         let _ = sd_pct;
         s
+    }
+
+    /// `sgs->avg_load = group_load * SCHED_CAPACITY_SCALE / group_capacity`;
+    /// a one-CPU group (capacity 1024) without the division.
+    #[inline]
+    fn sg_avg_load(s: &SgStats) -> u64 {
+        if s.group_capacity == 1024 {
+            s.group_load
+        } else {
+            s.group_load * 1024 / s.group_capacity
+        }
     }
 
     fn group_classify(pct: u64, s: &SgStats) -> GroupType {
@@ -488,8 +517,7 @@ impl Kernel {
             fbq_type: FbqType::All,
         };
         // The tail of rq->cfs_tasks: least recently run first (the ordered set).
-        let cands: Vec<TaskId> = self.rqs[src.idx()].cfs_tasks.iter().map(|&(_, p)| p).collect();
-        let p = cands.into_iter().find(|&p| self.can_migrate_task(p, src, &mut env, now));
+        let p = self.rqs[src.idx()].cfs_tasks.iter(&self.tasks).find(|&p| self.can_migrate_task(p, src, &mut env, now));
         match p {
             Some(p) => {
                 self.migrate_queued_task(p, src, dst, now);
@@ -539,14 +567,21 @@ impl Kernel {
         let pct = sd.imbalance_pct as u64;
         let mut sg_overloaded = false;
         let mut local: Option<SgStats> = None;
-        let mut busiest: Option<(CpuMask, SgStats, GroupType)> = None;
+        let mut busiest: Option<(usize, SgStats, GroupType)> = None;
         let mut total_load = 0u64;
         let mut total_cap = 0u64;
-        for g in &sd.groups {
-            let s = self.lb_group_stats(pct, g, env.dst, &mut out.examined, &mut sg_overloaded);
+        if !sd.groups.is_empty() {
+            for &c in sd.group_cpus_from(0).iter().take(LB_PREFETCH_AHEAD) {
+                self.prefetch_rq_stats(c);
+            }
+        }
+        let local_gi = sd.groups.iter().position(|g| g.test(env.dst));
+        for gi in 0..sd.groups.len() {
+            let g = sd.group_cpus(gi);
+            let s = self.lb_group_stats(pct, g, sd.group_cpus_from(gi), env.dst, &mut out.examined, &mut sg_overloaded);
             total_load += s.group_load;
             total_cap += s.group_capacity;
-            if g.test(env.dst) {
+            if Some(gi) == local_gi {
                 local = Some(s);
                 continue;
             }
@@ -561,9 +596,7 @@ impl Kernel {
                         t > *bt
                     } else {
                         match t {
-                            GroupType::Overloaded | GroupType::FullyBusy => {
-                                s.group_load * 1024 / s.group_capacity > b.group_load * 1024 / b.group_capacity
-                            }
+                            GroupType::Overloaded | GroupType::FullyBusy => Self::sg_avg_load(&s) > Self::sg_avg_load(b),
                             GroupType::HasSpare => {
                                 s.idle_cpus < b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.sum_nr_running > b.sum_nr_running)
                             }
@@ -572,7 +605,7 @@ impl Kernel {
                 }
             };
             if better {
-                busiest = Some((g.clone(), s, t));
+                busiest = Some((gi, s, t));
             }
         }
         // Root domain: refresh rd->overload.
@@ -615,7 +648,7 @@ impl Kernel {
         if env.imbalance <= 0 {
             return None;
         }
-        Some(bg)
+        Some(sd.groups[bg].clone())
     }
 
     /// `find_busiest_group()` of v2.6.37-v3.10 (`update_sd_lb_stats()`,
@@ -640,7 +673,7 @@ impl Kernel {
         for k in 0..n {
             let gi = (start + k) % n;
             let local = k == 0;
-            let mut sgs = self.sg_lb_stats_v3(&sd.groups[gi], local, load_idx, &mut out.examined);
+            let mut sgs = self.sg_lb_stats_v3(sd.group_cpus(gi), local, load_idx, &mut out.examined);
             total_load += sgs.group_load;
             total_pwr += sgs.power;
             if prefer_sibling && !local && this.is_some_and(|t| t.has_capacity) {
@@ -684,11 +717,11 @@ impl Kernel {
     }
 
     /// `update_sg_lb_stats()` of v3.10.
-    fn sg_lb_stats_v3(&self, g: &CpuMask, local: bool, load_idx: u8, examined: &mut u64) -> SgStatsV3 {
+    fn sg_lb_stats_v3(&self, g: &[CpuId], local: bool, load_idx: u8, examined: &mut u64) -> SgStatsV3 {
         let mut s = SgStatsV3::default();
         let (mut max_cpu_load, mut min_cpu_load) = (0u64, u64::MAX);
         let (mut max_nr, mut min_nr) = (0u64, u64::MAX);
-        for c in g.iter() {
+        for &c in g {
             *examined += 1;
             let nr = self.rqs[c.idx()].nr_running() as u64;
             let load = if local {
@@ -716,7 +749,7 @@ impl Kernel {
         }
         // DIV_ROUND_CLOSEST(power, SCHED_POWER_SCALE); fix_small_capacity() only for 0.
         s.group_capacity = ((s.power + 512) / 1024).max(1);
-        s.group_weight = g.weight() as u64;
+        s.group_weight = g.len() as u64;
         s.has_capacity = s.group_capacity > s.sum_nr_running;
         s
     }
@@ -996,7 +1029,7 @@ impl Kernel {
         // loop_max = min(sysctl_nr_migrate, nr_running): the 32 least recently used.
         let mut buf = [TaskId(0); 32];
         let mut nc = 0;
-        for (slot, &(_, p)) in buf.iter_mut().zip(self.rqs[src.idx()].cfs_tasks.iter()) {
+        for (slot, p) in buf.iter_mut().zip(self.rqs[src.idx()].cfs_tasks.iter(&self.tasks)) {
             *slot = p;
             nc += 1;
         }
@@ -1181,10 +1214,13 @@ impl Kernel {
         if now < self.nohz_next_balance {
             return None;
         }
-        let rq = &self.rqs[cpu.idx()];
-        let busy_llc = self.sd.sd_llc(cpu).map_or(0, |sd| sd.span.iter().filter(|&c| self.rqs[c.idx()].curr.is_some()).count());
-        if rq.nr_running() < 2 && busy_llc < 2 {
-            return None;
+        // Kick when this CPU runs two tasks or two CPUs of its LLC are busy
+        // (the LLC walk stops at the second busy CPU).
+        if self.rqs[cpu.idx()].nr_running() < 2 {
+            let busy_llc = self.sd.sd_llc(cpu).map_or(0, |sd| sd.span.iter().filter(|&c| self.rqs[c.idx()].curr.is_some()).take(2).count());
+            if busy_llc < 2 {
+                return None;
+            }
         }
         // find_new_ilb(): the first idle CPU.
         let ilb = (0..self.nr_cpus()).map(|c| CpuId(c as u16)).find(|&c| self.idle_cpu(c))?;

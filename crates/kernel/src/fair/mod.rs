@@ -39,7 +39,11 @@ pub fn calc_delta_fair(delta: u64, w: u64) -> u64 {
     if w == NICE_0_LOAD {
         delta
     } else {
-        ((delta as u128 * NICE_0_LOAD as u128) / w as u128) as u64
+        // The 128-bit product only when the 64-bit one overflows (same quotient).
+        match delta.checked_mul(NICE_0_LOAD) {
+            Some(x) => x / w,
+            None => ((delta as u128 * NICE_0_LOAD as u128) / w as u128) as u64,
+        }
     }
 }
 
@@ -452,11 +456,15 @@ impl Kernel {
             // Inflate the lag so the effective lag after insertion equals the stored one.
             let mut load = avg_load + curr_w;
             lag = se.vlag;
-            let l = (lag as i128) * ((load + se.weight as i64) as i128);
+            let w = load + se.weight as i64;
             if load == 0 {
                 load = 1;
             }
-            lag = (l / load as i128) as i64;
+            // 128-bit only when the 64-bit product overflows (same truncated quotient).
+            lag = match lag.checked_mul(w).and_then(|l| l.checked_div(load)) {
+                Some(q) => q,
+                None => ((lag as i128) * (w as i128) / load as i128) as i64,
+            };
         }
         se.vruntime = vruntime.wrapping_sub(lag as u64);
         if rel_deadline && se.rel_deadline {
@@ -565,8 +573,8 @@ impl Kernel {
         self.account_entity_dequeue(q, e);
         self.se_mut(e).on_rq = false;
         if let Some(p) = e.task_id() {
-            if let Some((c, m)) = self.tasks[p.idx()].mru_listed.take() {
-                self.rqs[c.idx()].cfs_tasks.remove(&(m, p));
+            if let Some((c, _)) = self.tasks[p.idx()].mru_listed.take() {
+                self.rqs[c.idx()].cfs_tasks.remove(&mut self.tasks, p);
             }
         }
         if self.se(e).sched_delayed {
@@ -1165,10 +1173,11 @@ impl Kernel {
     fn cfs_tasks_list(&mut self, p: TaskId) {
         let t = &self.tasks[p.idx()];
         let (cpu, mru) = (t.cpu, t.mru);
-        if let Some((c, m)) = t.mru_listed {
-            self.rqs[c.idx()].cfs_tasks.remove(&(m, p));
+        if let Some((c, _)) = t.mru_listed {
+            self.rqs[c.idx()].cfs_tasks.remove(&mut self.tasks, p);
         }
-        self.rqs[cpu.idx()].cfs_tasks.insert((mru, p));
+        debug_assert!(mru == self.mru_seq, "cfs_tasks is listed in mru order: a task joins with the newest mru");
+        self.rqs[cpu.idx()].cfs_tasks.push_tail(&mut self.tasks, p);
         self.tasks[p.idx()].mru_listed = Some((cpu, mru));
     }
 

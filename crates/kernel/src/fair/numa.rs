@@ -1488,8 +1488,8 @@ impl Kernel {
         let st = self.nm();
         let nid = st.node_of[cpu.idx()];
         // rq->cfs_tasks holds every queued fair task, the running one included.
-        let v: Vec<TaskId> = self.rqs[cpu.idx()].cfs_tasks.iter().map(|&(_, q)| q).collect();
-        v.iter().filter(|q| st.tasks.get(q.idx()).is_some_and(|t| t.preferred_nid == nid)).count() as u32
+        self.rqs[cpu.idx()].cfs_tasks.iter(&self.tasks).filter(|q| st.tasks.get(q.idx()).is_some_and(|t| t.preferred_nid == nid)).count()
+            as u32
     }
 
     // FIDELITY(F-773): the three cling points as the issue summarises the final posting.

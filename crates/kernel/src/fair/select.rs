@@ -1021,14 +1021,14 @@ impl Kernel {
         self.cpu_util_cfs(c)
     }
 
-    fn group_stats(&self, sd: &SchedDomain, g: &CpuMask, p: TaskId) -> GroupStats {
+    fn group_stats(&self, sd: &SchedDomain, g: &[CpuId], p: TaskId) -> GroupStats {
         let mut load = 0u64;
         let mut util = 0u64;
         let mut runnable = 0u64;
         let mut nr = 0u32;
         let mut idle = 0u32;
         let task = &self.tasks[p.idx()];
-        for c in g.iter() {
+        for &c in g {
             let rq = &self.rqs[c.idx()];
             let mut l = self.fork_cpu_load(c);
             let mut u = self.cpu_util(c);
@@ -1047,7 +1047,7 @@ impl Kernel {
                 idle += 1;
             }
         }
-        let weight = g.weight();
+        let weight = g.len() as u32;
         let cap = 1024 * weight as u64;
         let pct = sd.imbalance_pct as u64;
         // group_is_overloaded() / group_has_capacity() (v5.5+)
@@ -1075,13 +1075,13 @@ impl Kernel {
         let task = &self.tasks[p.idx()];
         let mut local: Option<(&CpuMask, GroupStats)> = None;
         let mut idlest: Option<(&CpuMask, GroupStats)> = None;
-        for g in &sd.groups {
+        for (gi, g) in sd.groups.iter().enumerate() {
             if let Some(m) = &task.cpus_allowed {
                 if !g.intersects(m) {
                     continue;
                 }
             }
-            let st = self.group_stats(sd, g, p);
+            let st = self.group_stats(sd, sd.group_cpus(gi), p);
             if g.test(this_cpu) {
                 local = Some((g, st));
                 continue;

@@ -19,7 +19,8 @@
 
 use crate::sched::Ent;
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 const NIL: u32 = u32::MAX;
 
@@ -48,7 +49,32 @@ pub struct Timeline {
     anchor: u64,
     seq: u64,
     len: usize,
-    at: BTreeMap<Ent, u32>,
+    /// Entity -> node. A hash map keeps its buckets when entries leave, so a
+    /// timeline that has held n entities inserts and removes without
+    /// allocating (a B-tree allocates a node whenever it splits or refills).
+    /// Only looked up: no order depends on it.
+    at: HashMap<Ent, u32, BuildHasherDefault<EntHasher>>,
+}
+
+/// Hash of an entity id (a `u32`): one multiply, fixed (deterministic).
+#[derive(Default)]
+struct EntHasher(u64);
+
+impl Hasher for EntHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u32(b as u32);
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, x: u32) {
+        self.0 = (self.0 ^ x as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
+    }
 }
 
 impl std::fmt::Debug for Timeline {
@@ -308,6 +334,12 @@ impl Timeline {
             t = self.nodes[x as usize].right;
             Some(self.nodes[x as usize].ent)
         })
+    }
+
+    /// The entities in no particular order, without allocating (for sums:
+    /// [`Self::iter`] keeps a stack for the in-order walk).
+    pub fn iter_unordered(&self) -> impl Iterator<Item = Ent> + '_ {
+        self.at.keys().copied()
     }
 
     /// The entities in insertion order (debug cross-checks).
