@@ -1443,7 +1443,7 @@ impl Kernel {
         let nid = st.node_of[cpu.idx()];
         let mut numa = 0;
         let mut pref = 0;
-        for &(_, q) in self.rqs[cpu.idx()].cfs_tasks.iter() {
+        for q in self.rqs[cpu.idx()].cfs_tasks.iter(&self.tasks) {
             if let Some(t) = st.tasks.get(q.idx()) {
                 if t.preferred_nid != NO_NODE {
                     numa += 1;
