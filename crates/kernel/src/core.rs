@@ -410,15 +410,16 @@ impl Kernel {
     fn select_task_rq(&mut self, p: TaskId, prev: CpuId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> CpuId {
         self.cur_this_cpu = this_cpu;
         self.cur_now = now;
-        let allowed = self.tasks[p.idx()].cpus_allowed.clone();
-        let cpu = match &allowed {
-            Some(m) if m.weight() == 1 => {
+        // No copy of the mask per wakeup.
+        let pinned = self.tasks[p.idx()].cpus_allowed.as_ref().filter(|m| m.weight() == 1).and_then(|m| m.first());
+        let cpu = match pinned {
+            Some(c) => {
                 self.xw(|r| r.path = crate::explain::Path::Pinned);
-                m.first().unwrap()
+                c
             }
-            _ => self.select_task_rq_fair(p, prev, this_cpu, waker, wf, now),
+            None => self.select_task_rq_fair(p, prev, this_cpu, waker, wf, now),
         };
-        match &allowed {
+        match &self.tasks[p.idx()].cpus_allowed {
             Some(m) if !m.test(cpu) => m.first().expect("validated non-empty affinity"),
             _ => cpu,
         }

@@ -427,8 +427,9 @@ impl Kernel {
         }
         let orig = target;
         self.xw_domain_search();
-        let ids = self.sd.per_cpu[target.idx()].clone();
-        for id in ids {
+        // The domains of the original target (the walk moves `target`).
+        for lvl in 0..self.sd.per_cpu[orig.idx()].len() {
+            let id = self.sd.per_cpu[orig.idx()][lvl];
             let sd = &self.sd.domains[id as usize];
             if sd.flags & SD_SHARE_LLC == 0 {
                 break;
