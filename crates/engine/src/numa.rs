@@ -281,6 +281,9 @@ mod tests {
             let node = node_of(&k, k.tasks[i].cpu) as usize;
             let on = &st.tasks[i].priv_on;
             let total: u64 = on.iter().sum();
+            // Each thread's 64 private huge pages, counted from their initial node on
+            // (a release build would wrap an uncounted page's departure instead of failing).
+            assert_eq!(total, 64, "thread {i}: its private pages per node {on:?}");
             assert!(on[node] * 10 >= total * 9, "thread {i} on node {node}, its memory per node {on:?}");
         }
         let c = &r.numa.as_ref().unwrap().groups.iter().find(|g| g.name == "g0").unwrap().counters;

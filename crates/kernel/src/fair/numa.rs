@@ -624,6 +624,14 @@ impl Kernel {
         let slot = st.mms[mi].slots.len();
         st.mms[mi].slots.push(p);
         st.tasks[p.idx()].slot = slot;
+        // Private chunks of this slot placed before the thread existed
+        // (`initial_node`) count as on their node from the start.
+        let (shared, private) = (st.mms[mi].spec.shared_chunks as usize, st.mms[mi].spec.private_chunks as usize);
+        for ci in shared + slot * private..shared + (slot + 1) * private {
+            if let Some(node) = st.mms[mi].chunks.get(ci).map(|c| c.node).filter(|&n| n != NO_NODE) {
+                st.tasks[p.idx()].priv_on[node as usize] += 1;
+            }
+        }
         if users == 0 {
             st.mms[mi].numa_next_scan = now + delay_ms * 1_000_000;
             st.mms[mi].numa_scan_seq = 0;
