@@ -1,0 +1,207 @@
+//! The hardware side of the simulation: the cost of searching runqueues,
+//! wakeup latency (IPI, idle exit), remote kicks, segment timing at the CPU's
+//! progress rate (SMT sharing, memory bandwidth), and runqueue lock sections of
+//! load balancing. `Sim` methods; the event loop (lib.rs) calls them.
+
+use crate::*;
+
+/// Wall time to do `work` nominal ns at `rate` per mille (rounded up).
+#[inline]
+pub(crate) fn wall_for(work: u64, rate: u64) -> u64 {
+    if rate == 1000 {
+        work
+    } else {
+        (work * 1000).div_ceil(rate.max(1))
+    }
+}
+
+impl Sim<'_> {
+    /// Cost of examining one CPU's runqueue in a search (SCAN component).
+    #[inline]
+    pub(crate) fn scan_ns(&self) -> u64 {
+        if self.cost.sw.on(Component::SCAN) {
+            self.machine.costs.idle_scan_ns_per_cpu
+        } else {
+            0
+        }
+    }
+
+    /// IPI + idle-exit latency to get `target` running (WAKELAT component);
+    /// a CPU polling in the POLL state needs no IPI (TIF_POLLING_NRFLAG).
+    pub(crate) fn wake_latency(&mut self, target: CpuId, ipi: bool) -> u64 {
+        if !self.cost.sw.on(Component::WAKELAT) {
+            return 0;
+        }
+        let mut lat = 0;
+        let idle = self.cpus[target.idx()].running.is_none();
+        let exit = if idle { self.idle_exit_latency(target) } else { 0 };
+        let polling = idle && exit == 0;
+        if ipi && !polling {
+            lat += self.machine.costs.ipi_ns;
+        }
+        if idle {
+            self.idle_exit_ns += exit;
+            lat += exit;
+            self.cpus[target.idx()].exit_lat = lat;
+        }
+        lat
+    }
+
+    /// Send a reschedule IPI to `target` (it leaves idle first if idle).
+    pub(crate) fn kick_remote(&mut self, target: CpuId) {
+        if self.cpus[target.idx()].resched_pending {
+            return;
+        }
+        let lat = self.wake_latency(target, true);
+        self.cpus[target.idx()].resched_pending = true;
+        self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
+    }
+
+    /// Kick the idle load balancer (an IPI; it balances after leaving idle).
+    pub(crate) fn kick_ilb(&mut self, ilb: CpuId) {
+        if self.ilb_pending {
+            return;
+        }
+        self.ilb_pending = true;
+        let lat = self.wake_latency(ilb, true);
+        self.push(self.now + lat, EvKind::NohzBalance { cpu: ilb.0 });
+    }
+
+    /// The running task's remaining work changed: move its segment end.
+    pub(crate) fn reschedule_segment(&mut self, c: CpuId, t: TaskId) {
+        let rate = self.cpus[c.idx()].rate;
+        self.retime_segment(c, t, rate);
+    }
+
+    /// Settle the progress of `t` (running on `c`) at the old rate, switch to
+    /// `rate` and move the segment's end event accordingly.
+    pub(crate) fn retime_segment(&mut self, c: CpuId, t: TaskId, rate: u64) {
+        let done = self.seg_done(c);
+        let r = &mut self.rt[t.idx()];
+        r.remaining = r.remaining.saturating_sub(done);
+        let cpu = &mut self.cpus[c.idx()];
+        cpu.seg_start = self.now.max(cpu.seg_start);
+        cpu.rate = rate;
+        cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
+        let gen = cpu.seg_gen;
+        let at = cpu.seg_start + wall_for(self.rt[t.idx()].remaining, rate);
+        self.push(at, EvKind::SegEnd { cpu: c.0, gen });
+    }
+
+    /// A memory-bound phase starts on `c`: every stream of its node gets a new share.
+    pub(crate) fn mem_start(&mut self, c: CpuId) {
+        let (llc, node) = (self.cost.llc_index(c) as usize, self.cost.node(c) as usize);
+        self.cpus[c.idx()].mem = true;
+        self.llc_streams[llc] += 1;
+        self.node_streams[node] += 1;
+        self.mem_rates(node as u32);
+    }
+
+    /// A memory-bound phase on `c` ends or is switched out.
+    pub(crate) fn mem_stop(&mut self, c: CpuId) {
+        let (llc, node) = (self.cost.llc_index(c) as usize, self.cost.node(c) as usize);
+        // Settle the stream's progress at its old rate before the rates change.
+        if let Some(t) = self.cpus[c.idx()].running {
+            let done = self.seg_done(c);
+            let r = &mut self.rt[t.idx()];
+            r.remaining = r.remaining.saturating_sub(done);
+            self.cpus[c.idx()].seg_start = self.now.max(self.cpus[c.idx()].seg_start);
+        }
+        self.cpus[c.idx()].mem = false;
+        self.llc_streams[llc] -= 1;
+        self.node_streams[node] -= 1;
+        let busy_sib = self.kernel.sd.smt_mask[c.idx()].iter().any(|o| o != c && self.cpus[o.idx()].running.is_some());
+        self.cpus[c.idx()].rate = self.cost.smt_rate(busy_sib);
+        self.mem_rates(node as u32);
+    }
+
+    /// Fluid bandwidth sharing: recompute the rate of every stream on `node`
+    /// and move the end of those whose rate changed.
+    pub(crate) fn mem_rates(&mut self, node: u32) {
+        for i in 0..self.cpus.len() {
+            let ci = CpuId(i as u16);
+            if !self.cpus[i].mem || self.cost.node(ci) != node {
+                continue;
+            }
+            let Some(t) = self.cpus[i].running else { continue };
+            let home = self.mem[t.idx()].home_node.unwrap_or(node);
+            let rate =
+                self.cost.mem_rate(self.llc_streams[self.cost.llc_index(ci) as usize], self.node_streams[node as usize], home != node);
+            if rate == self.cpus[i].rate {
+                continue;
+            }
+            self.retime_segment(ci, t, rate);
+        }
+    }
+
+    /// Work (nominal ns) the running task of `c` has done in its current segment.
+    #[inline]
+    pub(crate) fn seg_done(&self, c: CpuId) -> u64 {
+        let cpu = &self.cpus[c.idx()];
+        self.now.saturating_sub(cpu.seg_start) * cpu.rate / 1000
+    }
+
+    /// SMT: `c` became busy or idle; its siblings' running tasks change speed.
+    pub(crate) fn smt_changed(&mut self, c: CpuId) {
+        if !self.smt {
+            return;
+        }
+        let mut sibs = [CpuId(0); 8];
+        let mut n = 0;
+        for s in self.kernel.sd.smt_mask[c.idx()].iter().take(8) {
+            sibs[n] = s;
+            n += 1;
+        }
+        for &s in &sibs[..n] {
+            if self.cpus[s.idx()].mem {
+                continue; // a streaming task's rate is set by the bandwidth model
+            }
+            let busy_sib = self.kernel.sd.smt_mask[s.idx()].iter().any(|o| o != s && self.cpus[o.idx()].running.is_some());
+            let rate = self.cost.smt_rate(busy_sib);
+            if rate == self.cpus[s.idx()].rate {
+                continue;
+            }
+            match self.cpus[s.idx()].running {
+                Some(t) if s != c => self.retime_segment(s, t, rate),
+                _ => self.cpus[s.idx()].rate = rate,
+            }
+        }
+    }
+
+    /// Exit latency of the idle state the governor chose for `c`: the deepest
+    /// state whose target residency fits the predicted idle length.
+    ///
+    /// FIDELITY(F-005): the menu/teo governors use timer and history-based
+    /// predictions; we use an EWMA of this CPU's past idle intervals.
+    pub(crate) fn idle_exit_latency(&self, c: CpuId) -> u64 {
+        let pred = self.cpus[c.idx()].idle_pred_ns;
+        let mut lat = self.machine.idle_states.first().map_or(0, |s| s.exit_latency_ns);
+        for s in &self.machine.idle_states {
+            if s.target_residency_ns <= pred {
+                lat = s.exit_latency_ns;
+            }
+        }
+        lat
+    }
+
+    /// Lock sections of the load-balance passes `c` just ran: each detach held
+    /// the busiest rq's lock (after waiting for it). Returns the time `c`
+    /// spent waiting and holding.
+    pub(crate) fn lb_locks(&mut self, c: CpuId) -> u64 {
+        if self.kernel.lb_locked.is_empty() {
+            return 0;
+        }
+        let mut spent = 0;
+        let locked = std::mem::take(&mut self.kernel.lb_locked);
+        for &src in &locked {
+            let hold = self.cost.rq_lock_hold(c, src);
+            let wait = self.cost.rq_lock(src, c, self.now, hold);
+            self.rq_lock_wait_ns += wait;
+            spent += wait + hold;
+        }
+        let mut l = locked;
+        l.clear();
+        self.kernel.lb_locked = l;
+        spent
+    }
+}

@@ -1,0 +1,558 @@
+//! The op interpreter: runs a task's program from its current state (`Op`s of
+//! schedlab_workload), with channels, semaphores, barriers and latency
+//! histograms. `Sim` methods; the event loop (lib.rs) calls `run_ops` when a
+//! task's segment ends or it is switched in.
+
+use crate::*;
+
+/// One draw of `Op::RunDist`: the inverse of a piecewise-linear CDF through
+/// (0, lo), (1/2, mid), (1, hi), in integers (the top bit of one 32-bit draw
+/// picks the half, the other 31 the point in it). Mean `(lo + 2 mid + hi) / 4`,
+/// median `mid`.
+#[inline]
+pub(crate) fn draw_run_dist(rng: &mut Pcg32, lo: u32, mid: u32, hi: u32) -> u64 {
+    let u = rng.next_u32();
+    let f = (u & 0x7fff_ffff) as u64;
+    let (a, b) = if u >> 31 == 0 { (lo, mid) } else { (mid, hi) };
+    a as u64 + (((b - a) as u64 * f) >> 31)
+}
+
+impl Sim<'_> {
+    /// Interpret the program of `t`, running on `c`, from its current state.
+    pub(crate) fn run_ops(&mut self, c: CpuId, t: TaskId) {
+        let wl = self.wl;
+        loop {
+            if self.rt[t.idx()].remaining > 0 {
+                let gen = self.cpus[c.idx()].seg_gen;
+                self.cpus[c.idx()].seg_start = self.now;
+                let at = self.now + wall_for(self.rt[t.idx()].remaining, self.cpus[c.idx()].rate);
+                self.push(at, EvKind::SegEnd { cpu: c.0, gen });
+                return;
+            }
+            let r = &self.rt[t.idx()];
+            if r.program == noise::KTHREAD_PROGRAM {
+                if self.kthread_step(c, t) {
+                    continue;
+                }
+                return;
+            }
+            let prog = &wl.programs[r.program as usize];
+            let Some(&op) = prog.get(r.pc as usize) else {
+                // Falling off the end of a program is an exit.
+                self.exit_task(c, t);
+                return;
+            };
+            let stage = r.stage;
+            match op {
+                Op::Run { .. } | Op::RunDist { .. } => {
+                    if stage == 0 {
+                        let mut j = match op {
+                            Op::Run { ns } => self.jitter(ns),
+                            Op::RunDist { lo, mid, hi } => draw_run_dist(&mut self.rng, lo, mid, hi),
+                            _ => unreachable!(),
+                        };
+                        if self.numa_mem.is_some() {
+                            j = self.numa_run_ns(t, c, j);
+                        }
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                    } else {
+                        self.advance(t);
+                    }
+                }
+                Op::Mem { bytes } => {
+                    if stage == 0 {
+                        // The phase's time varies as a Run's does (DRAM refresh,
+                        // page placement, prefetch): its effective bytes are jittered.
+                        // FIDELITY(F-801): uniform +-jitter_pct per phase, no measured distribution.
+                        let j = self.jitter(bytes);
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                        r.mem = true;
+                        self.mem_start(c);
+                    } else {
+                        self.rt[t.idx()].mem = false;
+                        self.mem_stop(c);
+                        self.advance(t);
+                    }
+                }
+                Op::Write { chan, cost } | Op::WriteTag { chan, cost, .. } | Op::WriteReg { chan_base: chan, cost } => {
+                    if stage == 0 {
+                        let j = self.jitter(cost);
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                        continue;
+                    }
+                    let (chan, tag) = match op {
+                        Op::WriteTag { tag, .. } => (chan, tag),
+                        Op::WriteReg { .. } => (chan + self.rt[t.idx()].reg, 0),
+                        _ => (chan, 0),
+                    };
+                    match self.chan_write(c, t, chan, tag) {
+                        ChanOutcome::Blocked => return,
+                        ChanOutcome::Done { woke } => {
+                            if woke && self.preempt_point(c) {
+                                return;
+                            }
+                        }
+                    }
+                }
+                Op::Read { chan, cost } | Op::ReadTag { chan, cost } => {
+                    if stage == 0 {
+                        match self.chan_read(c, t, chan, matches!(op, Op::ReadTag { .. })) {
+                            ChanOutcome::Blocked => return,
+                            ChanOutcome::Done { woke } => {
+                                // The message's lines come from the writer's caches.
+                                let xfer = self.chan_writer[chan as usize].map_or(0, |w| self.cost.message_ns(w, c, MSG_BYTES));
+                                let j = self.jitter(cost) + xfer;
+                                let r = &mut self.rt[t.idx()];
+                                r.remaining = j;
+                                r.stage = 1;
+                                if woke && self.preempt_point(c) {
+                                    return;
+                                }
+                            }
+                        }
+                    } else {
+                        self.advance(t);
+                    }
+                }
+                Op::Sleep { ns } => {
+                    self.advance(t);
+                    let at = self.now + ns;
+                    self.push(at, EvKind::Timer { task: t.0 });
+                    self.block(c);
+                    return;
+                }
+                Op::SemWait { sem } => {
+                    let s = &mut self.sems[sem as usize];
+                    if s.woken == Some(t) {
+                        s.woken = None; // LWLockAcquire re-try: releaseOK again
+                    }
+                    if s.count > 0 {
+                        s.count -= 1;
+                        self.advance(t);
+                    } else {
+                        s.waiters.push_back(t);
+                        self.block(c);
+                        return;
+                    }
+                }
+                Op::SemPost { sem, n } => {
+                    self.advance(t);
+                    let sync = if wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
+                    let s = &mut self.sems[sem as usize];
+                    if wl.sems[sem as usize].barging {
+                        // LWLockRelease() before 9.5: release, then wake the first
+                        // waiter unless one woken earlier has not re-tried yet; the
+                        // woken task runs its SemWait again (no hand-off).
+                        s.count += n.min(u32::MAX / 2) as u64;
+                        let w = if s.woken.is_none() { s.waiters.pop_front() } else { None };
+                        if let Some(w) = w {
+                            s.woken = Some(w);
+                            self.wake(w, c, Some(t), sync);
+                            if self.preempt_point(c) {
+                                return;
+                            }
+                        }
+                        continue;
+                    }
+                    let mut ws = std::mem::take(&mut self.wake_buf);
+                    if n == u32::MAX {
+                        s.count = u64::MAX / 2;
+                        ws.extend(s.waiters.drain(..));
+                    } else {
+                        let k = (n as usize).min(s.waiters.len());
+                        s.count += (n as usize - k) as u64;
+                        ws.extend(s.waiters.drain(..k));
+                    }
+                    let woke = !ws.is_empty();
+                    for &w in &ws {
+                        // futex/semaphore hand-off: the woken waiter owns the count it waited for.
+                        self.advance(w);
+                        self.wake(w, c, Some(t), sync);
+                    }
+                    ws.clear();
+                    self.wake_buf = ws;
+                    if woke && self.preempt_point(c) {
+                        return;
+                    }
+                }
+                Op::Fork { spec, cost } => {
+                    if stage == 0 {
+                        let j = self.jitter(cost);
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                        continue;
+                    }
+                    self.advance(t);
+                    self.create_task(spec, Some(t), c);
+                    if self.preempt_point(c) {
+                        return;
+                    }
+                }
+                Op::WaitChild => {
+                    let r = &mut self.rt[t.idx()];
+                    if r.unreaped > 0 {
+                        r.unreaped -= 1;
+                        self.advance(t);
+                    } else if r.live_children == 0 {
+                        // wait() with no children returns ECHILD.
+                        self.advance(t);
+                    } else {
+                        r.waiting_child = true;
+                        self.block(c);
+                        return;
+                    }
+                }
+                Op::Loop { count } => {
+                    let r = &mut self.rt[t.idx()];
+                    r.pc += 1;
+                    r.loops.push((r.pc, count));
+                }
+                Op::EndLoop => {
+                    let r = &mut self.rt[t.idx()];
+                    let top = r.loops.last_mut().expect("validated loops");
+                    if top.1 != u64::MAX {
+                        top.1 -= 1;
+                    }
+                    if top.1 == 0 {
+                        r.loops.pop();
+                        r.pc += 1;
+                    } else {
+                        r.pc = top.0;
+                    }
+                }
+                Op::Mark { id } => {
+                    self.marks[id as usize] = Some(self.now);
+                    self.advance(t);
+                }
+                Op::Count { id, n } => {
+                    self.counters[id as usize] += n;
+                    self.advance(t);
+                }
+                Op::Exit { cost } => {
+                    if stage == 0 {
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = cost;
+                        r.stage = 1;
+                        continue;
+                    }
+                    self.exit_task(c, t);
+                    return;
+                }
+                Op::Barrier { id, parties } => {
+                    if self.barrier_arrive(c, t, id, parties) {
+                        return;
+                    }
+                }
+                Op::SpinBarrier { id, parties, spin } => {
+                    if stage == 0 {
+                        if self.barrier_arrive_spin(c, t, id, parties, spin) {
+                            return;
+                        }
+                    } else {
+                        // The spin ran out before the last arrival: futex_wait.
+                        let sp = &mut self.spinners[id as usize];
+                        if let Some(k) = sp.iter().position(|&x| x == t) {
+                            sp.swap_remove(k);
+                        }
+                        self.rt[t.idx()].stage = 0;
+                        self.barriers[id as usize].1.push(t);
+                        self.block(c);
+                        return;
+                    }
+                }
+                Op::Poll { chan } => {
+                    if self.chans[chan as usize].count > 0 {
+                        self.advance(t);
+                    } else {
+                        self.chans[chan as usize].readers.push_back(t);
+                        self.block(c);
+                        return;
+                    }
+                }
+                Op::WakeQueued { chan, sem_base, cost } => {
+                    if stage == 0 {
+                        let k = self.wake_queued(c, t, chan, sem_base);
+                        let j = self.jitter(cost * k);
+                        let r = &mut self.rt[t.idx()];
+                        r.remaining = j;
+                        r.stage = 1;
+                        if k > 0 && self.preempt_point(c) {
+                            return;
+                        }
+                    } else {
+                        self.advance(t);
+                    }
+                }
+                Op::SemWake { sem, n } => {
+                    self.advance(t);
+                    if self.sem_wake(c, t, sem, n) && self.preempt_point(c) {
+                        return;
+                    }
+                }
+                Op::WakeLatency { hist, sem } => {
+                    let d = self.now.saturating_sub(self.sem_stamp[sem as usize]);
+                    self.record_latency(hist, d);
+                    self.advance(t);
+                }
+                Op::ReqStart { hist } => {
+                    let now = self.now;
+                    self.rt[t.idx()].req_stamps.push_back((hist, now));
+                    self.advance(t);
+                }
+                Op::ReqEnd { hist } => {
+                    self.req_end(t, hist);
+                    self.advance(t);
+                }
+            }
+        }
+    }
+
+    /// The effect of a write of one message: block while full, else queue it
+    /// and wake a blocked reader (and, for pipes, the next blocked writer).
+    pub(crate) fn chan_write(&mut self, c: CpuId, t: TaskId, chan: u32, tag: u32) -> ChanOutcome {
+        let spec = &self.wl.channels[chan as usize];
+        let ch = &mut self.chans[chan as usize];
+        if ch.count >= spec.capacity {
+            ch.writers.push_back(t);
+            self.block(c);
+            return ChanOutcome::Blocked;
+        }
+        ch.count += 1;
+        if ch.tagged {
+            ch.tags.push_back(tag);
+        }
+        self.chan_writer[chan as usize] = Some(c);
+        let reader = (!ch.readers.is_empty()).then(|| ch.readers.pop_front().expect("not empty"));
+        // pipe_write(): a woken writer wakes the next one if space remains.
+        let next_writer = (matches!(spec.kind, ChannelKind::Pipe { .. }) && ch.count < spec.capacity && !ch.writers.is_empty())
+            .then(|| ch.writers.pop_front().expect("not empty"));
+        let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        self.advance(t);
+        let mut woke = false;
+        for w in reader.into_iter().chain(next_writer) {
+            self.wake(w, c, Some(t), wf);
+            woke = true;
+        }
+        ChanOutcome::Done { woke }
+    }
+
+    /// The effect of a read of one message: block while empty, else take it and
+    /// wake blocked writers as the channel kind does.
+    // FIDELITY(F-010): pipe/socket wake rules with capacity counted in messages.
+    pub(crate) fn chan_read(&mut self, c: CpuId, t: TaskId, chan: u32, tagged: bool) -> ChanOutcome {
+        let spec = &self.wl.channels[chan as usize];
+        let ch = &mut self.chans[chan as usize];
+        if ch.count == 0 {
+            ch.readers.push_back(t);
+            self.block(c);
+            return ChanOutcome::Blocked;
+        }
+        ch.count -= 1;
+        if ch.tagged {
+            let tag = ch.tags.pop_front().unwrap_or(0);
+            if tagged {
+                self.rt[t.idx()].reg = tag;
+            }
+        }
+        // A request from the network: its latency runs from its arrival.
+        if let Some(at) = self.chans[chan as usize].stamps.pop_front() {
+            let hist = self.arrivals.as_ref().map_or(0, |a| a.hist);
+            self.rt[t.idx()].req_stamps.push_back((hist, at));
+        }
+        let ch = &mut self.chans[chan as usize];
+        let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        let mut woken = std::mem::take(&mut self.wake_buf);
+        match spec.kind {
+            // pipe_read(): one exclusive writer once a page's worth of space is free.
+            ChannelKind::Pipe { msgs_per_page } if !ch.writers.is_empty() && ch.count + msgs_per_page <= spec.capacity => {
+                woken.push(ch.writers.pop_front().expect("not empty"));
+            }
+            // unix_write_space(): every writer once the buffer is at most a quarter full.
+            ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => woken.extend(ch.writers.drain(..)),
+            _ => {}
+        }
+        let woke = !woken.is_empty();
+        for &w in &woken {
+            self.wake(w, c, Some(t), wf);
+        }
+        woken.clear();
+        self.wake_buf = woken;
+        ChanOutcome::Done { woke }
+    }
+
+    #[inline]
+    pub(crate) fn advance(&mut self, t: TaskId) {
+        let r = &mut self.rt[t.idx()];
+        r.pc += 1;
+        r.stage = 0;
+    }
+
+    /// After an op that woke someone: preempt the current task if the kernel
+    /// set need_resched on this CPU (return to user space is a preemption point).
+    pub(crate) fn preempt_point(&mut self, c: CpuId) -> bool {
+        if self.kernel.need_resched(c) {
+            self.do_schedule(c, SwitchReason::Preempt);
+            return true;
+        }
+        false
+    }
+
+    /// `Op::Barrier`: arrive at barrier `id`. The last of `parties` arrivals
+    /// releases the waiters with futex (non-sync) wakeups and continues; the
+    /// others block; spinners of `Op::SpinBarrier` at the same id are released
+    /// without a wakeup. Returns true when the caller must stop interpreting.
+    pub(crate) fn barrier_arrive(&mut self, c: CpuId, t: TaskId, id: u32, parties: u32) -> bool {
+        if self.barriers.len() <= id as usize {
+            self.barriers.resize_with(id as usize + 1, Default::default);
+        }
+        let b = &mut self.barriers[id as usize];
+        b.0 += 1;
+        if b.0 < parties {
+            b.1.push(t);
+            self.block(c);
+            return true;
+        }
+        b.0 = 0;
+        self.advance(t);
+        // `Op::SpinBarrier` arrivals still spinning see the generation change:
+        // they go on without a futex wakeup; a running spinner's segment ends now.
+        if let Some(sp) = self.spinners.get_mut(id as usize) {
+            let mut sp = std::mem::take(sp);
+            for &s in &sp {
+                self.advance(s);
+                self.rt[s.idx()].remaining = 0;
+                let cpu = self.kernel.tasks[s.idx()].cpu;
+                if self.cpus[cpu.idx()].running == Some(s) {
+                    self.reschedule_segment(cpu, s);
+                }
+            }
+            sp.clear();
+            self.spinners[id as usize] = sp; // keeps its capacity: no allocation per barrier
+        }
+        let mut ws = std::mem::take(&mut self.wake_buf);
+        ws.append(&mut self.barriers[id as usize].1);
+        let woke = !ws.is_empty();
+        for &w in &ws {
+            self.advance(w);
+            self.wake(w, c, Some(t), WakeFlags::default());
+        }
+        ws.clear();
+        self.wake_buf = ws;
+        woke && self.preempt_point(c)
+    }
+
+    /// `Op::SpinBarrier`: as [`Self::barrier_arrive`], but an arrival that is
+    /// not the last spins for `spin` ns (CPU time, on its CPU) before it
+    /// blocks; the last arrival releases the spinners (they go on without a
+    /// wakeup, a running spinner's segment ends now) and wakes the sleepers.
+    /// libgomp gomp_barrier_wait_end() / do_wait() (config/linux/wait.h).
+    pub(crate) fn barrier_arrive_spin(&mut self, c: CpuId, t: TaskId, id: u32, parties: u32, spin: u64) -> bool {
+        if self.barriers.len() <= id as usize {
+            self.barriers.resize_with(id as usize + 1, Default::default);
+        }
+        if self.spinners.len() <= id as usize {
+            self.spinners.resize_with(id as usize + 1, Default::default);
+        }
+        let b = &mut self.barriers[id as usize];
+        if b.0 + 1 < parties && spin > 0 {
+            b.0 += 1;
+            self.spinners[id as usize].push(t);
+            let r = &mut self.rt[t.idx()];
+            r.stage = 1;
+            r.remaining = spin;
+            return false; // the run loop starts the spin segment
+        }
+        self.barrier_arrive(c, t, id, parties)
+    }
+
+    /// `Op::WakeQueued`: drain `chan`, posting `sem_base + tag` per message
+    /// (stamped now) and waking blocked writers; returns the number drained.
+    pub(crate) fn wake_queued(&mut self, c: CpuId, t: TaskId, chan: u32, sem_base: u32) -> u64 {
+        let ch = &mut self.chans[chan as usize];
+        let k = ch.count as u64;
+        ch.count = 0;
+        let mut tags = std::mem::take(&mut self.tag_buf);
+        tags.extend(ch.tags.drain(..));
+        let mut writers = std::mem::take(&mut self.wake_buf);
+        writers.extend(ch.writers.drain(..));
+        let wf = if self.wl.channels[chan as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        for &w in &writers {
+            self.wake(w, c, Some(t), wf);
+        }
+        writers.clear();
+        self.wake_buf = writers;
+        for &tag in &tags {
+            let sem = (sem_base + tag) as usize;
+            self.sem_stamp[sem] = self.now;
+            let sf = if self.wl.sems[sem].sync { WakeFlags::SYNC } else { WakeFlags::default() };
+            let s = &mut self.sems[sem];
+            if s.waiters.is_empty() {
+                s.count += 1;
+            } else {
+                let w = s.waiters.pop_front().expect("not empty");
+                self.advance(w);
+                self.wake(w, c, Some(t), sf);
+            }
+        }
+        tags.clear();
+        self.tag_buf = tags;
+        k
+    }
+
+    /// `Op::SemWake`: wake up to `n` current waiters of `sem` (futex_wake);
+    /// returns whether anyone was woken.
+    pub(crate) fn sem_wake(&mut self, c: CpuId, t: TaskId, sem: u32, n: u32) -> bool {
+        let s = &mut self.sems[sem as usize];
+        let k = (n as usize).min(s.waiters.len());
+        let mut ws = std::mem::take(&mut self.wake_buf);
+        ws.extend(s.waiters.drain(..k));
+        let wf = if self.wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        for &w in &ws {
+            self.advance(w);
+            self.wake(w, c, Some(t), wf);
+        }
+        let woke = !ws.is_empty();
+        ws.clear();
+        self.wake_buf = ws;
+        woke
+    }
+
+    /// Record `d` ns in latency histogram `hist` (grown on first use).
+    pub(crate) fn record_latency(&mut self, hist: u32, d: u64) {
+        let h = hist as usize;
+        if self.lat_hists.len() <= h {
+            self.lat_hists.resize_with(h + 1, Histogram::default);
+        }
+        if self.lat_sums.len() <= h {
+            self.lat_sums.resize(h + 1, 0);
+        }
+        self.lat_hists[h].record(d);
+        self.lat_sums[h] = self.lat_sums[h].saturating_add(d);
+    }
+
+    /// `Op::ReqEnd`: record `now -` the oldest open `Op::ReqStart` stamp of
+    /// `hist` of task `t` (requests in flight complete in order); none: no sample.
+    pub(crate) fn req_end(&mut self, t: TaskId, hist: u32) {
+        let st = &mut self.rt[t.idx()].req_stamps;
+        if let Some(k) = st.iter().position(|&(h, _)| h == hist) {
+            let (_, t0) = st.remove(k).expect("position is in range");
+            let d = self.now.saturating_sub(t0);
+            self.record_latency(hist, d);
+        }
+    }
+
+    /// Mean of latency histogram `h` in ns (0 without samples).
+    pub(crate) fn latency_mean(&self, h: usize) -> u64 {
+        match self.lat_hists.get(h) {
+            Some(x) if x.count() > 0 => self.lat_sums[h] / x.count(),
+            _ => 0,
+        }
+    }
+}
