@@ -162,7 +162,7 @@ impl Sim<'_> {
                 }
             }
             let c = &st.counters[gi];
-            if !any && c.ticks_on.iter().all(|&x| x == 0) {
+            if !any {
                 continue;
             }
             let total: u64 = on.iter().sum();
