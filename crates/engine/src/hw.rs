@@ -168,20 +168,10 @@ impl Sim<'_> {
         }
     }
 
-    /// Exit latency of the idle state the governor chose for `c`: the deepest
-    /// state whose target residency fits the predicted idle length.
-    ///
-    /// FIDELITY(F-005): the menu/teo governors use timer and history-based
-    /// predictions; we use an EWMA of this CPU's past idle intervals.
+    /// Exit latency of the idle state the governor chose for `c`
+    /// (`CostModel::idle_exit_latency` on this CPU's prediction).
     pub(crate) fn idle_exit_latency(&self, c: CpuId) -> u64 {
-        let pred = self.cpus[c.idx()].idle_pred_ns;
-        let mut lat = self.machine.idle_states.first().map_or(0, |s| s.exit_latency_ns);
-        for s in &self.machine.idle_states {
-            if s.target_residency_ns <= pred {
-                lat = s.exit_latency_ns;
-            }
-        }
-        lat
+        self.cost.idle_exit_latency(self.cpus[c.idx()].idle_pred_ns)
     }
 
     /// Lock sections of the load-balance passes `c` just ran: each detach held

@@ -234,10 +234,7 @@ const PER_CPU_SLOTS: u32 = 7;
 /// Payload bytes per channel message for the transfer cost (F-016).
 const MSG_BYTES: u64 = 100;
 
-/// Working set assumed for every task until workloads declare footprints
-/// (docs/FIDELITY.md F-016).
-// FIDELITY(F-016): one working set for every task until workloads declare footprints.
-const DEFAULT_FOOTPRINT: u64 = 64 * 1024;
+use schedlab_machine::cost::DEFAULT_FOOTPRINT;
 
 impl<'a> Sim<'a> {
     pub fn new(machine: &'a Machine, mut kernel: Kernel, wl: &'a Workload, cfg: &SimConfig) -> Sim<'a> {
@@ -720,10 +717,8 @@ impl<'a> Sim<'a> {
                 if was_idle {
                     let idle_len = now - cpu.since;
                     cpu.idle_ns += idle_len;
-                    // Like the menu governor, learn from the residency before the
-                    // wakeup arrived, not counting the exit latency itself.
                     let residency = idle_len.saturating_sub(std::mem::take(&mut cpu.exit_lat));
-                    cpu.idle_pred_ns = (cpu.idle_pred_ns * 7 + residency) / 8;
+                    cpu.idle_pred_ns = schedlab_machine::cost::CostModel::idle_predict(cpu.idle_pred_ns, residency);
                     cpu.since = now;
                 }
                 let mut cost = 0;

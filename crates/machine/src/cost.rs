@@ -158,7 +158,13 @@ pub struct CostModel {
     /// rq->lock of each CPU is free from this time on, and who held it last.
     lock_free_at: Vec<u64>,
     lock_owner: Vec<u16>,
+    idle_states: Vec<crate::IdleState>,
 }
+
+/// Working set assumed for every task until workloads declare footprints
+/// (docs/FIDELITY.md F-016).
+// FIDELITY(F-016): one working set for every task until workloads declare footprints.
+pub const DEFAULT_FOOTPRINT: u64 = 64 * 1024;
 
 fn dense(v: Vec<u32>) -> Vec<u32> {
     let mut ids: Vec<u32> = v.clone();
@@ -193,7 +199,31 @@ impl CostModel {
             c: m.costs.clone(),
             lock_free_at: vec![0; t.nr_cpus()],
             lock_owner: vec![u16::MAX; t.nr_cpus()],
+            idle_states: m.idle_states.clone(),
         }
+    }
+
+    /// The idle governor's prediction after an idle period: like the menu
+    /// governor it learns from the residency before the wakeup arrived (the
+    /// exit latency not counted), as an EWMA with weight 1/8.
+    ///
+    /// FIDELITY(F-005): the menu/teo governors use timer and history-based
+    /// predictions; this is an EWMA of the CPU's past idle intervals.
+    #[inline]
+    pub fn idle_predict(pred_ns: u64, residency_ns: u64) -> u64 {
+        (pred_ns * 7 + residency_ns) / 8
+    }
+
+    /// Exit latency of the idle state the governor chooses for a predicted
+    /// idle length: the deepest state whose target residency fits.
+    pub fn idle_exit_latency(&self, pred_ns: u64) -> u64 {
+        let mut lat = self.idle_states.first().map_or(0, |s| s.exit_latency_ns);
+        for s in &self.idle_states {
+            if s.target_residency_ns <= pred_ns {
+                lat = s.exit_latency_ns;
+            }
+        }
+        lat
     }
 
     #[inline]
@@ -449,6 +479,26 @@ mod tests {
         }
         assert!(cm.mem_rate(4, 4, false) < cm.mem_rate(1, 1, false), "co-runners lower each share");
         assert!(cm.mem_rate(1, 1, true) < cm.mem_rate(1, 1, false));
+    }
+
+    // The idle governor: the deepest state whose target residency fits the
+    // prediction; the prediction is an EWMA (1/8) of past residencies.
+    #[test]
+    fn idle_governor_picks_the_deepest_fitting_state() {
+        let mut m = crate::load("x86-12").unwrap();
+        m.idle_states = [("POLL", 0, 0), ("C1", 2_000, 2_000), ("C6", 100_000, 400_000)]
+            .iter()
+            .map(|&(n, e, t)| crate::IdleState { name: n.into(), exit_latency_ns: e, target_residency_ns: t })
+            .collect();
+        let cm = CostModel::new(&m, ModelSwitches::default());
+        assert_eq!(cm.idle_exit_latency(0), 0);
+        assert_eq!(cm.idle_exit_latency(3_000), 2_000);
+        assert_eq!(cm.idle_exit_latency(399_999), 2_000);
+        assert_eq!(cm.idle_exit_latency(1_000_000), 100_000);
+        assert_eq!(CostModel::idle_predict(800, 0), 700);
+        assert_eq!(CostModel::idle_predict(0, 8_000), 1_000);
+        m.idle_states.clear();
+        assert_eq!(CostModel::new(&m, ModelSwitches::default()).idle_exit_latency(1 << 40), 0, "no states: no exit latency");
     }
 
     // Lock waits grow with the number of contenders (FIFO).
