@@ -375,11 +375,6 @@ fn dispatch(cli: Cli) -> Result<()> {
                 if set.is_empty() { "" } else { " --set " },
                 set.join(",")
             );
-            if !w.memory.is_empty() {
-                bail!(
-                    "{name} with these parameters declares process memory (NUMA placement), which the workload file format cannot express yet; export it without instances/db_mib"
-                );
-            }
             let text = schedlab_workload::file::to_toml(&w, &header);
             match output {
                 Some(p) => std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?,

@@ -105,6 +105,26 @@ pub fn prepare(spec: &ScenarioSpec) -> Result<Prepared> {
             }
         }
     }
+    let nodes = machine.topology.nr_nodes();
+    if let Some(m) = workload.memory.iter().find(|m| m.initial_node.is_some_and(|n| n as usize >= nodes)) {
+        bail!(
+            "the memory of process {} starts on node {}, but {} has {nodes} node(s); give initial_node 0..{} or leave it out (first touch)",
+            m.mm,
+            m.initial_node.unwrap_or(0),
+            machine.name,
+            nodes - 1
+        );
+    }
+    if let Some(a) = &workload.arrivals {
+        let n = machine.topology.nr_cpus();
+        if let Some(&(chan, _, cpu)) = a.conns.iter().find(|c| c.2 as usize >= n) {
+            bail!(
+                "arrivals: the connection on channel {chan} takes its receive interrupts on CPU {cpu}, but {} has {n} CPUs; export the workload for this machine (`workload export --machine`) or give CPUs 0..{}",
+                machine.name,
+                n - 1
+            );
+        }
+    }
     let mut duration_ns = spec.duration.as_deref().map(parse_duration).transpose()?;
     let mut duration_defaulted = false;
     if workload.time_bounded && duration_ns.is_none() {
