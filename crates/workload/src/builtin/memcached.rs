@@ -187,12 +187,7 @@ fn build_open_loop(p: &Params, s: u32, conns: u32, rate: u64, nr_cpus: usize) ->
     }
     // RSS: a hash of the connection's 4-tuple picks its receive queue; queue q's
     // interrupt is on CPU q.
-    let conns = (0..conns)
-        .map(|i| {
-            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-            (i % s, i, (h % queues as u64) as u16)
-        })
-        .collect();
+    let conns = (0..conns).map(|i| (i % s, i, super::rss_queue(i, queues as u64))).collect();
     w.arrivals = Some(Arrivals { rate_per_s: rate as f64, conns, rx_ns: RX_NS, hist: HIST_REQUEST });
     Ok(w)
 }

@@ -57,6 +57,13 @@ pub(crate) fn start_task(name: String, program: u32, mm: u32) -> crate::TaskSpec
     crate::TaskSpec { name, program, mm, nice: 0, cpus: None, start: true, group: 0 }
 }
 
+/// RSS for the open loops: the receive queue (= the CPU of its interrupt)
+/// that a hash of connection `i`'s 4-tuple picks among `queues`.
+pub(crate) fn rss_queue(i: u32, queues: u64) -> u16 {
+    let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+    (h % queues) as u16
+}
+
 /// Push a program, returning its index.
 pub(crate) fn push_prog(w: &mut Workload, ops: Vec<crate::Op>) -> u32 {
     w.programs.push(ops);

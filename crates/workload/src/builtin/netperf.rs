@@ -97,8 +97,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             ];
             let sp = push_prog(&mut w, server);
             w.tasks.push(start_task(format!("netserver-{i}"), sp, 2 + 2 * i));
-            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-            conns.push((c_req, i, (h % queues) as u16));
+            conns.push((c_req, i, super::rss_queue(i, queues)));
         }
         w.arrivals = Some(Arrivals { rate_per_s: rate as f64, conns, rx_ns: super::memcached::RX_NS, hist: HIST_REQUEST });
         return Ok(w);

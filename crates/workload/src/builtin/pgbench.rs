@@ -377,12 +377,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         // queue q's interrupt is on CPU q.
         let queues = p.u64_in("rx_queues", nr_cpus as u64, 1, nr_cpus.max(1) as u64)?;
         w.params.push(("rx_queues".into(), queues.to_string()));
-        let conns = (0..clients)
-            .map(|i| {
-                let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-                (req0 + i, i, (h % queues) as u16)
-            })
-            .collect();
+        let conns = (0..clients).map(|i| (req0 + i, i, super::rss_queue(i, queues))).collect();
         w.arrivals = Some(Arrivals { rate_per_s: rate as f64, conns, rx_ns: super::memcached::RX_NS, hist: HIST_REQUEST });
     }
     Ok(w)
