@@ -58,8 +58,18 @@ fn numa_refusals() {
         (&["run", "--kernel", "v5.2", "--sysctl", "numa_balancing=3", "--workload", "pipe"], "0 (off) or 1"),
         (&["run", "--kernel", "v5.2", "--sysctl", "scan=3", "--workload", "pipe"], "unknown --sysctl"),
         (&["run", "--kernel", "v6.12", "--patch", "numa-cling", "--workload", "pipe"], "applies to v5.2"),
-        (&["workload", "export", "sysbench", "--set", "instances=2"], "cannot express"),
     ];
+    // Process memory on a node the machine does not have (workload files can
+    // declare it since [[memory]]; exports of memory-declaring built-ins work).
+    let f = std::env::temp_dir().join(format!("schedlab-numa-refusal-{}.toml", std::process::id()));
+    std::fs::write(
+        &f,
+        "format = 1\nname = \"m\"\n[metric]\nkind = \"elapsed\"\nname = \"t\"\nstart = 0\nend = 1\n[[program]]\nops = [\"mark id=0\", \"run ns=1ms\", \"mark id=1\"]\n[[task]]\nname = \"a\"\nprogram = 0\nmm = 0\n[[memory]]\nmm = 0\nshared_mib = 64\nprivate_pct = 0\nstall_pct = 30\ntouch_mib_per_s = 100\ninitial_node = 9\n",
+    )
+    .unwrap();
+    let memory_run = ["run", "--machine", "numa-2n-96", "--kernel", "v5.2", "--workload", f.to_str().unwrap()];
+    let cases: Vec<(&[&str], &str)> =
+        cases.iter().copied().chain([(&memory_run[..], "starts on node 9, but numa-2n-96 has 2 node(s)")]).collect();
     for (args, needle) in cases {
         let out = schedlab(args);
         let err = text(&out.stderr);
