@@ -29,14 +29,21 @@ impl Sim<'_> {
     /// IPI + idle-exit latency to get `target` running (WAKELAT component);
     /// a CPU polling in the POLL state needs no IPI (TIF_POLLING_NRFLAG).
     pub(crate) fn wake_latency(&mut self, target: CpuId, ipi: bool) -> u64 {
+        self.wake_latency_ipi(target, ipi).0
+    }
+
+    /// [`Self::wake_latency`], and whether an IPI was sent (the sender pays
+    /// `ipi_send_ns` for it, see `after_wake`).
+    pub(crate) fn wake_latency_ipi(&mut self, target: CpuId, ipi: bool) -> (u64, bool) {
         if !self.cost.sw.on(Component::WAKELAT) {
-            return 0;
+            return (0, false);
         }
         let mut lat = 0;
         let idle = self.cpus[target.idx()].running.is_none();
         let exit = if idle { self.idle_exit_latency(target) } else { 0 };
         let polling = idle && exit == 0;
-        if ipi && !polling {
+        let sent = ipi && !polling;
+        if sent {
             lat += self.machine.costs.ipi_ns;
         }
         if idle {
@@ -44,7 +51,7 @@ impl Sim<'_> {
             lat += exit;
             self.cpus[target.idx()].exit_lat = lat;
         }
-        lat
+        (lat, sent)
     }
 
     /// Send a reschedule IPI to `target` (it leaves idle first if idle).

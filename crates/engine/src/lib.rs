@@ -610,9 +610,10 @@ impl<'a> Sim<'a> {
     /// op boundary of its running task.
     fn after_wake(&mut self, r: WakeResult, this_cpu: CpuId) {
         let waker = self.cpus[this_cpu.idx()].running;
-        if let Some(w) = waker {
+        let mut extra = 0;
+        if waker.is_some() {
             // The waker pays for the CPUs its idle search examined...
-            let mut extra = r.scanned * self.scan_ns();
+            extra = r.scanned * self.scan_ns();
             if !r.queued {
                 // FIDELITY(F-017): lock sections for enqueue, wake-list activation and pick only.
                 // ...and for the enqueue under the target rq's lock (spinning while
@@ -622,30 +623,34 @@ impl<'a> Sim<'a> {
                 self.rq_lock_wait_ns += wait;
                 extra += wait + hold;
             }
-            self.rt[w.idx()].remaining += extra;
         }
+        // ...and for sending the IPI the wakeup needs (wake-list or reschedule;
+        // a VM exit in a guest). FIDELITY(F-448): only wakeups charge the sender.
+        let mut sent = false;
         if r.queued {
             if r.ipi {
-                let lat = self.wake_latency(r.cpu, true);
+                let (lat, s) = self.wake_latency_ipi(r.cpu, true);
+                sent = s;
                 self.push(self.now + lat, EvKind::WakeList { cpu: r.cpu.0 });
             }
-            return;
+        } else if r.resched {
+            let target = r.cpu;
+            let cpu = &self.cpus[target.idx()];
+            let idle = cpu.running.is_none();
+            if !cpu.resched_pending && (target != this_cpu || idle) {
+                // (A busy local CPU is rescheduled by the interpreter after the current op.)
+                let (lat, s) = self.wake_latency_ipi(target, target != this_cpu);
+                sent = s;
+                self.cpus[target.idx()].resched_pending = true;
+                self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
+            }
         }
-        if !r.resched {
-            return;
+        if let Some(w) = waker {
+            if sent {
+                extra += self.machine.costs.ipi_send_ns;
+            }
+            self.rt[w.idx()].remaining += extra;
         }
-        let target = r.cpu;
-        let cpu = &self.cpus[target.idx()];
-        if cpu.resched_pending {
-            return;
-        }
-        let idle = cpu.running.is_none();
-        if target == this_cpu && !idle {
-            return; // handled by the interpreter after the current op
-        }
-        let lat = self.wake_latency(target, target != this_cpu);
-        self.cpus[target.idx()].resched_pending = true;
-        self.push(self.now + lat, EvKind::Resched { cpu: target.0 });
     }
 
     /// Call `__schedule()` on `c` and switch to whatever it picks.

@@ -10,7 +10,6 @@
 use crate::Sim;
 use schedlab_kernel::fair::numa::{MmSpec, NumaCounters, HPAGE_PAGES};
 use schedlab_kernel::{CpuId, TaskId};
-use schedlab_machine::cost::CostModel;
 use schedlab_workload::Workload;
 
 /// Kernel entry of a NUMA hinting fault on a huge page (trap, page-table
@@ -135,7 +134,7 @@ impl Sim<'_> {
         if faults == 0 {
             return;
         }
-        let copy = pages * 4096 * 1000 / CostModel::CORE_BW_MBPS;
+        let copy = pages * 4096 * 1000 / self.machine.costs.mem_bw_core_mbps;
         if let Some(t) = self.cpus[c.idx()].running {
             self.rt[t.idx()].remaining += faults * HINT_FAULT_NS + copy;
             self.reschedule_segment(c, t);

@@ -152,9 +152,10 @@ fn pipe_round_trip_on_one_cpu_follows_costs() {
     let w = wl(&m, "pipe", "loops=5000");
     let r = go(&m, "v6.12", &w, 1, None);
     let c = &m.costs;
-    // per round trip: 2 x (write 800 + read 700) + 2 context switches (mm switch
+    // per round trip: 2 x (pipe write + read) + 2 context switches (mm switch
     // too: processes) + 2 enqueues under the rq lock; warm caches, same CPU.
-    let rt_ns = 2.0 * 1500.0 + 2.0 * (c.context_switch_ns + c.mm_switch_ns + c.rq_lock_hold_ns) as f64;
+    use schedlab_workload::builtin::costs::{PIPE_READ_NS, PIPE_WRITE_NS};
+    let rt_ns = 2.0 * (PIPE_WRITE_NS + PIPE_READ_NS) as f64 + 2.0 * (c.context_switch_ns + c.mm_switch_ns + c.rq_lock_hold_ns) as f64;
     let want = 1e9 / rt_ns;
     assert!((r.metric_value - want).abs() / want < 0.05, "ops/s {} vs {want}", r.metric_value);
     assert!(r.voluntary_switches >= 2 * 5000);
@@ -464,9 +465,12 @@ fn context_switch1_unpinned_rq_lock_wait_rises_past_one_task_per_cpu() {
     assert!(a100.metric_value < a56.metric_value, "ops/s 56: {} 100: {}", a56.metric_value, a100.metric_value);
     // Roaming pairs make newly idle CPUs pull under the busiest rq's lock and
     // wakers queue behind it: the wait share rises past one task per CPU.
-    assert!(wait(&a84) > 5.0 * wait(&a56), "v6.12 wait share 56: {:e} 84: {:e}", wait(&a56), wait(&a84));
+    // (x4.6 with the pipe costs measured on the guest, x6 with the older 0.8 / 0.7 us.)
+    assert!(wait(&a84) > 4.0 * wait(&a56), "v6.12 wait share 56: {:e} 84: {:e}", wait(&a56), wait(&a84));
     assert!(wait(&a84) > 0.01, "v6.12 at 84 pairs: rq-lock wait {:.4} of CPU time", wait(&a84));
-    assert!(wait(&a224) > 2.0 * wait(&a56), "v6.12 wait share 56: {:e} 224: {:e}", wait(&a56), wait(&a224));
+    // (x1.5 with the measured pipe costs, x2+ with the older ones: cheaper
+    // syscalls switch more often, which raises the 56-pair wait itself.)
+    assert!(wait(&a224) > 1.3 * wait(&a56), "v6.12 wait share 56: {:e} 224: {:e}", wait(&a56), wait(&a224));
 
     // v5.13 as released (SIS_PROP from this_rq()->avg_idle / 512, the v4.16-v5.14
     // recent_used_cpu form): the pairs roam too, the lock wait rises but stays an

@@ -241,7 +241,8 @@ impl CostModel {
         self.llc_traffic.len()
     }
 
-    /// Per-thread streaming ceiling: one core cannot use a whole LLC's or node's
+    /// Per-thread streaming ceiling when a machine does not give
+    /// `mem_bw_core_mbps`: one core cannot use a whole LLC's or node's
     /// bandwidth (machine-calibration §4: BW_core ≈ 10–20 GB/s).
     pub const CORE_BW_MBPS: u64 = 15_000;
 
@@ -363,11 +364,11 @@ impl CostModel {
     // FIDELITY(F-019): fluid shares; no loaded-latency growth.
     pub fn mem_rate(&self, llc_users: u32, node_users: u32, remote: bool) -> u64 {
         if !self.sw.on(Component::MEMBW) {
-            return Self::CORE_BW_MBPS;
+            return self.c.mem_bw_core_mbps;
         }
         let per_llc = self.c.mem_bw_llc_mbps / llc_users.max(1) as u64;
         let per_node = self.c.mem_bw_node_mbps / node_users.max(1) as u64;
-        let mut r = per_llc.min(per_node).min(Self::CORE_BW_MBPS);
+        let mut r = per_llc.min(per_node).min(self.c.mem_bw_core_mbps);
         if remote && self.sw.on(Component::NUMA) {
             // Remote streams are latency-bound: scale by local/remote latency.
             r = r * self.c.dram_local_ns / self.c.dram_remote_ns.max(1);
@@ -473,7 +474,7 @@ mod tests {
         let c = cm.costs().clone();
         for n in 1..=8u32 {
             let each = cm.mem_rate(n, n, false);
-            let cap = c.mem_bw_llc_mbps.min(c.mem_bw_node_mbps).min(CostModel::CORE_BW_MBPS * n as u64);
+            let cap = c.mem_bw_llc_mbps.min(c.mem_bw_node_mbps).min(c.mem_bw_core_mbps * n as u64);
             assert!(each * n as u64 <= cap, "{n} streams: {each} each");
             assert!(each * n as u64 + n as u64 > cap - n as u64, "{n} streams use the available bandwidth");
         }

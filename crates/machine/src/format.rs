@@ -422,11 +422,12 @@ pub(crate) fn to_toml(m: &Machine) -> String {
     let _ = writeln!(s, "l1d_kib = {}\nl2_kib = {}\nllc_kib = {}\nllc_inclusive = {}", c.l1d_kib, c.l2_kib, c.llc_kib, c.llc_inclusive);
     let k = &m.costs;
     let _ = writeln!(s, "\n[costs]");
-    let fields: [(&str, u64); 16] = [
+    let fields: [(&str, u64); 18] = [
         ("freq_mhz", k.freq_mhz as u64),
         ("context_switch_ns", k.context_switch_ns),
         ("mm_switch_ns", k.mm_switch_ns),
         ("ipi_ns", k.ipi_ns),
+        ("ipi_send_ns", k.ipi_send_ns),
         ("c2c_smt_ns", k.c2c_smt_ns),
         ("c2c_llc_ns", k.c2c_llc_ns),
         ("c2c_cross_llc_ns", k.c2c_cross_llc_ns),
@@ -437,6 +438,7 @@ pub(crate) fn to_toml(m: &Machine) -> String {
         ("smt_factor_pct", k.smt_factor_pct as u64),
         ("mem_bw_llc_mbps", k.mem_bw_llc_mbps),
         ("mem_bw_node_mbps", k.mem_bw_node_mbps),
+        ("mem_bw_core_mbps", k.mem_bw_core_mbps),
         ("rq_lock_hold_ns", k.rq_lock_hold_ns),
         ("idle_scan_ns_per_cpu", k.idle_scan_ns_per_cpu),
     ];

@@ -117,6 +117,14 @@ pub struct Costs {
     pub mm_switch_ns: u64,
     /// IPI send -> handler entry on the target.
     pub ipi_ns: u64,
+    /// CPU time the sender spends sending one IPI, charged to the task that
+    /// wakes a task on another CPU when the wakeup needs an IPI. Bare metal:
+    /// the APIC ICR write, ~0.1 us, left at 0 (FIDELITY F-448); a guest
+    /// without IPI virtualization exits to the host on the write (measured
+    /// 8 us on the EPYC KVM guest, docs/CALIBRATION.md "local"). Optional in
+    /// machine files (default 0).
+    #[serde(default)]
+    pub ipi_send_ns: u64,
     /// One-way cache-line transfer between SMT siblings.
     pub c2c_smt_ns: u64,
     /// One-way cache-line transfer between cores sharing an LLC.
@@ -137,6 +145,11 @@ pub struct Costs {
     pub mem_bw_llc_mbps: u64,
     /// Sustainable memory bandwidth of one NUMA node (MB/s).
     pub mem_bw_node_mbps: u64,
+    /// Streaming bandwidth one core reaches alone (MB/s, STREAM's counting):
+    /// a core's outstanding misses bound it below the LLC's and node's share.
+    /// Optional in machine files: 15,000 [assumed] when absent.
+    #[serde(default = "default_core_bw")]
+    pub mem_bw_core_mbps: u64,
     /// Hold time of a remote enqueue under rq->lock.
     pub rq_lock_hold_ns: u64,
     /// Cost of examining one CPU in an idle search.
@@ -335,6 +348,9 @@ pub(crate) fn validate_parts(caches: &CacheSizes, costs: &Costs, idle: &[IdleSta
     if costs.mem_bw_llc_mbps == 0 {
         return e("costs.mem_bw_llc_mbps", "is 0; give the sustainable bandwidth of one LLC in MB/s".into());
     }
+    if costs.mem_bw_core_mbps == 0 {
+        return e("costs.mem_bw_core_mbps", "is 0; give one core's streaming bandwidth in MB/s (or leave the key out for 15000)".into());
+    }
     if costs.mem_bw_node_mbps == 0 {
         return e("costs.mem_bw_node_mbps", "is 0; give the sustainable bandwidth of one NUMA node in MB/s".into());
     }
@@ -365,15 +381,39 @@ pub(crate) fn validate_parts(caches: &CacheSizes, costs: &Costs, idle: &[IdleSta
     Ok(())
 }
 
+fn default_core_bw() -> u64 {
+    cost::CostModel::CORE_BW_MBPS
+}
+
 /// Generic costs for imported machines whose constants are unknown ([assumed],
 /// docs/CALIBRATION.md "local and imported machines"): a Skylake/Cascade Lake-class
-/// 2-socket server, with IPIs at the VM figure when running as a guest.
+/// 2-socket server. As a guest, the context switch and the IPI sender's cost
+/// are the ones measured on the 2-vCPU EPYC KVM guest with `perf bench sched
+/// pipe` pinned and unpinned (docs/CALIBRATION.md "local"; checked by
+/// crates/engine/tests/local_calibration.rs).
+/// A context switch in the EPYC KVM guest: fitted jointly with the pipe
+/// read/write costs to `perf bench sched pipe` pinned to one vCPU (6.5 us of
+/// CPU per round trip) and hackbench over pipes (1.37 us per message);
+/// docs/CALIBRATION.md "local".
+pub const GUEST_CONTEXT_SWITCH_NS: u64 = 2000;
+/// The waker's VM exit on an IPI in the EPYC KVM guest: unpinned `perf bench
+/// sched pipe` takes 17-27 us of CPU per round trip against 6.5 pinned (8 us
+/// per cross-vCPU wakeup), loopback TCP (tbench, memcached with one
+/// connection) 12-13 us more per request and side than with both vCPUs busy;
+/// 10 us sits between the two.
+pub const GUEST_IPI_SEND_NS: u64 = 10_000;
+/// A halted vCPU of the EPYC KVM guest back to running after an IPI: the host
+/// wakes the vCPU thread and re-enters the guest (unpinned pipe: 43-58 us per
+/// round trip of which ~12 us is CPU on each side).
+pub const GUEST_HLT_EXIT_NS: u64 = 15_000;
+
 pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
     Costs {
         freq_mhz,
-        context_switch_ns: 600,
+        context_switch_ns: if guest { GUEST_CONTEXT_SWITCH_NS } else { 600 },
         mm_switch_ns: 60,
         ipi_ns: if guest { 5000 } else { 1000 },
+        ipi_send_ns: if guest { GUEST_IPI_SEND_NS } else { 0 },
         c2c_smt_ns: 8,
         c2c_llc_ns: 40,
         c2c_cross_llc_ns: 110,
@@ -384,6 +424,7 @@ pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
         smt_factor_pct: 60,
         mem_bw_llc_mbps: 40_000,
         mem_bw_node_mbps: 80_000,
+        mem_bw_core_mbps: default_core_bw(),
         rq_lock_hold_ns: 300,
         idle_scan_ns_per_cpu: 40,
     }

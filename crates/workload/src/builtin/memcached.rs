@@ -51,7 +51,7 @@ pub const BUILTIN: Builtin = Builtin {
 
 /// Worker CPU per request besides the socket calls: epoll bookkeeping, parse,
 /// hash lookup, item copy of a 32-byte value [inferred: "few us per request", §0.1].
-pub const SERVE_NS: u64 = 2_000;
+pub const SERVE_NS: u64 = 3_500;
 /// Client CPU per request: build the command, parse the reply, latency accounting [inferred].
 pub const CLIENT_REQ_NS: u64 = 2_500;
 /// Open loop: CPU time of the receive path per request on the CPU taking the

@@ -112,8 +112,14 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         }
         prog.push(Op::Loop { count: ntimes });
         for b in KERNEL_BYTES {
+            // Each `#pragma omp parallel for` is a parallel region: the team's
+            // threads wait at the pool's dock until the master starts the region
+            // (gomp_team_start() releases threads_dock), and at the region's end
+            // barrier (gomp_team_barrier_wait_final()); both spin, then sleep.
+            let barrier = |id| if spin > 0 { Op::SpinBarrier { id, parties: t, spin } } else { Op::Barrier { id, parties: t } };
+            prog.push(barrier(1));
             prog.push(Op::Mem { bytes: elems * b });
-            prog.push(if spin > 0 { Op::SpinBarrier { id: 0, parties: t, spin } } else { Op::Barrier { id: 0, parties: t } });
+            prog.push(barrier(0));
             if j == 0 {
                 prog.push(Op::Count { id: COUNTER_BYTES, n: n * b });
             }
@@ -137,10 +143,11 @@ mod tests {
         let w = crate::build("stream", &Params::parse("threads=4,array_size=1001").unwrap(), 12, &[]).unwrap();
         assert_eq!(w.tasks.len(), 4);
         assert!(w.tasks.iter().all(|t| t.mm == 0));
-        let barriers = w.programs[1].iter().filter(|o| matches!(o, Op::SpinBarrier { id: 0, parties: 4, spin: 14_100_000 })).count();
-        assert_eq!(barriers, 4, "one barrier per kernel, 300,000 spins of 47 ns first");
+        let barriers =
+            |id| w.programs[1].iter().filter(|o| matches!(o, Op::SpinBarrier { id: i, parties: 4, spin: 14_100_000 } if *i == id)).count();
+        assert_eq!((barriers(1), barriers(0)), (4, 4), "a dock and an end barrier per kernel, 300,000 spins of 47 ns first");
         // thread 0 gets the extra element
-        assert_eq!(w.programs[0][2], Op::Mem { bytes: 251 * 16 });
+        assert_eq!(w.programs[0][3], Op::Mem { bytes: 251 * 16 });
         assert_eq!(crate::build("stream", &Params::default(), 12, &[]).unwrap().tasks.len(), 12);
     }
 

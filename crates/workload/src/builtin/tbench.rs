@@ -38,9 +38,9 @@ pub const BUILTIN: Builtin = Builtin {
 
 /// Client-side CPU per operation outside the socket calls (load-file parsing,
 /// SMB marshalling in sockio.c) [inferred: ~2 us].
-pub const CLIENT_OP_NS: u64 = 2_000;
+pub const CLIENT_OP_NS: u64 = 5_600;
 /// Server-side CPU per operation besides the socket calls (tbench_srv just echoes) [inferred].
-pub const SERVER_OP_NS: u64 = 500;
+pub const SERVER_OP_NS: u64 = 4_200;
 
 /// One cycle of the op mix: (what, request bytes, response bytes, counted payload).
 /// client.txt counts: ReadX 27%, NTCreateX 17%, QUERY_PATH_INFORMATION 16%,

@@ -1,0 +1,350 @@
+//! The built-in workloads against the real programs on the machine they were
+//! measured on: the 2-vCPU EPYC KVM guest (kernel 6.18), recorded with
+//! `scripts/calibrate-measure` into tests/data/calib-local.txt (per-task perf
+//! counters: task-clock, context switches, sched_waking). The model runs on
+//! tests/data/local-guest.toml (`schedlab machine show local --toml` on that
+//! guest: its measured context switch, IPI send and halt exit) with v6.12 for
+//! the guest's 6.18, and must stay within the stated tolerance of the mean of
+//! the recorded repeats. docs/CALIBRATION.md "Built-ins against the real
+//! programs" has the tables this test prints (`cargo test --release -p
+//! schedlab-engine --test local_calibration -- --nocapture`).
+
+use std::collections::BTreeMap;
+
+use schedlab_engine::{Sim, SimConfig};
+use schedlab_kernel::profile::profile;
+use schedlab_kernel::Kernel;
+use schedlab_workload::{build, Params};
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
+
+/// Per-op figures of one side: CPU us, switches, wakeups issued.
+#[derive(Clone, Copy, Debug, Default)]
+struct Side {
+    cpu_us: f64,
+    cs: f64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Figures {
+    srv: Side,
+    cl: Side,
+    /// Wakeups per op, both sides.
+    wakeups: f64,
+    /// The program's own figure: wall us per op (pipe, hackbench), MB/s
+    /// (tbench, stream), requests/s (memcached).
+    metric: f64,
+}
+
+/// One recorded configuration: the mean of its repeats.
+struct Real {
+    bench: String,
+    cfg: BTreeMap<String, String>,
+    repeats: usize,
+    fig: Figures,
+}
+
+fn parse_line(l: &str) -> (String, BTreeMap<String, String>, BTreeMap<String, f64>) {
+    let mut cfg = BTreeMap::new();
+    let mut num = BTreeMap::new();
+    let mut bench = String::new();
+    for (k, v) in l.split_whitespace().filter_map(|f| f.split_once('=')) {
+        match k {
+            "bench" => bench = v.to_string(),
+            "ops" | "wall_s" | "load" | "mb_s" => {
+                num.insert(k.to_string(), v.parse::<f64>().unwrap_or_else(|_| panic!("{k}={v}: not a number in {l}")));
+            }
+            _ if k.starts_with("srv_") || k.starts_with("cl_") => {
+                num.insert(k.to_string(), v.parse::<f64>().unwrap_or_else(|_| panic!("{k}={v}: not a number in {l}")));
+            }
+            _ => {
+                cfg.insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+    (bench, cfg, num)
+}
+
+fn figures(bench: &str, cfg: &BTreeMap<String, String>, n: &BTreeMap<String, f64>) -> Figures {
+    // tbench's unit is the MB it reports (the model's metric), not its op count.
+    let ops = if bench == "tbench" { n["mb_s"] * cfg["seconds"].parse::<f64>().unwrap() } else { n["ops"] };
+    Figures {
+        srv: Side { cpu_us: n["srv_cpu_ms"] * 1000.0 / ops, cs: n["srv_cs"] / ops },
+        cl: Side { cpu_us: n["cl_cpu_ms"] * 1000.0 / ops, cs: n["cl_cs"] / ops },
+        wakeups: (n["srv_waking"] + n["cl_waking"]) / ops,
+        metric: match bench {
+            "tbench" | "stream" => n["mb_s"],
+            "memcached" | "sysbench" => n["ops"] / cfg["seconds"].parse::<f64>().unwrap(),
+            _ => n["wall_s"] * 1e6 / ops,
+        },
+    }
+}
+
+fn load_real() -> Vec<Real> {
+    let text = std::fs::read_to_string(format!("{DATA}calib-local.txt")).unwrap();
+    let mut out: Vec<Real> = Vec::new();
+    let mut stream: Vec<(BTreeMap<String, String>, BTreeMap<String, f64>)> = Vec::new();
+    for l in text.lines().filter(|l| l.starts_with("bench=")) {
+        let (bench, mut cfg, mut n) = parse_line(l);
+        if bench == "stream" {
+            // Per-kernel figures from the difference of a long and a short run:
+            // both pay the same initialisation (first touch of the arrays),
+            // which the model does not run.
+            let nt = cfg.remove("ntimes").expect("stream line without ntimes");
+            match stream.iter().position(|(c, _)| *c == cfg) {
+                None => {
+                    n.insert("ntimes".into(), nt.parse().unwrap());
+                    stream.push((cfg, n));
+                    continue;
+                }
+                Some(i) => {
+                    let (_, short) = stream.remove(i);
+                    let mut d = BTreeMap::new();
+                    for (k, v) in &n {
+                        let s = short.get(k).copied().unwrap_or(0.0);
+                        d.insert(k.clone(), if k == "mb_s" { *v } else { v - s });
+                    }
+                    cfg.insert("ntimes".into(), format!("{}", nt.parse::<f64>().unwrap() - short["ntimes"]));
+                    n = d;
+                }
+            }
+        }
+        let f = figures(&bench, &cfg, &n);
+        match out.iter_mut().find(|r| r.bench == bench && r.cfg == cfg) {
+            Some(r) => {
+                let k = r.repeats as f64;
+                let avg = |a: f64, b: f64| (a * k + b) / (k + 1.0);
+                r.fig = Figures {
+                    srv: Side { cpu_us: avg(r.fig.srv.cpu_us, f.srv.cpu_us), cs: avg(r.fig.srv.cs, f.srv.cs) },
+                    cl: Side { cpu_us: avg(r.fig.cl.cpu_us, f.cl.cpu_us), cs: avg(r.fig.cl.cs, f.cl.cs) },
+                    wakeups: avg(r.fig.wakeups, f.wakeups),
+                    metric: avg(r.fig.metric, f.metric),
+                };
+                r.repeats += 1;
+            }
+            None => out.push(Real { bench, cfg, repeats: 1, fig: f }),
+        }
+    }
+    assert!(stream.is_empty(), "calib-local.txt: stream configurations without their second length: {stream:?}");
+    assert!(!out.is_empty(), "calib-local.txt: no bench= lines");
+    out
+}
+
+/// The built-in's parameters for a recorded configuration, the model's op
+/// count for a run of `sim_s` simulated seconds, and which tasks are the server.
+fn model_params(r: &Real) -> (String, Option<u64>) {
+    let c = &r.cfg;
+    match r.bench.as_str() {
+        "pipe" => {
+            let pin = if c["pin"].is_empty() { String::new() } else { format!(",pin={}", c["pin"]) };
+            (format!("loops=20000,threads={}{pin}", c["threads"]), None)
+        }
+        "hackbench" => (format!("groups={},loops={},pipe={},threads={}", c["groups"], c["loops"], c["pipe"], c["threads"]), None),
+        "tbench" => (format!("clients={}", c["clients"]), Some(2_000_000_000)),
+        "stream" => (
+            format!("threads={},array_size={},ntimes={},wait_policy={}", c["threads"], c["array_size"], c["ntimes"], c["wait_policy"]),
+            None,
+        ),
+        "memcached" => (
+            format!("threads={},client_threads={},connections={}", c["threads"], c["client_threads"], c["connections"]),
+            Some(1_000_000_000),
+        ),
+        "sysbench" => (format!("threads={}", c["threads"]), Some(2_000_000_000)),
+        b => panic!("calib-local.txt: no model for bench={b}"),
+    }
+}
+
+fn is_server(bench: &str, name: &str) -> bool {
+    match bench {
+        "tbench" => name.starts_with("tbench_srv"),
+        "memcached" => name.starts_with("memcached"),
+        "sysbench" => name.starts_with("mysqld"),
+        _ => false,
+    }
+}
+
+const SEEDS: [u64; 3] = [1, 2, 3];
+
+fn model(r: &Real) -> Figures {
+    let text = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
+    let m = schedlab_machine::from_toml_str(&text, "local-guest.toml").unwrap();
+    let (params, duration) = model_params(r);
+    let p = Params::parse(&params).unwrap();
+    let w = build(&r.bench, &p, m.topology.nr_cpus(), &m.topology.core_groups()).unwrap();
+    let mut acc = Figures::default();
+    for seed in SEEDS {
+        let cfg = SimConfig { seed, duration_ns: duration, schedstat: false, model: Default::default(), trace: false, switch_log: false };
+        let k = Kernel::new(&m.topology, profile("v6.12").unwrap());
+        let (res, k) = Sim::new(&m, k, &w, &cfg).run_keep_kernel(&cfg);
+        assert!(res.metric_missing.is_none(), "{} {params}: {:?}", r.bench, res.metric_missing);
+        let secs = res.simulated_ns as f64 / 1e9;
+        let c = &r.cfg;
+        let num = |k: &str| c[k].parse::<f64>().unwrap();
+        let ops = match r.bench.as_str() {
+            "pipe" => 20000.0,
+            "hackbench" => num("groups") * 400.0 * num("loops"),
+            "tbench" => res.metric_value * secs,
+            "memcached" | "sysbench" => res.metric_value * secs,
+            "stream" => 4.0 * num("ntimes"),
+            _ => unreachable!(),
+        };
+        let mut srv = Side::default();
+        let mut cl = Side::default();
+        for (i, t) in k.tasks.iter().enumerate() {
+            let name = res.task_names.get(i).map(|(n, _)| n.as_str()).unwrap_or("");
+            if name.starts_with("kthread") {
+                continue;
+            }
+            let side = if is_server(&r.bench, name) { &mut srv } else { &mut cl };
+            side.cpu_us += t.se.sum_exec_runtime as f64 / 1000.0 / ops;
+            side.cs += (t.nvcsw + t.nivcsw) as f64 / ops;
+        }
+        acc.srv.cpu_us += srv.cpu_us;
+        acc.srv.cs += srv.cs;
+        acc.cl.cpu_us += cl.cpu_us;
+        acc.cl.cs += cl.cs;
+        acc.wakeups += res.wakeups as f64 / ops;
+        acc.metric += match r.bench.as_str() {
+            "tbench" | "stream" | "memcached" | "sysbench" => res.metric_value,
+            _ => res.simulated_ns as f64 / 1000.0 / ops,
+        };
+    }
+    let n = SEEDS.len() as f64;
+    Figures {
+        srv: Side { cpu_us: acc.srv.cpu_us / n, cs: acc.srv.cs / n },
+        cl: Side { cpu_us: acc.cl.cpu_us / n, cs: acc.cl.cs / n },
+        wakeups: acc.wakeups / n,
+        metric: acc.metric / n,
+    }
+}
+
+/// A checked figure: name, reader, relative tolerance, absolute floor (a
+/// figure below it on both sides counts as agreeing: e.g. STREAM's handful of
+/// switches per kernel from the guest's own background).
+struct Check {
+    name: &'static str,
+    get: fn(&Figures) -> f64,
+    tol: f64,
+    floor: f64,
+}
+
+fn checks(bench: &str, cfg: &BTreeMap<String, String>) -> Vec<Check> {
+    let unpinned_pipe = bench == "pipe" && cfg["pin"].is_empty();
+    // Cross-vCPU ping-pong depends on the host waking the halted vCPU: the
+    // recorded repeats of unpinned pipe spread 17-27 us CPU and 43-58 us wall
+    // per round trip, so 25 % there. STREAM's CPU per kernel is its memory
+    // bandwidth, which the guest shares with the host's other tenants: 25-28
+    // GB/s alone and 28-36 GB/s with two threads between runs, so 20 %.
+    let tol = if unpinned_pipe {
+        0.25
+    } else if bench == "stream" {
+        0.20
+    } else {
+        0.15
+    };
+    // STREAM with spinning barriers switches only for the guest's background
+    // (0.3-0.4 switches per kernel from kworkers and timers, which the
+    // model's noise has at its idle-machine rate): below 0.5 per kernel on
+    // both sides the switch and wakeup counts agree.
+    let floor = if bench == "stream" { 0.5 } else { 0.05 };
+    let mut v = vec![
+        Check { name: "client CPU us/op", get: |f| f.cl.cpu_us, tol, floor: 0.0 },
+        Check { name: "client switches/op", get: |f| f.cl.cs, tol, floor },
+        Check { name: "wakeups/op", get: |f| f.wakeups, tol, floor },
+    ];
+    if matches!(bench, "tbench" | "memcached" | "sysbench") {
+        v.push(Check { name: "server CPU us/op", get: |f| f.srv.cpu_us, tol, floor: 0.0 });
+        v.push(Check { name: "server switches/op", get: |f| f.srv.cs, tol, floor });
+    }
+    v
+}
+
+/// Disagreements that are known, understood as far as the reason says, and
+/// open (docs/CALIBRATION.md "Open"): (bench, configuration words that must
+/// all appear, figure, reason). Each is printed, not failed; one that comes
+/// within tolerance fails the test so that the list stays true.
+const OPEN: &[(&str, &[&str], &str, &str)] = &[
+    (
+        "pipe",
+        &["pin=0"],
+        "wakeups/op",
+        "6.18 lets the woken reader preempt the writer (one wakeup per round trip finds its reader still runnable); v6.12's RUN_TO_PARITY keeps the writer running",
+    ),
+    ("hackbench", &["pipe=0", "groups=1"], "client CPU us/op", "follows the switch count below"),
+    ("hackbench", &["pipe=0"], "client switches/op", "the model's receivers find their socket empty 1.3-2.7x as often"),
+    ("hackbench", &["pipe=0"], "wakeups/op", "as the switches"),
+    ("hackbench", &["pipe=1"], "client switches/op", "the model's pipe receivers sleep 26 % less often"),
+    ("hackbench", &["pipe=1"], "wakeups/op", "as the switches"),
+    ("tbench", &["clients=1"], "client CPU us/op", "a cross-vCPU loopback TCP wakeup costs 12 us of CPU per side, a pipe one 8 us; the guest's ipi_send_ns (10 us) sits between"),
+    ("tbench", &["clients=1"], "server CPU us/op", "as the client"),
+    ("tbench", &["clients=2"], "wakeups/op", "1.2 real wakeups per op against 2 modelled: a reader still running when its data arrives, as in pinned pipe"),
+    ("tbench", &["clients=4"], "client switches/op", "1.26 switches per op with 4 pairs on 2 vCPUs against 1.0 (preemptions)"),
+    ("tbench", &["clients=4"], "server switches/op", "as the client"),
+    ("memcached", &["connections=1"], "client CPU us/op", "the cross-vCPU TCP wakeup, as tbench clients=1"),
+    ("memcached", &["connections=1"], "server CPU us/op", "as the client"),
+    ("memcached", &["client_threads=1", "connections=8"], "client CPU us/op", "the real client sleeps 0.28 times per request, the model's 0.08 (its workers never sleep)"),
+    ("memcached", &["client_threads=1", "connections=8"], "client switches/op", "as above"),
+    ("memcached", &["client_threads=1", "connections=8"], "server switches/op", "as above"),
+    ("memcached", &["client_threads=1", "connections=8"], "wakeups/op", "as above"),
+    ("memcached", &["client_threads=2"], "client switches/op", "0.168 real against 0.141 (16 %)"),
+    // sysbench was recorded at load 10-12 (other builds on the guest): its CPU
+    // per event rises from 880 us (1 thread) to 1,220 (4 threads) with the
+    // competition, and the extra wakeups are preemptions by the other load.
+    ("sysbench", &[], "client CPU us/op", "recorded under load (above); the model's client also charges 18 us per statement where the real one took 10"),
+    ("sysbench", &["threads=1"], "wakeups/op", "27 real wakeups per event for 20 round trips: a connection thread often still runs when the next statement arrives; the model's always sleeps first"),
+    ("sysbench", &["threads=2"], "wakeups/op", "as threads=1"),
+    ("sysbench", &["threads=2"], "server CPU us/op", "recorded under load (above)"),
+    ("sysbench", &["threads=4"], "server CPU us/op", "recorded under load (above)"),
+];
+
+fn open_reason(bench: &str, cfg: &[String], figure: &str) -> Option<&'static str> {
+    OPEN.iter().find(|(b, words, f, _)| *b == bench && *f == figure && words.iter().all(|w| cfg.iter().any(|c| c == w))).map(|o| o.3)
+}
+
+#[test]
+fn builtins_match_the_real_programs_on_the_guest() {
+    let mut bad = Vec::new();
+    let mut table = String::new();
+    let mut open_seen = 0;
+    for r in load_real() {
+        let m = model(&r);
+        let cfg: Vec<String> = r.cfg.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        table += &format!("{} {} ({} runs)\n", r.bench, cfg.join(" "), r.repeats);
+        for c in checks(&r.bench, &r.cfg) {
+            let (a, b) = ((c.get)(&r.fig), (c.get)(&m));
+            let ok = (a < c.floor && b < c.floor) || (b - a).abs() <= c.tol * a;
+            let open = open_reason(&r.bench, &cfg, c.name);
+            let mark = match (ok, open) {
+                (true, None) => String::new(),
+                (false, Some(why)) => {
+                    open_seen += 1;
+                    format!("  open: {why}")
+                }
+                (false, None) => {
+                    bad.push(format!(
+                        "{} {}: {}: real {a:.3}, model {b:.3} (tolerance {:.0} %)",
+                        r.bench,
+                        cfg.join(" "),
+                        c.name,
+                        c.tol * 100.0
+                    ));
+                    "  <-- outside".into()
+                }
+                (true, Some(_)) => {
+                    bad.push(format!(
+                        "{} {}: {} now agrees (real {a:.3}, model {b:.3}): remove it from OPEN",
+                        r.bench,
+                        cfg.join(" "),
+                        c.name
+                    ));
+                    "  <-- agrees but listed as open".into()
+                }
+            };
+            table += &format!("  {:<20} real {a:>10.3}  model {b:>10.3}  {:+7.1}%{mark}\n", c.name, (b / a - 1.0) * 100.0);
+        }
+        let (a, b) = (r.fig.metric, m.metric);
+        table += &format!("  {:<20} real {a:>10.3}  model {b:>10.3}  {:+7.1}%  (not checked)\n", "metric", (b / a - 1.0) * 100.0);
+    }
+    eprintln!("{table}\n{open_seen} open disagreements (OPEN), {} unexpected", bad.len());
+    assert!(bad.is_empty(), "model against the real programs:\n{}", bad.join("\n"));
+}
