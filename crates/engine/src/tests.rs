@@ -712,3 +712,38 @@ fn run_dist_bursts_vary_between_seeds_and_add_up_to_their_mean() {
     let want = 2000.0 * 175e-6;
     assert!((a.metric_value / want - 1.0).abs() < 0.03, "{} vs {want}", a.metric_value);
 }
+
+/// `ipi_send_ns` is charged to a waker whose wakeup sends an IPI: under v3.10
+/// the two pipe partners on a 2-CPU machine each keep a CPU and wake each other
+/// across (the other CPU halted), so each round trip sends two IPIs and costs
+/// the two tasks 2 x ipi_send_ns more CPU;
+/// with a polling idle state no IPI is sent and nothing is charged.
+#[test]
+fn ipi_send_cost_is_charged_to_the_waker_only_when_an_ipi_is_sent() {
+    let two_cpus = |send: u64, idle: &str| {
+        let mut t = schedlab_machine::load("laptop-4c8t").unwrap().to_toml();
+        t = t.replace("cores_per_llc = 4", "cores_per_llc = 2").replace("threads_per_core = 2", "threads_per_core = 1");
+        t = t.replace("ipi_send_ns = 0", &format!("ipi_send_ns = {send}"));
+        let cut = t.find("[[idle_states]]").unwrap();
+        t.truncate(cut);
+        t.push_str(idle);
+        schedlab_machine::from_toml_str(&t, "two-cpu").unwrap()
+    };
+    const HLT: &str = "[[idle_states]]\nname = \"HLT\"\nexit_latency_ns = 1000\ntarget_residency_ns = 0\n";
+    const POLL: &str = "[[idle_states]]\nname = \"POLL\"\nexit_latency_ns = 0\ntarget_residency_ns = 0\n";
+    let cpu_per_rt = |m: &Machine| {
+        let w = wl(m, "pipe", "loops=2000");
+        let (r, k) = run_with(m, schedlab_kernel::Kernel::new(&m.topology, profile("v3.10").unwrap()), &w, 1_000_000_000);
+        assert!(r.ttwu_local * 10 < r.ttwu_count, "the partners wake each other across CPUs: {} of {} local", r.ttwu_local, r.ttwu_count);
+        k.tasks.iter().map(|t| t.se.sum_exec_runtime).sum::<u64>() as f64 / 2000.0
+    };
+    // About one IPI per round trip at 5 us (some wakeups find the other CPU
+    // still switching out), growing with the cost (a dearer send keeps the
+    // waker on its CPU longer, so more wakeups find the other CPU halted).
+    let base = cpu_per_rt(&two_cpus(0, HLT));
+    let (d5, d10) = (cpu_per_rt(&two_cpus(5000, HLT)) - base, cpu_per_rt(&two_cpus(10_000, HLT)) - base);
+    assert!(d5 >= 3_000.0 && d5 <= 10_000.0, "5 us per IPI, up to 2 IPIs per round trip: +{d5} ns");
+    assert!(d10 > 1.8 * d5, "charged per IPI: +{d5} ns at 5 us, +{d10} ns at 10 us");
+    let (base, polled) = (cpu_per_rt(&two_cpus(0, POLL)), cpu_per_rt(&two_cpus(5000, POLL)));
+    assert!((polled - base).abs() < 100.0, "a polling CPU needs no IPI: {base} -> {polled} ns");
+}
