@@ -722,23 +722,14 @@ impl<'a> Sim<'a> {
                     cpu.since = now;
                 }
                 let mut cost = 0;
-                let switch_on = self.cost.sw.on(Component::SWITCH);
                 if prev != next {
-                    if switch_on {
-                        cost += self.machine.costs.context_switch_ns;
-                    }
                     let mm = self.kernel.tasks[nx.idx()].mm;
                     // A kernel thread borrows the last mm (lazy TLB): no switch.
-                    if mm != noise::KTHREAD_MM && cpu.last_mm != Some(mm) {
-                        if switch_on {
-                            cost += self.machine.costs.mm_switch_ns;
-                            // Before v4.14 the kernel does not use PCID: the CR3
-                            // write flushes the TLB and the incoming task re-walks
-                            // its pages (switch_mm_irqs_off(); FIDELITY(F-024)).
-                            if self.kernel.profile.version < (4, 14) {
-                                cost += schedlab_machine::cost::tlb_refill_ns(self.mem[nx.idx()].footprint);
-                            }
-                        }
+                    let mm_switch = mm != noise::KTHREAD_MM && cpu.last_mm != Some(mm);
+                    // Before v4.14 the kernel does not use PCID (the machine model charges the re-walk).
+                    let pcid = self.kernel.profile.version >= (4, 14);
+                    cost = self.cost.switch_cost(mm_switch, pcid, self.mem[nx.idx()].footprint);
+                    if mm_switch {
                         if cpu.last_mm.is_some() {
                             self.mm_switches += 1;
                         }
