@@ -99,24 +99,69 @@ struct Cpu {
     mem: bool,
 }
 
-/// Per-task interpreter state.
+/// Open `Op::Loop`s of a task, innermost last: (first op of the body,
+/// iterations left). The first [`LoopStack::INLINE`] levels live inline in the
+/// task's interpreter state (no pointer to chase at every `EndLoop`), deeper
+/// ones in `spill`.
+#[derive(Clone, Debug, Default)]
+#[repr(C)]
+struct LoopStack {
+    inline: [(u32, u64); LoopStack::INLINE],
+    len: u32,
+    spill: Vec<(u32, u64)>,
+}
+
+impl LoopStack {
+    const INLINE: usize = 2;
+
+    #[inline]
+    fn push(&mut self, e: (u32, u64)) {
+        if (self.len as usize) < Self::INLINE {
+            self.inline[self.len as usize] = e;
+        } else {
+            self.spill.push(e);
+        }
+        self.len += 1;
+    }
+
+    #[inline]
+    fn last_mut(&mut self) -> Option<&mut (u32, u64)> {
+        match self.len as usize {
+            0 => None,
+            n if n <= Self::INLINE => Some(&mut self.inline[n - 1]),
+            _ => self.spill.last_mut(),
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        if self.len as usize > Self::INLINE {
+            self.spill.pop();
+        }
+        self.len = self.len.saturating_sub(1);
+    }
+}
+
+/// Per-task interpreter state. The fields every op reads come first, in one
+/// cache line (`repr(C)` keeps the order; the alignment starts each task on a line).
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct TaskRt {
-    /// Index of the task's spec in the workload.
-    spec: u32,
     program: u32,
     pc: u32,
-    /// 0: cost of the current op not yet charged / effect not done; 1: in progress.
-    stage: u8,
     /// CPU work left in the current segment (ns).
     remaining: u64,
-    loops: Vec<(u32, u64)>,
-    /// Tag of the last `ReadTag` message.
-    reg: u32,
-    /// `Op::ReqStart` stamps not yet ended: (histogram, time), oldest first.
-    req_stamps: std::collections::VecDeque<(u32, u64)>,
+    /// 0: cost of the current op not yet charged / effect not done; 1: in progress.
+    stage: u8,
     /// In the middle of a memory-bound `Mem` op (work is bytes, not ns).
     mem: bool,
+    /// Tag of the last `ReadTag` message.
+    reg: u32,
+    loops: LoopStack,
+    /// Index of the task's spec in the workload.
+    spec: u32,
+    /// `Op::ReqStart` stamps not yet ended: (histogram, time), oldest first.
+    req_stamps: std::collections::VecDeque<(u32, u64)>,
     parent: Option<TaskId>,
     unreaped: u32,
     waiting_child: bool,
@@ -574,7 +619,7 @@ impl<'a> Sim<'a> {
             pc: 0,
             stage: 0,
             remaining: 0,
-            loops: Vec::new(),
+            loops: LoopStack::default(),
             reg: 0,
             req_stamps: Default::default(),
             mem: false,
