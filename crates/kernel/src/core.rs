@@ -294,7 +294,7 @@ impl Kernel {
     pub fn sched_fork(&mut self, params: &TaskParams, parent: Option<TaskId>, cpu: CpuId, now: u64) -> TaskId {
         let id = TaskId(self.tasks.len() as u32);
         let weight = task_weight(params.nice, params.policy);
-        let cpus_allowed = params.cpus_allowed.as_ref().map(|v| CpuMask::from_cpus(self.nr_cpus, v.iter().copied()));
+        let cpus_allowed = params.cpus_allowed.as_ref().map(|v| Box::new(CpuMask::from_cpus(self.nr_cpus, v.iter().copied())));
         assert!((params.group as usize) < self.tgs.len(), "task group {} was not created", params.group);
         let depth = if params.group == 0 { 0 } else { self.tgs[params.group as usize].depth + 1 };
         let mut se = SchedEntity { weight, depth, slice: self.tun.base_slice_ns, ..Default::default() };

@@ -179,8 +179,9 @@ pub struct Task {
     /// `task_cpu(p)`.
     pub cpu: CpuId,
     pub state: TaskState,
-    /// `p->cpus_ptr`; `None` = all CPUs.
-    pub cpus_allowed: Option<CpuMask>,
+    /// `p->cpus_ptr`; `None` = all CPUs. Boxed: most tasks have none, and an
+    /// inline 1024-CPU mask would double the size of every task.
+    pub cpus_allowed: Option<Box<CpuMask>>,
     /// Process (mm) the task belongs to: threads of one process share it.
     pub mm: u32,
     /// Task group (cpu cgroup) id; 0 = the root group.

@@ -1573,7 +1573,7 @@ mod tests {
         // Nothing movable (all pinned to cpu0): no reset, alb_failed counted.
         let (mut k, ts, now) = three_on_cpu0("v6.6");
         for t in ts {
-            k.tasks[t.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+            k.tasks[t.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)])));
         }
         k.sd_lb[1][0].nr_balance_failed = 5;
         k.rqs[0].active_balance = Some(CpuId(1));
@@ -1594,7 +1594,7 @@ mod tests {
             // Pin the queued tasks: nothing detachable, so the pass fails.
             for &t in &ts {
                 if k.rqs[0].curr != Some(t) {
-                    k.tasks[t.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+                    k.tasks[t.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)])));
                 }
             }
             let tries = k.sd.domains[k.sd.per_cpu[1][0] as usize].cache_nice_tries;
