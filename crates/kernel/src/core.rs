@@ -817,18 +817,10 @@ impl Kernel {
         #[cfg(target_arch = "x86_64")]
         if let Some(rq) = self.rqs.get(c.idx()) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let fields = [
-                std::ptr::addr_of!(rq.curr) as *const i8,
-                std::ptr::addr_of!(rq.ttwu_pending) as *const i8,
-                std::ptr::addr_of!(rq.cfs.h_nr_running) as *const i8,
-                std::ptr::addr_of!(rq.cfs.avg) as *const i8,
-                std::ptr::addr_of!(rq.cfs.util_est_enqueued) as *const i8,
-            ];
-            for f in fields {
-                // SAFETY: a prefetch is a hint to the cache; it reads nothing
-                // architecturally and cannot fault, and `f` points into a live `Rq`.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(f) };
-            }
+            // Those fields are the runqueue's first cache line (`Rq`'s layout).
+            // SAFETY: a prefetch is a hint to the cache; it reads nothing
+            // architecturally and cannot fault, and the pointer is a live `Rq`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(rq as *const Rq as *const i8) };
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = c;
