@@ -333,14 +333,14 @@ impl Kernel {
             return rq.nr_running() == 0 && rq.ttwu_pending == 0;
         }
         let sd = &self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize];
-        let local = sd.groups.iter().find(|g| g.test(dst)).expect("local group");
+        let local = sd.group_cpus(sd.group_of(dst).expect("local group"));
         // The first idle CPU of the local group, else its first CPU.
-        for c in local.iter() {
+        for &c in local {
             if self.idle_cpu(c) {
                 return c == dst;
             }
         }
-        local.first() == Some(dst)
+        local.first() == Some(&dst)
     }
 
     /// `sched_balance_rq()` / `load_balance()` at level `lvl` of `dst`'s domains.
@@ -575,7 +575,7 @@ impl Kernel {
                 self.prefetch_rq_stats(c);
             }
         }
-        let local_gi = sd.groups.iter().position(|g| g.test(env.dst));
+        let local_gi = sd.group_of(env.dst);
         for gi in 0..sd.groups.len() {
             let g = sd.group_cpus(gi);
             let s = self.lb_group_stats(pct, g, sd.group_cpus_from(gi), env.dst, &mut out.examined, &mut sg_overloaded);
@@ -664,7 +664,7 @@ impl Kernel {
         let load_idx = sd.load_idx[env.idle as usize];
         let prefer_sibling = self.sd_child_prefers_sibling(env.dst, env.lvl);
         let n = sd.groups.len();
-        let start = sd.groups.iter().position(|g| g.test(env.dst))?;
+        let start = sd.group_of(env.dst)?;
         let (mut total_load, mut total_pwr) = (0u64, 0u64);
         let mut this: Option<SgStatsV3> = None;
         let mut busiest: Option<(usize, SgStatsV3)> = None;

@@ -477,7 +477,7 @@ impl Kernel {
         for lvl in (0..=llc as usize).rev() {
             let sd = &self.sd.domains[self.sd.per_cpu[target.idx()][lvl] as usize];
             let n = sd.groups.len();
-            let start = sd.groups.iter().position(|g| g.test(target)).unwrap_or(0);
+            let start = sd.group_of(target).unwrap_or(0);
             for k in 0..n {
                 let g = &sd.groups[(start + k) % n];
                 let task = &self.tasks[p.idx()];
