@@ -70,15 +70,24 @@ enum EvKind {
     Arrival { cpu: u16 },
 }
 
-/// Per-CPU engine state (what the hardware is doing).
+/// Per-CPU engine state (what the hardware is doing). What every event on the
+/// CPU reads comes first, in one cache line (`repr(C)` keeps the order; the
+/// alignment starts each CPU on a line).
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 struct Cpu {
     running: Option<TaskId>,
-    /// When the running task's current CPU segment started (after switch costs).
-    seg_start: u64,
     seg_gen: u32,
     tick_gen: u32,
+    /// When the running task's current CPU segment started (after switch costs).
+    seg_start: u64,
+    /// Progress rate of the running task, per mille of nominal speed (SMT),
+    /// or bytes per microsecond while it streams memory (`mem`).
+    rate: u64,
     tick_armed: bool,
+    resched_pending: bool,
+    /// The running task is in a memory-bound phase.
+    mem: bool,
     /// Busy/idle interval bookkeeping.
     busy_ns: u64,
     idle_ns: u64,
@@ -89,14 +98,8 @@ struct Cpu {
     last_group: Option<u32>,
     /// EWMA of idle interval lengths (menu-governor-like prediction).
     idle_pred_ns: u64,
-    resched_pending: bool,
     /// Exit latency charged for the wakeup that is ending the current idle period.
     exit_lat: u64,
-    /// Progress rate of the running task, per mille of nominal speed (SMT),
-    /// or bytes per microsecond while it streams memory (`mem`).
-    rate: u64,
-    /// The running task is in a memory-bound phase.
-    mem: bool,
 }
 
 /// Open `Op::Loop`s of a task, innermost last: (first op of the body,
@@ -106,7 +109,8 @@ struct Cpu {
 #[derive(Clone, Debug, Default)]
 #[repr(C)]
 struct LoopStack {
-    inline: [(u32, u64); LoopStack::INLINE],
+    counts: [u64; LoopStack::INLINE],
+    pcs: [u32; LoopStack::INLINE],
     len: u32,
     spill: Vec<(u32, u64)>,
 }
@@ -115,21 +119,24 @@ impl LoopStack {
     const INLINE: usize = 2;
 
     #[inline]
-    fn push(&mut self, e: (u32, u64)) {
-        if (self.len as usize) < Self::INLINE {
-            self.inline[self.len as usize] = e;
+    fn push(&mut self, (pc, count): (u32, u64)) {
+        let n = self.len as usize;
+        if n < Self::INLINE {
+            self.pcs[n] = pc;
+            self.counts[n] = count;
         } else {
-            self.spill.push(e);
+            self.spill.push((pc, count));
         }
         self.len += 1;
     }
 
+    /// The innermost loop: its body's first op and its iterations left.
     #[inline]
-    fn last_mut(&mut self) -> Option<&mut (u32, u64)> {
+    fn top(&mut self) -> Option<(u32, &mut u64)> {
         match self.len as usize {
             0 => None,
-            n if n <= Self::INLINE => Some(&mut self.inline[n - 1]),
-            _ => self.spill.last_mut(),
+            n if n <= Self::INLINE => Some((self.pcs[n - 1], &mut self.counts[n - 1])),
+            _ => self.spill.last_mut().map(|(pc, count)| (*pc, count)),
         }
     }
 
@@ -151,6 +158,9 @@ struct TaskRt {
     pc: u32,
     /// CPU work left in the current segment (ns).
     remaining: u64,
+    /// The program's ops are `Sim::code[code_at..code_at + code_len]`.
+    code_at: u32,
+    code_len: u32,
     /// 0: cost of the current op not yet charged / effect not done; 1: in progress.
     stage: u8,
     /// In the middle of a memory-bound `Mem` op (work is bytes, not ns).
@@ -209,6 +219,11 @@ pub struct Sim<'a> {
     nr_cpus: u32,
     cpus: Vec<Cpu>,
     rt: Vec<TaskRt>,
+    /// Every program's ops, one program after the other (`TaskRt::code_at`):
+    /// an op is one load from the task's state, not two through the program's `Vec`.
+    code: Vec<Op>,
+    /// Per program: where its ops start in `code`, and how many.
+    code_of: Vec<(u32, u32)>,
     chans: Vec<ChanRt>,
     sems: Vec<SemRt>,
     marks: Vec<Option<u64>>,
@@ -319,6 +334,16 @@ impl<'a> Sim<'a> {
             nr_cpus: n as u32,
             cpus: vec![Cpu::default(); n],
             rt: Vec::with_capacity(wl.tasks.len()),
+            code: wl.programs.iter().flatten().copied().collect(),
+            code_of: wl
+                .programs
+                .iter()
+                .scan(0u32, |at, p| {
+                    let start = *at;
+                    *at += p.len() as u32;
+                    Some((start, p.len() as u32))
+                })
+                .collect(),
             chans: (0..wl.channels.len())
                 .map(|i| ChanRt {
                     count: 0,
@@ -616,6 +641,8 @@ impl<'a> Sim<'a> {
         self.rt.push(TaskRt {
             spec,
             program: ts.program,
+            code_at: self.code_of[ts.program as usize].0,
+            code_len: self.code_of[ts.program as usize].1,
             pc: 0,
             stage: 0,
             remaining: 0,

@@ -183,6 +183,8 @@ impl Sim<'_> {
         self.rt.push(TaskRt {
             spec: u32::MAX,
             program: KTHREAD_PROGRAM,
+            code_at: 0,
+            code_len: 0,
             pc: 0,
             stage: 0,
             remaining: 0,

@@ -714,21 +714,22 @@ fn run_dist_bursts_vary_between_seeds_and_add_up_to_their_mean() {
 #[test]
 fn loop_stack_spills_past_inline_depth_in_order() {
     let mut s = crate::LoopStack::default();
-    assert!(s.last_mut().is_none());
+    assert!(s.top().is_none());
+    let top = |s: &mut crate::LoopStack| s.top().map(|(pc, n)| (pc, *n));
     let depth = crate::LoopStack::INLINE as u32 + 3;
     for i in 0..depth {
         s.push((i, 100 + i as u64));
-        assert_eq!(*s.last_mut().unwrap(), (i, 100 + i as u64));
+        assert_eq!(top(&mut s), Some((i, 100 + i as u64)));
     }
-    s.last_mut().unwrap().1 = 7;
+    *s.top().unwrap().1 = 7;
     for i in (0..depth).rev() {
         let want = if i == depth - 1 { 7 } else { 100 + i as u64 };
-        assert_eq!(*s.last_mut().unwrap(), (i, want), "level {i}");
+        assert_eq!(top(&mut s), Some((i, want)), "level {i}");
         s.pop();
     }
-    assert!(s.last_mut().is_none());
+    assert!(s.top().is_none());
     s.push((9, 1));
-    assert_eq!(*s.last_mut().unwrap(), (9, 1), "reusable after emptying");
+    assert_eq!(top(&mut s), Some((9, 1)), "reusable after emptying");
 }
 
 // Loops nested deeper than the inline loop stack run every level's count:
