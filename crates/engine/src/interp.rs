@@ -36,12 +36,12 @@ impl Sim<'_> {
                 }
                 return;
             }
-            let prog = &wl.programs[r.program as usize];
-            let Some(&op) = prog.get(r.pc as usize) else {
+            if r.pc >= r.code_len {
                 // Falling off the end of a program is an exit.
                 self.exit_task(c, t);
                 return;
-            };
+            }
+            let op = self.code[(r.code_at + r.pc) as usize];
             let stage = r.stage;
             match op {
                 Op::Run { .. } | Op::RunDist { .. } => {
@@ -216,15 +216,15 @@ impl Sim<'_> {
                 }
                 Op::EndLoop => {
                     let r = &mut self.rt[t.idx()];
-                    let top = r.loops.last_mut().expect("validated loops");
-                    if top.1 != u64::MAX {
-                        top.1 -= 1;
+                    let (body, left) = r.loops.top().expect("validated loops");
+                    if *left != u64::MAX {
+                        *left -= 1;
                     }
-                    if top.1 == 0 {
+                    if *left == 0 {
                         r.loops.pop();
                         r.pc += 1;
                     } else {
-                        r.pc = top.0;
+                        r.pc = body;
                     }
                 }
                 Op::Mark { id } => {

@@ -70,15 +70,24 @@ enum EvKind {
     Arrival { cpu: u16 },
 }
 
-/// Per-CPU engine state (what the hardware is doing).
+/// Per-CPU engine state (what the hardware is doing). What every event on the
+/// CPU reads comes first, in one cache line (`repr(C)` keeps the order; the
+/// alignment starts each CPU on a line).
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 struct Cpu {
     running: Option<TaskId>,
-    /// When the running task's current CPU segment started (after switch costs).
-    seg_start: u64,
     seg_gen: u32,
     tick_gen: u32,
+    /// When the running task's current CPU segment started (after switch costs).
+    seg_start: u64,
+    /// Progress rate of the running task, per mille of nominal speed (SMT),
+    /// or bytes per microsecond while it streams memory (`mem`).
+    rate: u64,
     tick_armed: bool,
+    resched_pending: bool,
+    /// The running task is in a memory-bound phase.
+    mem: bool,
     /// Busy/idle interval bookkeeping.
     busy_ns: u64,
     idle_ns: u64,
@@ -89,34 +98,80 @@ struct Cpu {
     last_group: Option<u32>,
     /// EWMA of idle interval lengths (menu-governor-like prediction).
     idle_pred_ns: u64,
-    resched_pending: bool,
     /// Exit latency charged for the wakeup that is ending the current idle period.
     exit_lat: u64,
-    /// Progress rate of the running task, per mille of nominal speed (SMT),
-    /// or bytes per microsecond while it streams memory (`mem`).
-    rate: u64,
-    /// The running task is in a memory-bound phase.
-    mem: bool,
 }
 
-/// Per-task interpreter state.
+/// Open `Op::Loop`s of a task, innermost last: (first op of the body,
+/// iterations left). The first [`LoopStack::INLINE`] levels live inline in the
+/// task's interpreter state (no pointer to chase at every `EndLoop`), deeper
+/// ones in `spill`.
+#[derive(Clone, Debug, Default)]
+#[repr(C)]
+struct LoopStack {
+    counts: [u64; LoopStack::INLINE],
+    pcs: [u32; LoopStack::INLINE],
+    len: u32,
+    spill: Vec<(u32, u64)>,
+}
+
+impl LoopStack {
+    const INLINE: usize = 2;
+
+    #[inline]
+    fn push(&mut self, (pc, count): (u32, u64)) {
+        let n = self.len as usize;
+        if n < Self::INLINE {
+            self.pcs[n] = pc;
+            self.counts[n] = count;
+        } else {
+            self.spill.push((pc, count));
+        }
+        self.len += 1;
+    }
+
+    /// The innermost loop: its body's first op and its iterations left.
+    #[inline]
+    fn top(&mut self) -> Option<(u32, &mut u64)> {
+        match self.len as usize {
+            0 => None,
+            n if n <= Self::INLINE => Some((self.pcs[n - 1], &mut self.counts[n - 1])),
+            _ => self.spill.last_mut().map(|(pc, count)| (*pc, count)),
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        if self.len as usize > Self::INLINE {
+            self.spill.pop();
+        }
+        self.len = self.len.saturating_sub(1);
+    }
+}
+
+/// Per-task interpreter state. The fields every op reads come first, in one
+/// cache line (`repr(C)` keeps the order; the alignment starts each task on a line).
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct TaskRt {
-    /// Index of the task's spec in the workload.
-    spec: u32,
     program: u32,
     pc: u32,
-    /// 0: cost of the current op not yet charged / effect not done; 1: in progress.
-    stage: u8,
     /// CPU work left in the current segment (ns).
     remaining: u64,
-    loops: Vec<(u32, u64)>,
-    /// Tag of the last `ReadTag` message.
-    reg: u32,
-    /// `Op::ReqStart` stamps not yet ended: (histogram, time), oldest first.
-    req_stamps: std::collections::VecDeque<(u32, u64)>,
+    /// The program's ops are `Sim::code[code_at..code_at + code_len]`.
+    code_at: u32,
+    code_len: u32,
+    /// 0: cost of the current op not yet charged / effect not done; 1: in progress.
+    stage: u8,
     /// In the middle of a memory-bound `Mem` op (work is bytes, not ns).
     mem: bool,
+    /// Tag of the last `ReadTag` message.
+    reg: u32,
+    loops: LoopStack,
+    /// Index of the task's spec in the workload.
+    spec: u32,
+    /// `Op::ReqStart` stamps not yet ended: (histogram, time), oldest first.
+    req_stamps: std::collections::VecDeque<(u32, u64)>,
     parent: Option<TaskId>,
     unreaped: u32,
     waiting_child: bool,
@@ -164,6 +219,11 @@ pub struct Sim<'a> {
     nr_cpus: u32,
     cpus: Vec<Cpu>,
     rt: Vec<TaskRt>,
+    /// Every program's ops, one program after the other (`TaskRt::code_at`):
+    /// an op is one load from the task's state, not two through the program's `Vec`.
+    code: Vec<Op>,
+    /// Per program: where its ops start in `code`, and how many.
+    code_of: Vec<(u32, u32)>,
     chans: Vec<ChanRt>,
     sems: Vec<SemRt>,
     marks: Vec<Option<u64>>,
@@ -274,6 +334,16 @@ impl<'a> Sim<'a> {
             nr_cpus: n as u32,
             cpus: vec![Cpu::default(); n],
             rt: Vec::with_capacity(wl.tasks.len()),
+            code: wl.programs.iter().flatten().copied().collect(),
+            code_of: wl
+                .programs
+                .iter()
+                .scan(0u32, |at, p| {
+                    let start = *at;
+                    *at += p.len() as u32;
+                    Some((start, p.len() as u32))
+                })
+                .collect(),
             chans: (0..wl.channels.len())
                 .map(|i| ChanRt {
                     count: 0,
@@ -571,10 +641,12 @@ impl<'a> Sim<'a> {
         self.rt.push(TaskRt {
             spec,
             program: ts.program,
+            code_at: self.code_of[ts.program as usize].0,
+            code_len: self.code_of[ts.program as usize].1,
             pc: 0,
             stage: 0,
             remaining: 0,
-            loops: Vec::new(),
+            loops: LoopStack::default(),
             reg: 0,
             req_stamps: Default::default(),
             mem: false,
@@ -727,23 +799,14 @@ impl<'a> Sim<'a> {
                     cpu.since = now;
                 }
                 let mut cost = 0;
-                let switch_on = self.cost.sw.on(Component::SWITCH);
                 if prev != next {
-                    if switch_on {
-                        cost += self.machine.costs.context_switch_ns;
-                    }
                     let mm = self.kernel.tasks[nx.idx()].mm;
                     // A kernel thread borrows the last mm (lazy TLB): no switch.
-                    if mm != noise::KTHREAD_MM && cpu.last_mm != Some(mm) {
-                        if switch_on {
-                            cost += self.machine.costs.mm_switch_ns;
-                            // Before v4.14 the kernel does not use PCID: the CR3
-                            // write flushes the TLB and the incoming task re-walks
-                            // its pages (switch_mm_irqs_off(); FIDELITY(F-024)).
-                            if self.kernel.profile.version < (4, 14) {
-                                cost += schedlab_machine::cost::tlb_refill_ns(self.mem[nx.idx()].footprint);
-                            }
-                        }
+                    let mm_switch = mm != noise::KTHREAD_MM && cpu.last_mm != Some(mm);
+                    // Before v4.14 the kernel does not use PCID (the machine model charges the re-walk).
+                    let pcid = self.kernel.profile.version >= (4, 14);
+                    cost = self.cost.switch_cost(mm_switch, pcid, self.mem[nx.idx()].footprint);
+                    if mm_switch {
                         if cpu.last_mm.is_some() {
                             self.mm_switches += 1;
                         }

@@ -28,7 +28,7 @@ use schedlab_machine::cost::{Component, TaskMem};
 use schedlab_topology::CpuId;
 
 use crate::rng::Pcg32;
-use crate::{EvKind, Sim, SimConfig, TaskRt};
+use crate::{EvKind, LoopStack, Sim, SimConfig, TaskRt};
 
 /// `TaskRt::program` of a kernel thread (it has no ops; `kthread_step` runs it).
 pub(crate) const KTHREAD_PROGRAM: u32 = u32::MAX;
@@ -183,10 +183,12 @@ impl Sim<'_> {
         self.rt.push(TaskRt {
             spec: u32::MAX,
             program: KTHREAD_PROGRAM,
+            code_at: 0,
+            code_len: 0,
             pc: 0,
             stage: 0,
             remaining: 0,
-            loops: Vec::new(),
+            loops: LoopStack::default(),
             reg: 0,
             req_stamps: Default::default(),
             mem: false,

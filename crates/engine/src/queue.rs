@@ -25,9 +25,28 @@ const NONE: u32 = u32::MAX;
 /// siblings in one cache line.
 const D: usize = 4;
 
+/// Bits of a key below the sequence number, holding the slot.
+const SLOT_BITS: u32 = 24;
+/// Slots a queue can have (the slot lives in the key's low bits).
+pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
+/// Sequence numbers a queue can hand out (above the slot in the key's low word).
+const MAX_SEQ: u64 = 1 << (64 - SLOT_BITS);
+
+/// `(at << 64) | (seq << SLOT_BITS) | slot`: one integer comparison orders by
+/// time, then scheduling order (sequence numbers are unique, so the slot bits
+/// never decide), and the key names its slot.
+#[inline]
+fn make_key(at: u64, seq: u64, slot: u32) -> u128 {
+    ((at as u128) << 64) | ((seq << SLOT_BITS) | slot as u64) as u128
+}
+
+#[inline]
+fn key_slot(key: u128) -> u32 {
+    (key as u64 & (MAX_SLOTS as u64 - 1)) as u32
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    /// `(at << 64) | seq`: one integer comparison orders by time, then scheduling order.
     key: u128,
     slot: u32,
 }
@@ -55,49 +74,47 @@ pub struct EventQueue {
     leaves: u32,
     /// Tree width: `leaves` rounded up to a power of two.
     cap: usize,
-    /// The tree, heap-numbered: node `cap + i` holds slot `i` and its key
-    /// (`EMPTY` when it has no event); node `n < cap` holds the entry with
-    /// the smallest key below it (node 1 is the root; node 0 is unused).
-    tree: Vec<Entry>,
+    /// The tree, heap-numbered: node `cap + i` holds slot `i`'s key (`EMPTY`
+    /// when it has no event); node `n < cap` holds the smallest key below it
+    /// (node 1 is the root; node 0 is unused). A key names its slot, so a node
+    /// is 16 bytes.
+    tree: Vec<u128>,
     /// Tree slots holding an event.
     tlen: usize,
 }
 
-/// `if c { s } else { e }` for tree entries, without a branch. The tree
-/// walk's comparisons are unpredictable, and LLVM's x86 cmov converter turns
-/// plain selects inside a loop back into a branch; inline cmovs keep the
-/// choice a data dependency.
+/// `s.min(e)` for tree keys, without a branch. The tree walk's comparisons
+/// are unpredictable, and LLVM's x86 cmov converter turns plain selects
+/// inside a loop back into a branch; inline cmovs keep the choice a data
+/// dependency.
 #[inline(always)]
-fn select(c: bool, s: Entry, e: Entry) -> Entry {
+fn min_key(s: u128, e: u128) -> u128 {
     #[cfg(target_arch = "x86_64")]
     {
-        let (mut hi, mut lo, mut slot) = ((e.key >> 64) as u64, e.key as u64, e.slot);
-        // SAFETY: register-only arithmetic (test + cmov), no memory or stack access.
+        let (mut hi, mut lo) = ((e >> 64) as u64, e as u64);
+        let shi = (s >> 64) as u64;
+        // SAFETY: register-only arithmetic (cmp/sbb + cmov), no memory or stack access.
         unsafe {
             std::arch::asm!(
-                "test {c}, {c}",
-                "cmovnz {hi}, {shi}",
-                "cmovnz {lo}, {slo}",
-                "cmovnz {slot:e}, {sslot:e}",
-                c = in(reg_byte) c as u8,
-                shi = in(reg) (s.key >> 64) as u64,
-                slo = in(reg) s.key as u64,
-                sslot = in(reg) s.slot,
+                // Carry set iff s < e (128-bit unsigned: low words, then high with borrow).
+                "cmp {slo}, {lo}",
+                "mov {t}, {shi}",
+                "sbb {t}, {hi}",
+                "cmovb {hi}, {shi}",
+                "cmovb {lo}, {slo}",
+                slo = in(reg) s as u64,
+                shi = in(reg) shi,
+                t = out(reg) _,
                 hi = inout(reg) hi,
                 lo = inout(reg) lo,
-                slot = inout(reg) slot,
                 options(pure, nomem, nostack),
             );
         }
-        Entry { key: (hi as u128) << 64 | lo as u128, slot }
+        (hi as u128) << 64 | lo as u128
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        if c {
-            s
-        } else {
-            e
-        }
+        s.min(e)
     }
 }
 
@@ -108,14 +125,8 @@ impl EventQueue {
     /// `slots` event slots, of which the first `leaves` go to the tournament tree.
     pub fn new(slots: usize, leaves: usize) -> Self {
         let cap = leaves.max(1).next_power_of_two();
-        let mut tree = vec![Entry { key: EMPTY, slot: 0 }; 2 * cap];
-        for i in 0..cap {
-            tree[cap + i].slot = i as u32;
-        }
-        // Every node starts with a (keyless) slot of its own subtree.
-        for n in (1..cap).rev() {
-            tree[n] = tree[2 * n];
-        }
+        assert!(slots <= MAX_SLOTS, "event queue: {slots} slots (CPUs x 8 + tasks) is more than the {MAX_SLOTS} it can hold");
+        let tree = vec![EMPTY; 2 * cap];
         EventQueue {
             heap: Vec::with_capacity(slots),
             pos: vec![NONE; slots],
@@ -132,6 +143,7 @@ impl EventQueue {
     /// specs: a spec forked twice, a kernel thread).
     pub fn ensure_slots(&mut self, slots: usize) {
         if self.pos.len() < slots {
+            assert!(slots <= MAX_SLOTS, "event queue: {slots} slots (CPUs x 8 + tasks) is more than the {MAX_SLOTS} it can hold");
             self.pos.resize(slots, NONE);
         }
     }
@@ -140,15 +152,14 @@ impl EventQueue {
     #[inline]
     fn tree_set(&mut self, leaf: u32, key: u128) {
         let mut node = self.cap + leaf as usize;
-        self.tlen = self.tlen + (key != EMPTY) as usize - (self.tree[node].key != EMPTY) as usize;
-        let mut e = Entry { key, slot: leaf };
+        self.tlen = self.tlen + (key != EMPTY) as usize - (self.tree[node] != EMPTY) as usize;
+        let mut e = key;
         self.tree[node] = e;
         while node > 1 {
             // The sibling subtree's minimum does not depend on this update, so
             // the loads of all levels can overlap; only the compare chains.
             // Every key is unique except EMPTY, so ties need no rule.
-            let s = self.tree[node ^ 1];
-            e = select(s.key < e.key, s, e);
+            e = min_key(self.tree[node ^ 1], e);
             node >>= 1;
             self.tree[node] = e;
         }
@@ -209,7 +220,8 @@ impl EventQueue {
             self.popped = None; // the popped entry becomes the new event
         }
         self.seq += 1;
-        let key = ((at as u128) << 64) | self.seq as u128;
+        assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
+        let key = make_key(at, self.seq, slot);
         if slot < self.leaves {
             self.tree_set(slot, key);
             return;
@@ -243,7 +255,7 @@ impl EventQueue {
 
     fn remove(&mut self, slot: u32) {
         if slot < self.leaves {
-            if self.tree[self.cap + slot as usize].key != EMPTY {
+            if self.tree[self.cap + slot as usize] != EMPTY {
                 self.tree_set(slot, EMPTY);
             }
             return;
@@ -274,8 +286,8 @@ impl EventQueue {
         }
         let t = self.tree[1];
         let top = match self.heap.first() {
-            Some(&top) if top.key < t.key => top,
-            _ if t.key != EMPTY => t,
+            Some(&top) if top.key < t => top,
+            _ if t != EMPTY => Entry { key: t, slot: key_slot(t) },
             _ => return None,
         };
         self.popped = Some(top.slot);
@@ -339,6 +351,22 @@ mod tests {
         assert_eq!(q.pop(), Some((6, 5)));
         assert_eq!(q.pop(), Some((12, 9)));
         assert_eq!(q.pop(), None);
+    }
+
+    /// Keys name their slot and order by time, then scheduling order, never by
+    /// slot: a later-scheduled lower slot at the same time pops second.
+    #[test]
+    fn keys_order_by_time_then_sequence_and_name_their_slot() {
+        let k = make_key(7, 3, (MAX_SLOTS - 1) as u32);
+        assert_eq!((key_slot(k), (k >> 64) as u64), ((MAX_SLOTS - 1) as u32, 7));
+        assert!(make_key(7, 3, 9) < make_key(7, 4, 0) && make_key(7, 4, 0) < make_key(8, 1, 0));
+        for leaves in [0, 8] {
+            let mut q = EventQueue::new(8, leaves);
+            q.schedule(5, 10);
+            q.schedule(3, 10);
+            q.schedule(7, 9);
+            assert_eq!((q.pop(), q.pop(), q.pop(), q.pop()), (Some((7, 9)), Some((5, 10)), Some((3, 10)), None), "leaves={leaves}");
+        }
     }
 
     /// A simulation-shaped workload: each pop may reschedule the popped slot

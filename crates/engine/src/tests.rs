@@ -747,3 +747,52 @@ fn ipi_send_cost_is_charged_to_the_waker_only_when_an_ipi_is_sent() {
     let (base, polled) = (cpu_per_rt(&two_cpus(0, POLL)), cpu_per_rt(&two_cpus(5000, POLL)));
     assert!((polled - base).abs() < 100.0, "a polling CPU needs no IPI: {base} -> {polled} ns");
 }
+
+// The loop stack keeps its first levels inline and spills deeper ones in
+// order: pushes and pops past the inline depth see the right innermost loop.
+#[test]
+fn loop_stack_spills_past_inline_depth_in_order() {
+    let mut s = crate::LoopStack::default();
+    assert!(s.top().is_none());
+    let top = |s: &mut crate::LoopStack| s.top().map(|(pc, n)| (pc, *n));
+    let depth = crate::LoopStack::INLINE as u32 + 3;
+    for i in 0..depth {
+        s.push((i, 100 + i as u64));
+        assert_eq!(top(&mut s), Some((i, 100 + i as u64)));
+    }
+    *s.top().unwrap().1 = 7;
+    for i in (0..depth).rev() {
+        let want = if i == depth - 1 { 7 } else { 100 + i as u64 };
+        assert_eq!(top(&mut s), Some((i, want)), "level {i}");
+        s.pop();
+    }
+    assert!(s.top().is_none());
+    s.push((9, 1));
+    assert_eq!(top(&mut s), Some((9, 1)), "reusable after emptying");
+}
+
+// Loops nested deeper than the inline loop stack run every level's count:
+// 2 x 3 x 2 x 2 one-millisecond runs, each counted.
+#[test]
+fn nested_loops_past_inline_depth_run_every_iteration() {
+    let text = r#"format = 1
+name = "nested"
+jitter_pct = 0
+[metric]
+kind = "rate"
+name = "iterations"
+unit = "it/s"
+counter = 0
+[[program]]
+ops = ["loop count=2", "loop count=3", "loop count=2", "loop count=2", "run ns=1ms", "count id=0 n=1", "end_loop", "end_loop", "end_loop", "end_loop"]
+[[task]]
+name = "t"
+program = 0
+mm = 0
+"#;
+    let w = schedlab_workload::file::from_toml_str(text, "nested.toml").unwrap();
+    let r = go(&one_cpu_machine(), "v6.12", &w, 1, None);
+    let iterations = r.metric_value * r.simulated_ns as f64 / 1e9;
+    assert!((iterations - 24.0).abs() < 1e-6, "{iterations} iterations");
+    assert!(r.simulated_ns >= 24 * MS && r.simulated_ns < 25 * MS, "{} ns", r.simulated_ns);
+}

@@ -294,7 +294,7 @@ impl Kernel {
     pub fn sched_fork(&mut self, params: &TaskParams, parent: Option<TaskId>, cpu: CpuId, now: u64) -> TaskId {
         let id = TaskId(self.tasks.len() as u32);
         let weight = task_weight(params.nice, params.policy);
-        let cpus_allowed = params.cpus_allowed.as_ref().map(|v| CpuMask::from_cpus(self.nr_cpus, v.iter().copied()));
+        let cpus_allowed = params.cpus_allowed.as_ref().map(|v| Box::new(CpuMask::from_cpus(self.nr_cpus, v.iter().copied())));
         assert!((params.group as usize) < self.tgs.len(), "task group {} was not created", params.group);
         let depth = if params.group == 0 { 0 } else { self.tgs[params.group as usize].depth + 1 };
         let mut se = SchedEntity { weight, depth, slice: self.tun.base_slice_ns, ..Default::default() };
@@ -817,18 +817,10 @@ impl Kernel {
         #[cfg(target_arch = "x86_64")]
         if let Some(rq) = self.rqs.get(c.idx()) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let fields = [
-                std::ptr::addr_of!(rq.curr) as *const i8,
-                std::ptr::addr_of!(rq.ttwu_pending) as *const i8,
-                std::ptr::addr_of!(rq.cfs.h_nr_running) as *const i8,
-                std::ptr::addr_of!(rq.cfs.avg) as *const i8,
-                std::ptr::addr_of!(rq.cfs.util_est_enqueued) as *const i8,
-            ];
-            for f in fields {
-                // SAFETY: a prefetch is a hint to the cache; it reads nothing
-                // architecturally and cannot fault, and `f` points into a live `Rq`.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(f) };
-            }
+            // Those fields are the runqueue's first cache line (`Rq`'s layout).
+            // SAFETY: a prefetch is a hint to the cache; it reads nothing
+            // architecturally and cannot fault, and the pointer is a live `Rq`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(rq as *const Rq as *const i8) };
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = c;

@@ -38,17 +38,19 @@ fn accumulate_pelt_segments(periods: u64, d1: u64, d3: u64) -> u64 {
     c1 + c2 + d3
 }
 
-/// `struct sched_avg`
+/// `struct sched_avg`. The averages the balancer reads come first (`repr(C)`
+/// keeps the order: see [`crate::sched::Rq`]'s layout).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SchedAvg {
+    pub load_avg: u64,
+    pub runnable_avg: u64,
+    pub util_avg: u64,
     pub last_update_time: u64,
     pub load_sum: u64,
     pub runnable_sum: u64,
     pub util_sum: u64,
     pub period_contrib: u32,
-    pub load_avg: u64,
-    pub runnable_avg: u64,
-    pub util_avg: u64,
     /// util_est EWMA (tasks only; spec §6.2).
     pub util_est: u64,
 }

@@ -179,8 +179,9 @@ pub struct Task {
     /// `task_cpu(p)`.
     pub cpu: CpuId,
     pub state: TaskState,
-    /// `p->cpus_ptr`; `None` = all CPUs.
-    pub cpus_allowed: Option<CpuMask>,
+    /// `p->cpus_ptr`; `None` = all CPUs. Boxed: most tasks have none, and an
+    /// inline 1024-CPU mask would double the size of every task.
+    pub cpus_allowed: Option<Box<CpuMask>>,
     /// Process (mm) the task belongs to: threads of one process share it.
     pub mm: u32,
     /// Task group (cpu cgroup) id; 0 = the root group.
@@ -220,15 +221,12 @@ impl Task {
     }
 }
 
-/// `struct cfs_rq`: the root one of a CPU, or a task group's on a CPU.
+/// `struct cfs_rq`: the root one of a CPU, or a task group's on a CPU. The
+/// fields the balancer and the idle scans read come first (`repr(C)` keeps the
+/// order: see [`Rq`]'s layout).
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct CfsRq {
-    /// Queued entities except `curr` (the rbtree), ordered by vruntime; ties
-    /// break as the rbtree breaks them (a later insert goes right).
-    pub queue: crate::fair::tree::Timeline,
-    pub curr: Option<Ent>,
-    /// Sum of the weights of queued entities including curr.
-    pub load_weight: u64,
     /// `nr_running` / `nr_queued`: entities on this cfs_rq (v6.12: includes delayed ones).
     pub nr_running: u32,
     /// `h_nr_running` / `h_nr_queued`: tasks queued in this hierarchy (the
@@ -238,6 +236,15 @@ pub struct CfsRq {
     pub h_nr_delayed: u32,
     /// Queued SCHED_IDLE tasks below (`h_nr_idle`).
     pub h_nr_idle: u32,
+    /// Sum of util_est of enqueued tasks (`avg.util_est` of the root cfs_rq).
+    pub util_est_enqueued: u64,
+    pub avg: SchedAvg,
+    /// Queued entities except `curr` (the rbtree), ordered by vruntime; ties
+    /// break as the rbtree breaks them (a later insert goes right).
+    pub queue: crate::fair::tree::Timeline,
+    pub curr: Option<Ent>,
+    /// Sum of the weights of queued entities including curr.
+    pub load_weight: u64,
     /// `tg_load_avg_contrib`: this cfs_rq's share last added to `tg->load_avg`.
     pub tg_load_avg_contrib: i64,
     pub min_vruntime: u64,
@@ -248,25 +255,32 @@ pub struct CfsRq {
     pub next: Option<Ent>,
     pub last: Option<Ent>,
     pub skip: Option<Ent>,
-    pub avg: SchedAvg,
-    /// Sum of util_est of enqueued tasks (`avg.util_est` of the root cfs_rq).
-    pub util_est_enqueued: u64,
 }
 
 // FIDELITY(F-006): fair class only; capacity 1024 at maximum frequency on every CPU.
 /// `struct rq` (fair class only; other classes are not modelled).
+///
+/// Layout: what a balance pass or an idle scan reads of every runqueue it
+/// looks at (`curr`, `ttwu_pending`, the root cfs_rq's counts, util_est and
+/// load/runnable/util averages) is the first cache line: `repr(C)` keeps the
+/// declared order, the alignment starts each runqueue on a line, and a test
+/// checks the offsets.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Rq {
-    pub cpu: CpuId,
     /// `rq->curr`; `None` is the idle task.
     pub curr: Option<TaskId>,
+    /// `rq->ttwu_pending`: wakeups queued on this CPU's wake list, not yet activated.
+    pub ttwu_pending: u32,
+    pub ttwu_pending_owner: CpuId,
+    /// TIF_NEED_RESCHED of `rq->curr`.
+    pub need_resched: bool,
     pub cfs: CfsRq,
+    pub cpu: CpuId,
     /// `rq->cfs_tasks` ordered least recently used first: (mru, task) of every
     /// task on_rq at any level of this CPU's hierarchy (detach_tasks() walks
     /// it from the tail).
     pub cfs_tasks: CfsTasks,
-    /// TIF_NEED_RESCHED of `rq->curr`.
-    pub need_resched: bool,
     /// `rq->idle_stamp`: when the CPU last went idle (0 = not idle).
     pub idle_stamp: u64,
     pub avg_idle: u64,
@@ -280,8 +294,6 @@ pub struct Rq {
     pub ttwu_local: u64,
     /// schedstat: `sched_goidle`.
     pub sched_goidle: u64,
-    /// `rq->ttwu_pending`: wakeups queued on this CPU's wake list, not yet activated.
-    pub ttwu_pending: u32,
     /// The wake list (`rq->wake_list` / `llist`), in arrival order.
     pub wake_list: Vec<TaskId>,
     /// v5.13-v6.6 SIS_PROP: `wake_avg_idle` and its aging stamp (jiffies).
@@ -294,7 +306,6 @@ pub struct Rq {
     /// When the first pending wake-list entry's ttwu_pending becomes visible
     /// to CPUs other than the waker that set it.
     pub ttwu_pending_visible_at: u64,
-    pub ttwu_pending_owner: CpuId,
     /// v2.6.x-v4.x `rq->cpu_load[CPU_LOAD_IDX_MAX]`: weighted_cpuload() decayed
     /// per tick with factor (2^i - 1) / 2^i (`__update_cpu_load()`).
     pub cpu_load: [u64; 5],
@@ -376,5 +387,35 @@ impl Rq {
     #[allow(clippy::misnamed_getters)] // rq->nr_running is the root's h_nr_running, not its nr_running
     pub fn nr_running(&self) -> u32 {
         self.cfs.h_nr_running
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    // What the balancer and the idle scans read of every runqueue lies in its
+    // first cache line (one line fetched per CPU looked at, not five).
+    #[test]
+    fn balancer_fields_share_the_first_cache_line_of_a_runqueue() {
+        assert_eq!(align_of::<Rq>(), 64);
+        let cfs = offset_of!(Rq, cfs);
+        let avg = cfs + offset_of!(CfsRq, avg);
+        let hot = [
+            ("curr", offset_of!(Rq, curr), size_of::<Option<TaskId>>()),
+            ("ttwu_pending", offset_of!(Rq, ttwu_pending), 4),
+            ("ttwu_pending_owner", offset_of!(Rq, ttwu_pending_owner), 2),
+            ("nr_running", cfs + offset_of!(CfsRq, nr_running), 4),
+            ("h_nr_running", cfs + offset_of!(CfsRq, h_nr_running), 4),
+            ("h_nr_delayed", cfs + offset_of!(CfsRq, h_nr_delayed), 4),
+            ("util_est_enqueued", cfs + offset_of!(CfsRq, util_est_enqueued), 8),
+            ("load_avg", avg + offset_of!(crate::pelt::SchedAvg, load_avg), 8),
+            ("runnable_avg", avg + offset_of!(crate::pelt::SchedAvg, runnable_avg), 8),
+            ("util_avg", avg + offset_of!(crate::pelt::SchedAvg, util_avg), 8),
+        ];
+        for (name, off, len) in hot {
+            assert!(off + len <= 64, "{name} at {off}..{} is past the first line", off + len);
+        }
     }
 }

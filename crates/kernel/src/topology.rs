@@ -93,6 +93,9 @@ pub struct SchedDomain {
     /// its CPUs, not the machine's mask words (`for_each_cpu(sched_group_span())`).
     group_list: Vec<CpuId>,
     group_off: Vec<u32>,
+    /// (CPU, index of the first group holding it), by CPU: the local group of
+    /// a CPU without testing every group's mask (a line per group on a wide domain).
+    group_of_cpu: Vec<(CpuId, u32)>,
 }
 
 impl SchedDomain {
@@ -115,6 +118,7 @@ impl SchedDomain {
             groups: Vec::new(),
             group_list: Vec::new(),
             group_off: Vec::new(),
+            group_of_cpu: Vec::new(),
         }
     }
 
@@ -131,6 +135,15 @@ impl SchedDomain {
         &self.group_list[self.group_off[i] as usize..]
     }
 
+    /// Index of the first group holding `c` (`sd.groups.iter().position(|g|
+    /// g.test(c))`; NUMA groups may overlap), by a binary search of the
+    /// domain's CPUs.
+    #[inline]
+    pub fn group_of(&self, c: CpuId) -> Option<usize> {
+        let i = self.group_of_cpu.binary_search_by_key(&c, |&(cpu, _)| cpu).ok()?;
+        Some(self.group_of_cpu[i].1 as usize)
+    }
+
     /// Set the groups and their CPU lists.
     fn set_groups(&mut self, groups: Vec<CpuMask>) {
         self.group_list.clear();
@@ -140,6 +153,13 @@ impl SchedDomain {
             self.group_list.extend(g.iter());
             self.group_off.push(self.group_list.len() as u32);
         }
+        self.group_of_cpu.clear();
+        for (gi, g) in groups.iter().enumerate() {
+            self.group_of_cpu.extend(g.iter().map(|c| (c, gi as u32)));
+        }
+        // Stable: of the entries of one CPU the first group's stays first.
+        self.group_of_cpu.sort_by_key(|&(c, _)| c);
+        self.group_of_cpu.dedup_by_key(|&mut (c, _)| c);
         self.groups = groups;
     }
 }
@@ -245,6 +265,7 @@ fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_d
         groups: Vec::new(),
         group_list: Vec::new(),
         group_off: Vec::new(),
+        group_of_cpu: Vec::new(),
     }
 }
 
@@ -509,6 +530,25 @@ mod tests {
         assert_eq!(spans, vec![("SMT", 2), ("MC", 112)]);
         assert_eq!(sd.sd_llc_size[5], 112);
         assert!(sd.cpus_share_cache(CpuId(0), CpuId(111)));
+    }
+
+    // group_of() is the first group whose mask holds the CPU, on every domain
+    // (overlapping NUMA groups included) and for CPUs outside the span.
+    #[test]
+    fn group_of_is_the_first_group_holding_the_cpu() {
+        let topos = [zen3_nps4(), spr112()];
+        for (t, v) in topos.iter().flat_map(|t| ["v3.10", "v6.6"].map(|v| (t, v))) {
+            let sd = SchedDomains::build(t, &profile(v).unwrap());
+            let mut checked = 0;
+            for d in &sd.domains {
+                for c in 0..t.nr_cpus() as u16 {
+                    let c = CpuId(c);
+                    assert_eq!(d.group_of(c), d.groups.iter().position(|g| g.test(c)), "{v} {} cpu {}", d.name, c.0);
+                    checked += d.group_of(c).is_some() as u32;
+                }
+            }
+            assert!(checked > 0);
+        }
     }
 
     #[test]

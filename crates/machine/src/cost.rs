@@ -226,6 +226,27 @@ impl CostModel {
         lat
     }
 
+    /// Direct cost of a context switch (ns), before the runqueue lock wait and
+    /// the incoming task's cache refill: switch_to() itself; switch_mm() when
+    /// the incoming task's mm is not the CPU's last one (`mm_switch`); and,
+    /// without PCID (kernels before v4.14), the CR3 write's TLB flush, after
+    /// which the incoming task re-walks the pages of its `footprint`
+    /// (switch_mm_irqs_off(); FIDELITY(F-024)). Zero with the SWITCH component off.
+    #[inline]
+    pub fn switch_cost(&self, mm_switch: bool, pcid: bool, footprint: u64) -> u64 {
+        if !self.sw.on(Component::SWITCH) {
+            return 0;
+        }
+        let mut cost = self.c.context_switch_ns;
+        if mm_switch {
+            cost += self.c.mm_switch_ns;
+            if !pcid {
+                cost += tlb_refill_ns(footprint);
+            }
+        }
+        cost
+    }
+
     #[inline]
     pub fn node(&self, c: CpuId) -> u32 {
         self.node_of[c.idx()]
@@ -500,6 +521,24 @@ mod tests {
         assert_eq!(CostModel::idle_predict(0, 8_000), 1_000);
         m.idle_states.clear();
         assert_eq!(CostModel::new(&m, ModelSwitches::default()).idle_exit_latency(1 << 40), 0, "no states: no exit latency");
+    }
+
+    // A switch costs switch_to(); a new mm adds switch_mm(), and without PCID
+    // the TLB re-walk of the incoming footprint (capped at the TLB's reach).
+    #[test]
+    fn switch_cost_by_mm_and_pcid() {
+        let cm = model("x86-12");
+        let (cs, mm) = (cm.costs().context_switch_ns, cm.costs().mm_switch_ns);
+        assert!(cs > 0 && mm > 0);
+        assert_eq!(cm.switch_cost(false, true, 1 << 20), cs, "same mm: switch_to() only");
+        assert_eq!(cm.switch_cost(false, false, 1 << 20), cs, "same mm: no CR3 write, no flush");
+        assert_eq!(cm.switch_cost(true, true, 1 << 20), cs + mm, "PCID: no re-walk");
+        assert_eq!(cm.switch_cost(true, false, 64 * 1024), cs + mm + 16 * TLB_WALK_PS_PER_PAGE / 1000);
+        let cap = cs + mm + TLB_PAGES * TLB_WALK_PS_PER_PAGE / 1000;
+        assert_eq!(cm.switch_cost(true, false, 1 << 30), cap, "re-walk capped at the TLB's reach");
+        assert!(cm.switch_cost(true, false, 4096) < cm.switch_cost(true, false, 8192));
+        let off = CostModel::new(&crate::load("x86-12").unwrap(), ModelSwitches::parse("NO_SWITCH").unwrap());
+        assert_eq!(off.switch_cost(true, false, 1 << 20), 0, "NO_SWITCH: free");
     }
 
     // Lock waits grow with the number of contenders (FIFO).

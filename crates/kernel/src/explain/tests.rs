@@ -206,7 +206,7 @@ fn pinned() {
     let mut k = kernel(&flat(4), "v6.6");
     let w = occupy(&mut k, 0);
     let p = sleeper_on(&mut k, 1);
-    k.tasks[p.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(4, [CpuId(2)]));
+    k.tasks[p.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(4, [CpuId(2)])));
     let r = wake(&mut k, p, Some(w), WakeFlags::default());
     assert_eq!((r.path, r.cpu), (Path::Pinned, 2));
 }
@@ -218,7 +218,7 @@ fn v3_10_prev_without_affine_domain() {
     let w = occupy(&mut k, 0);
     let p = sleeper_on(&mut k, 1);
     occupy(&mut k, 1);
-    k.tasks[p.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(4, [CpuId(1), CpuId(2)]));
+    k.tasks[p.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(4, [CpuId(1), CpuId(2)])));
     let r = wake(&mut k, p, Some(w), WakeFlags::default());
     assert_eq!((r.want_affine, r.affine, r.path, r.cpu), (false, AffineRule::NotAsked, Path::PrevNoSearch, 1));
 }
@@ -344,7 +344,7 @@ fn refusals_running_and_cache_hot() {
 fn refusal_affinity() {
     let (mut k, ts, now) = three_on_cpu0("v6.6");
     for &t in &ts {
-        k.tasks[t.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+        k.tasks[t.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)])));
     }
     let b = balance(&mut k, now + 10_000_000);
     assert_eq!(b.outcome, LbOutcome::Refused);

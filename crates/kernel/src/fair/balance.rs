@@ -333,14 +333,14 @@ impl Kernel {
             return rq.nr_running() == 0 && rq.ttwu_pending == 0;
         }
         let sd = &self.sd.domains[self.sd.per_cpu[dst.idx()][lvl] as usize];
-        let local = sd.groups.iter().find(|g| g.test(dst)).expect("local group");
+        let local = sd.group_cpus(sd.group_of(dst).expect("local group"));
         // The first idle CPU of the local group, else its first CPU.
-        for c in local.iter() {
+        for &c in local {
             if self.idle_cpu(c) {
                 return c == dst;
             }
         }
-        local.first() == Some(dst)
+        local.first() == Some(&dst)
     }
 
     /// `sched_balance_rq()` / `load_balance()` at level `lvl` of `dst`'s domains.
@@ -575,7 +575,7 @@ impl Kernel {
                 self.prefetch_rq_stats(c);
             }
         }
-        let local_gi = sd.groups.iter().position(|g| g.test(env.dst));
+        let local_gi = sd.group_of(env.dst);
         for gi in 0..sd.groups.len() {
             let g = sd.group_cpus(gi);
             let s = self.lb_group_stats(pct, g, sd.group_cpus_from(gi), env.dst, &mut out.examined, &mut sg_overloaded);
@@ -664,7 +664,7 @@ impl Kernel {
         let load_idx = sd.load_idx[env.idle as usize];
         let prefer_sibling = self.sd_child_prefers_sibling(env.dst, env.lvl);
         let n = sd.groups.len();
-        let start = sd.groups.iter().position(|g| g.test(env.dst))?;
+        let start = sd.group_of(env.dst)?;
         let (mut total_load, mut total_pwr) = (0u64, 0u64);
         let mut this: Option<SgStatsV3> = None;
         let mut busiest: Option<(usize, SgStatsV3)> = None;
@@ -1573,7 +1573,7 @@ mod tests {
         // Nothing movable (all pinned to cpu0): no reset, alb_failed counted.
         let (mut k, ts, now) = three_on_cpu0("v6.6");
         for t in ts {
-            k.tasks[t.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+            k.tasks[t.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)])));
         }
         k.sd_lb[1][0].nr_balance_failed = 5;
         k.rqs[0].active_balance = Some(CpuId(1));
@@ -1594,7 +1594,7 @@ mod tests {
             // Pin the queued tasks: nothing detachable, so the pass fails.
             for &t in &ts {
                 if k.rqs[0].curr != Some(t) {
-                    k.tasks[t.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+                    k.tasks[t.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)])));
                 }
             }
             let tries = k.sd.domains[k.sd.per_cpu[1][0] as usize].cache_nice_tries;

@@ -477,7 +477,7 @@ impl Kernel {
         for lvl in (0..=llc as usize).rev() {
             let sd = &self.sd.domains[self.sd.per_cpu[target.idx()][lvl] as usize];
             let n = sd.groups.len();
-            let start = sd.groups.iter().position(|g| g.test(target)).unwrap_or(0);
+            let start = sd.group_of(target).unwrap_or(0);
             for k in 0..n {
                 let g = &sd.groups[(start + k) % n];
                 let task = &self.tasks[p.idx()];
@@ -1350,7 +1350,7 @@ mod placement_tests {
                     let p = sleeper_on(&mut k, target.0);
                     if rnd(3) == 0 {
                         let m = crate::cpumask::CpuMask::from_cpus(n as usize, (0..n).filter(|_| rnd(4) != 0).map(CpuId));
-                        k.tasks[p.idx()].cpus_allowed = Some(m);
+                        k.tasks[p.idx()].cpus_allowed = Some(Box::new(m));
                     }
                     k.llc_shared[0].nr_idle_scan = rnd(n as u64 + 10) as u32;
                     let budget = if k.feats.has(crate::features::SchedFeat::SIS_UTIL) {
@@ -1548,7 +1548,7 @@ mod placement_tests {
             k.rqs[1].avg_idle = 1_000_000;
             k.rqs[1].idle_stamp = 1;
             let p = sleeper_on(&mut k, 1);
-            k.tasks[p.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(1)]));
+            k.tasks[p.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(2, [CpuId(1)])));
             let r = k.try_to_wake_up(p, CpuId(0), None, WakeFlags::default(), 50_000_001);
             assert_eq!(r.cpu, CpuId(1));
             if r.queued {
@@ -1598,7 +1598,7 @@ mod placement_tests {
             occupy(&mut k, 1);
             let d = sleeper_on(&mut k, 0);
             k.tasks[d.idx()].state = TaskState::New;
-            k.tasks[d.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)]));
+            k.tasks[d.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)])));
             k.wake_up_new_task(d, CpuId(0), 0);
             k.mark_delayed(d);
             k.tasks[d.idx()].state = TaskState::Sleeping;
@@ -1640,7 +1640,7 @@ mod placement_tests {
             let mut k = Kernel::new(&topo, profile(kernel).unwrap());
             let w = occupy(&mut k, 0);
             let p = sleeper_on(&mut k, target);
-            k.tasks[p.idx()].cpus_allowed = Some(crate::cpumask::CpuMask::from_cpus(4, [CpuId(target)]));
+            k.tasks[p.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(4, [CpuId(target)])));
             let r = k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::default(), 0);
             r.queued
         };
