@@ -332,10 +332,34 @@ mod tests {
     fn two_groups_settle_on_different_nodes() {
         let w = cpu_bound(2, 16, 256, None);
         let (_, k) = run_kernel("v5.2", None, "", &w, 60);
+        assert_settled_apart(&k);
+    }
+
+    /// The same two processes under v6.12 with numa_balancing=1, the v5.7+
+    /// form of task_numa_migrate(): update_numa_stats() classifies both
+    /// nodes has_spare (16 + 16 threads on 2 x 48 CPUs), so
+    /// task_numa_find_cpu() moves a thread into its preferred node only while
+    /// adjust_numa_imbalance() (v5.19+: dst_running <= imb_numa_nr, 2 here)
+    /// allows it, and otherwise swaps it (task_numa_compare()) with a thread
+    /// of the other group that prefers the other node; within 60 s each
+    /// process's threads sit on one node with its memory, the two apart.
+    #[test]
+    fn two_groups_settle_on_different_nodes_v6_12() {
+        let w = cpu_bound(2, 16, 256, None);
+        let (r, k) = run_kernel("v6.12", None, "numa_balancing=1", &w, 60);
+        assert!(r.numa.as_ref().unwrap().balancing);
+        let c = &r.numa.as_ref().unwrap().groups;
+        assert!(c.iter().map(|g| g.counters.task_swapped + g.counters.task_migrated).sum::<u64>() > 0, "NUMA moves happened");
+        assert_settled_apart(&k);
+    }
+
+    /// Each of the two 16-thread processes has at least 14 threads and 90%
+    /// of its memory on one node, and the two nodes differ.
+    fn assert_settled_apart(k: &Kernel) {
         let st = k.numa.as_deref().unwrap();
         let mut home = Vec::new();
         for p in 0..2usize {
-            let on: Vec<u32> = (0..16).map(|i| node_of(&k, k.tasks[p * 16 + i].cpu)).collect();
+            let on: Vec<u32> = (0..16).map(|i| node_of(k, k.tasks[p * 16 + i].cpu)).collect();
             let n1 = on.iter().filter(|&&n| n == 1).count();
             let node = if n1 * 2 > 16 { 1 } else { 0 };
             let mine = on.iter().filter(|&&n| n == node).count();
