@@ -270,11 +270,23 @@ mod tests {
     /// 3 s every thread's memory is where the thread runs.
     #[test]
     fn memory_on_node1_threads_on_node0_becomes_local() {
+        memory_follows_threads_or_threads_memory("v5.2");
+    }
+
+    /// The same on v6.12 (the v5.7+ placement: node 0 runs 4 tasks and node 1
+    /// none, so task_numa_find_cpu() finds node 1 has_spare with no running
+    /// imbalance left by a move and takes its idle CPU).
+    #[test]
+    fn memory_on_node1_threads_on_node0_becomes_local_v6_12() {
+        memory_follows_threads_or_threads_memory("v6.12");
+    }
+
+    fn memory_follows_threads_or_threads_memory(kernel: &str) {
         let mut w = cpu_bound(1, 4, 0, Some(1));
         w.memory[0].private_mib = 128;
         w.memory[0].private_pct = 100;
         w.validate().unwrap();
-        let (r, k) = run_kernel("v5.2", None, "", &w, 3);
+        let (r, k) = run_kernel(kernel, None, "", &w, 3);
         let st = k.numa.as_deref().unwrap();
         assert_eq!(st.mms[0].chunks_on.iter().sum::<u64>(), 256, "4 x 128 MiB = 256 huge pages");
         for i in 0..4 {
@@ -289,7 +301,7 @@ mod tests {
         let c = &r.numa.as_ref().unwrap().groups.iter().find(|g| g.name == "g0").unwrap().counters;
         assert!(c.hint_faults >= 256 * 512, "every huge page faulted at least once: {c:?}");
         // Nothing happened before the scan delay: a 1 s run has no fault.
-        let (r0, k0) = run_kernel("v5.2", None, "", &w, 1);
+        let (r0, k0) = run_kernel(kernel, None, "", &w, 1);
         let c0 = &r0.numa.as_ref().unwrap().groups.iter().find(|g| g.name == "g0").unwrap().counters;
         assert_eq!(c0.hint_faults, 0, "no scan within scan_delay: {c0:?}");
         assert_eq!(k0.numa.as_deref().unwrap().mms[0].chunks_on, vec![0, 256]);
@@ -298,7 +310,7 @@ mod tests {
         for t in &mut w.tasks {
             t.cpus = Some(node0.clone());
         }
-        let (_, kb) = run_kernel("v5.2", None, "", &w, 3);
+        let (_, kb) = run_kernel(kernel, None, "", &w, 3);
         assert_eq!(kb.numa.as_deref().unwrap().mms[0].chunks_on, vec![256, 0]);
     }
 
