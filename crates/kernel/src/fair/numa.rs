@@ -2232,6 +2232,44 @@ mod tests {
         assert!(k.nm().migrate_on.iter().all(|&f| !f));
     }
 
+    // task_numa_compare() v5.7+ (88cca72c9673 "Bias swapping tasks based on
+    // their preferred node"): p (node 0) prefers node 1, which is fully busy
+    // (2 tasks on 2 CPUs at full utilisation), so only a swap can do. On CPU 2
+    // runs c, all of whose faults are on node 0 but which has no preferred
+    // node yet (imp 1000 + 1000 - 0 = 2000); on CPU 3 runs b, 60% of its
+    // faults on node 0, which prefers node 0 (imp 1000 + 600 - 400 = 1200,
+    // +1/8 for moving to its preferred node). v6.12 prefers the swap with the
+    // task that moves to its preferred node; v5.2 takes the larger improvement.
+    #[test]
+    fn swap_prefers_task_moving_to_its_preferred_node_v5_7() {
+        let swap_partner = |version: &str| {
+            let mut k = kernel_on(version, None);
+            let ts = start_tasks(&mut k, &[(0, 1, false), (2, NO_NODE, false), (3, 0, false)]);
+            let (p, c, b) = (ts[0], ts[1], ts[2]);
+            let st = k.nmm();
+            st.tasks[c.idx()].faults[0] = 100;
+            st.tasks[c.idx()].total_numa_faults = 100;
+            st.tasks[b.idx()].faults[0] = 60;
+            st.tasks[b.idx()].faults[2] = 40;
+            for cpu in [2, 3] {
+                k.rqs[cpu].cfs.avg.util_avg = 1024;
+            }
+            if k.profile.numa == NumaVariant::V5_7 {
+                let ns = k.update_numa_stats(p, 1, true, 112);
+                assert_eq!(ns.node_type, NumaType::FullyBusy, "{version}: {ns:?}");
+            }
+            assert!(k.task_numa_migrate(p), "{version}: a swap");
+            let (_, dst, _) = k.nm().stop[0].unwrap();
+            let partner = k.rqs[dst.idx()].curr.unwrap();
+            assert_eq!(k.nm().stop[dst.idx()], Some((partner, CpuId(0), false)), "{version}: the partner goes to CPU 0");
+            (partner, c, b)
+        };
+        let (partner, _, b) = swap_partner("v6.12");
+        assert_eq!(partner, b, "v6.12 swaps with the task moving to its preferred node");
+        let (partner, c, _) = swap_partner("v5.2");
+        assert_eq!(partner, c, "v5.2 swaps with the larger improvement");
+    }
+
     // rq->numa_migrate_on (v4.19+, a4739eca4456; v5.7+ update_numa_stats()
     // and task_numa_assign()): two tasks of node 0 both prefer the idle node
     // 1. The first takes CPU 2 (update_numa_stats()'s first idle CPU) and
