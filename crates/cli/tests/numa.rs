@@ -143,7 +143,7 @@ fn v6_12_numa_balancing_form_shown_and_runs() {
         assert!(out.contains(needle), "{k}:\n{out}");
     }
     let (_, out, _) = run(&["kernel", "show", "v6.12"]);
-    assert!(out.contains("<= imb_numa_nr") && out.contains("F-777"), "{out}");
+    assert!(out.contains("<= imb_numa_nr") && out.contains("F-776"), "{out}");
     let (ok, out, err) = run(&[
         "run",
         "--machine",

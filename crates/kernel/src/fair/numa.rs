@@ -611,7 +611,7 @@ impl Kernel {
                      moves into spare capacity when adjust_numa_imbalance() allows ({adjust}), preferred-node bias and early stop in \
                      task_numa_compare(), rq->numa_migrate_on with an alternative idle CPU{}{}",
                     if v >= (5, 19) { ", no swap into a node with spare capacity" } else { "" },
-                    if v >= (6, 4) { "; task_numa_work()'s VMA filters not modelled (F-777)" } else { "" }
+                    if v >= (6, 4) { "; task_numa_work()'s VMA filters not modelled (F-776)" } else { "" }
                 )
             }
         }
@@ -1702,7 +1702,7 @@ impl Kernel {
     /// process's resident memory for hinting faults (up to 8x that of
     /// address space), advance `numa_scan_offset`, wrap with numa_scan_seq++.
     // FIDELITY(F-768): the scan itself costs no CPU time; only hinting faults and page copies are charged.
-    // FIDELITY(F-777): no VMAs, so none of v6.4+'s per-VMA scan filters (vma_is_accessed(), next_scan).
+    // FIDELITY(F-776): no VMAs, so none of v6.4+'s per-VMA scan filters (vma_is_accessed(), next_scan).
     fn task_numa_work(&mut self, p: TaskId, now: u64) {
         let st = self.nmm();
         let mi = st.tasks[p.idx()].mm.unwrap();
