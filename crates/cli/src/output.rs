@@ -95,6 +95,7 @@ pub fn kernel_show(k: &KernelProfile) -> String {
     );
     let _ = writeln!(o, "  recent_used_cpu             {:?}", k.recent_used);
     let _ = writeln!(o, "  TTWU_QUEUE wake lists       {:?}", k.ttwu_queue);
+    let _ = writeln!(o, "  NUMA balancing placement    {:?}: {}", k.numa, schedlab_kernel::Kernel::numa_balancing_form(k));
     let t = &k.tunables;
     let _ = writeln!(
         o,

@@ -54,7 +54,7 @@ fn sysbench_instances_print_numa_tables() {
 #[test]
 fn numa_refusals() {
     let cases: &[(&[&str], &str)] = &[
-        (&["run", "--kernel", "v6.12", "--sysctl", "numa_balancing=1", "--workload", "pipe"], "v5.2 form only"),
+        (&["run", "--kernel", "v3.10", "--sysctl", "numa_balancing=1", "--workload", "pipe"], "v3.10's NUMA balancing is not modelled"),
         (&["run", "--kernel", "v5.2", "--sysctl", "numa_balancing=3", "--workload", "pipe"], "0 (off) or 1"),
         (&["run", "--kernel", "v5.2", "--sysctl", "scan=3", "--workload", "pipe"], "unknown --sysctl"),
         (&["run", "--kernel", "v6.12", "--patch", "numa-cling", "--workload", "pipe"], "applies to v5.2"),
@@ -127,4 +127,41 @@ fn compare_prints_numa_tables_per_side() {
     let (ok, out, _) = run(&["compare", "--machine", "numa-2n-96", "--workload", "pipe", "--set", "loops=200", "--runs", "1"]);
     assert!(ok && !out.contains("NUMA (means over runs)"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// `schedlab kernel show` names each profile's NUMA balancing placement form
+// (profile.numa), and v6.12 runs with `--sysctl numa_balancing=1` (the v5.7+ form).
+#[test]
+fn v6_12_numa_balancing_form_shown_and_runs() {
+    for (k, needle) in [
+        ("v6.12", "NUMA balancing placement    V5_7: v5.7+"),
+        ("v5.2", "NUMA balancing placement    V4_19: v4.19-v5.6"),
+        ("v3.10", "NUMA balancing placement    None: not modelled"),
+    ] {
+        let (ok, out, err) = run(&["kernel", "show", k]);
+        assert!(ok, "{err}");
+        assert!(out.contains(needle), "{k}:\n{out}");
+    }
+    let (_, out, _) = run(&["kernel", "show", "v6.12"]);
+    assert!(out.contains("<= imb_numa_nr") && out.contains("F-776"), "{out}");
+    let (ok, out, err) = run(&[
+        "run",
+        "--machine",
+        "numa-2n-96",
+        "--kernel",
+        "v6.12",
+        "--workload",
+        "sysbench",
+        "--set",
+        "instances=2,threads=2,db_mib=64",
+        "--duration",
+        "300ms",
+        "--sysctl",
+        "numa_balancing=1,numa_balancing_scan_delay_ms=100",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["numa"]["balancing"], true);
+    assert!(v["numa"]["groups"].as_array().unwrap().iter().all(|g| g["numa_hint_faults"].as_u64().unwrap() > 0), "{out}");
 }

@@ -269,11 +269,23 @@ mod tests {
     /// 3 s every thread's memory is where the thread runs.
     #[test]
     fn memory_on_node1_threads_on_node0_becomes_local() {
+        memory_follows_threads_or_threads_memory("v5.2");
+    }
+
+    /// The same on v6.12 (the v5.7+ placement: node 0 runs 4 tasks and node 1
+    /// none, so task_numa_find_cpu() finds node 1 has_spare with no running
+    /// imbalance left by a move and takes its idle CPU).
+    #[test]
+    fn memory_on_node1_threads_on_node0_becomes_local_v6_12() {
+        memory_follows_threads_or_threads_memory("v6.12");
+    }
+
+    fn memory_follows_threads_or_threads_memory(kernel: &str) {
         let mut w = cpu_bound(1, 4, 0, Some(1));
         w.memory[0].private_mib = 128;
         w.memory[0].private_pct = 100;
         w.validate().unwrap();
-        let (r, k) = run_kernel("v5.2", None, "", &w, 3);
+        let (r, k) = run_kernel(kernel, None, "", &w, 3);
         let st = k.numa.as_deref().unwrap();
         assert_eq!(st.mms[0].chunks_on.iter().sum::<u64>(), 256, "4 x 128 MiB = 256 huge pages");
         for i in 0..4 {
@@ -288,7 +300,7 @@ mod tests {
         let c = &r.numa.as_ref().unwrap().groups.iter().find(|g| g.name == "g0").unwrap().counters;
         assert!(c.hint_faults >= 256 * 512, "every huge page faulted at least once: {c:?}");
         // Nothing happened before the scan delay: a 1 s run has no fault.
-        let (r0, k0) = run_kernel("v5.2", None, "", &w, 1);
+        let (r0, k0) = run_kernel(kernel, None, "", &w, 1);
         let c0 = &r0.numa.as_ref().unwrap().groups.iter().find(|g| g.name == "g0").unwrap().counters;
         assert_eq!(c0.hint_faults, 0, "no scan within scan_delay: {c0:?}");
         assert_eq!(k0.numa.as_deref().unwrap().mms[0].chunks_on, vec![0, 256]);
@@ -297,7 +309,7 @@ mod tests {
         for t in &mut w.tasks {
             t.cpus = Some(node0.clone());
         }
-        let (_, kb) = run_kernel("v5.2", None, "", &w, 3);
+        let (_, kb) = run_kernel(kernel, None, "", &w, 3);
         assert_eq!(kb.numa.as_deref().unwrap().mms[0].chunks_on, vec![256, 0]);
     }
 
@@ -331,10 +343,34 @@ mod tests {
     fn two_groups_settle_on_different_nodes() {
         let w = cpu_bound(2, 16, 256, None);
         let (_, k) = run_kernel("v5.2", None, "", &w, 60);
+        assert_settled_apart(&k);
+    }
+
+    /// The same two processes under v6.12 with numa_balancing=1, the v5.7+
+    /// form of task_numa_migrate(): update_numa_stats() classifies both
+    /// nodes has_spare (16 + 16 threads on 2 x 48 CPUs), so
+    /// task_numa_find_cpu() moves a thread into its preferred node only while
+    /// adjust_numa_imbalance() (v5.19+: dst_running <= imb_numa_nr, 2 here)
+    /// allows it, and otherwise swaps it (task_numa_compare()) with a thread
+    /// of the other group that prefers the other node; within 60 s each
+    /// process's threads sit on one node with its memory, the two apart.
+    #[test]
+    fn two_groups_settle_on_different_nodes_v6_12() {
+        let w = cpu_bound(2, 16, 256, None);
+        let (r, k) = run_kernel("v6.12", None, "numa_balancing=1", &w, 60);
+        assert!(r.numa.as_ref().unwrap().balancing);
+        let c = &r.numa.as_ref().unwrap().groups;
+        assert!(c.iter().map(|g| g.counters.task_swapped + g.counters.task_migrated).sum::<u64>() > 0, "NUMA moves happened");
+        assert_settled_apart(&k);
+    }
+
+    /// Each of the two 16-thread processes has at least 14 threads and 90%
+    /// of its memory on one node, and the two nodes differ.
+    fn assert_settled_apart(k: &Kernel) {
         let st = k.numa.as_deref().unwrap();
         let mut home = Vec::new();
         for p in 0..2usize {
-            let on: Vec<u32> = (0..16).map(|i| node_of(&k, k.tasks[p * 16 + i].cpu)).collect();
+            let on: Vec<u32> = (0..16).map(|i| node_of(k, k.tasks[p * 16 + i].cpu)).collect();
             let n1 = on.iter().filter(|&&n| n == 1).count();
             let node = if n1 * 2 > 16 { 1 } else { 0 };
             let mine = on.iter().filter(|&&n| n == node).count();

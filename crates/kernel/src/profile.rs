@@ -181,6 +181,32 @@ pub enum LbVariant {
     GroupTypes,
 }
 
+/// Which form of automatic NUMA balancing's task placement runs
+/// (kernel/sched/fair.c `task_numa_migrate()` and what it calls:
+/// `update_numa_stats()`, `task_numa_find_cpu()`, `task_numa_compare()`,
+/// `task_numa_assign()`). Smaller changes inside a form are gated on the
+/// release (`profile.version`) at the function, as the balancer does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumaVariant {
+    /// Not modelled: v2.6.x has no NUMA balancing; v3.8-v3.12 had an earlier
+    /// form (no numa_faults per node and task_numa_migrate() of v3.13).
+    /// Runs keep kernel.numa_balancing off; `numa_balancing=1` is refused.
+    None,
+    /// v4.19-v5.6: `update_numa_stats()` sums the node's load and compute
+    /// capacity only; a move is allowed when it does not make the load
+    /// imbalance worse (`load_too_imbalanced()`); select_idle_sibling()
+    /// picks the idle CPU; `rq->numa_migrate_on` (a4739eca4456, v4.19)
+    /// keeps two migrations off one CPU.
+    V4_19,
+    /// v5.7+ (Mel Gorman's "reconcile NUMA balancing decisions with the load
+    /// balancer" series, fb86f5b21192 and its siblings): node stats as the
+    /// load balancer keeps them (nr_running, util, runnable, idle CPU),
+    /// numa_classify() node types, moves into spare capacity subject to
+    /// adjust_numa_imbalance(), preferred-node bias and early stop in
+    /// task_numa_compare(), an alternative idle CPU in task_numa_assign().
+    V5_7,
+}
+
 /// A proposed patch applied on top of a profile (`--patch NAME`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Patch {
@@ -296,6 +322,8 @@ pub struct KernelProfile {
     /// select_idle_cpu() scans the target's cluster first (v6.8+).
     pub sis_cluster_first: bool,
     pub lb: LbVariant,
+    /// Automatic NUMA balancing placement form.
+    pub numa: NumaVariant,
     /// Seed 002 (Venkatesh Pallipadi, "sched: next buddy hint on sleep and
     /// preempt path", v2.6.39): a sleeping task leaves its group entity as next
     /// buddy; a preempting wakee becomes next buddy. Switchable with
@@ -361,6 +389,7 @@ fn v3_10() -> KernelProfile {
         sis_scan_from_next: false,
         sis_cluster_first: false,
         lb: LbVariant::LoadIdx,
+        numa: NumaVariant::None,
         next_buddy_hint: true,
         patches: Vec::new(),
     }
@@ -404,6 +433,7 @@ fn v5_2() -> KernelProfile {
     p.wake_affine = WakeAffineVariant::V4_14;
     p.wake_load = WakeLoad::RunnableAvg;
     p.lb = LbVariant::LoadIdx;
+    p.numa = NumaVariant::V4_19;
     p
 }
 
@@ -437,6 +467,7 @@ fn v5_11() -> KernelProfile {
         sis_scan_from_next: false,
         sis_cluster_first: false,
         lb: LbVariant::GroupTypes,
+        numa: NumaVariant::V5_7,
         next_buddy_hint: true,
         patches: Vec::new(),
     }
@@ -506,6 +537,7 @@ fn v6_6() -> KernelProfile {
         sis_scan_from_next: true,
         sis_cluster_first: false,
         lb: LbVariant::GroupTypes,
+        numa: NumaVariant::V5_7,
         next_buddy_hint: true,
         patches: Vec::new(),
     }
@@ -732,6 +764,8 @@ pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
     ("sis_cluster_first", (6, 8, 0), "\"sched/fair: Scan cluster before scanning LLC in wake-up path\""),
     ("lb=LoadIdx", (2, 6, 37), "(v2.6.37 find_busiest_group(): capacity, idle-CPU test)"),
     ("lb=GroupTypes", (5, 5, 0), "0b0695f2b34a (load balance rework)"),
+    ("numa=V4_19", (4, 19, 0), "a4739eca4456 (rq->numa_migrate_on) on the v3.13+ task_numa_migrate()"),
+    ("numa=V5_7", (5, 7, 0), "fb86f5b21192 (NUMA balancing reconciled with the load balancer)"),
     ("find_idlest=LoadBased", (2, 6, 23), "(CFS find_idlest_group())"),
     ("find_idlest=GroupType", (5, 5, 0), "57abff067a08"),
     ("sd_init=V4", (3, 16, 0), "143e1e28cb40 (sd_init())"),
@@ -788,6 +822,9 @@ impl KernelProfile {
             format!("lb={:?}", self.lb),
             format!("find_idlest={:?}", self.find_idlest),
         ];
+        if self.numa != NumaVariant::None {
+            v.push(format!("numa={:?}", self.numa));
+        }
         if self.wake_wide != WakeWideVariant::None {
             v.push(format!("wake_wide={:?}", self.wake_wide));
         }
@@ -903,6 +940,7 @@ pub enum Aspect {
     SisScanFromNext,
     SisClusterFirst,
     Lb,
+    Numa,
     NextBuddyHint,
     Patches,
     /// The code the model gates on the release number (`profile.version`
@@ -967,6 +1005,7 @@ impl KernelProfile {
         field!(Aspect::SisScanFromNext, "select_idle_cpu scan from target+1", sis_scan_from_next);
         field!(Aspect::SisClusterFirst, "select_idle_cpu cluster first", sis_cluster_first);
         field!(Aspect::Lb, "load balancer", lb);
+        field!(Aspect::Numa, "NUMA balancing placement", numa);
         field!(Aspect::NextBuddyHint, "next-buddy hint", next_buddy_hint);
         field!(Aspect::Patches, "patches", patches);
         if self.version != to.version {
@@ -1001,6 +1040,7 @@ impl KernelProfile {
             Aspect::SisScanFromNext => self.sis_scan_from_next = to.sis_scan_from_next,
             Aspect::SisClusterFirst => self.sis_cluster_first = to.sis_cluster_first,
             Aspect::Lb => self.lb = to.lb,
+            Aspect::Numa => self.numa = to.numa,
             Aspect::NextBuddyHint => self.next_buddy_hint = to.next_buddy_hint,
             Aspect::Patches => self.patches = to.patches.clone(),
             Aspect::Version => self.version = to.version,

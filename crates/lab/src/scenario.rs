@@ -90,7 +90,8 @@ pub fn prepare(spec: &ScenarioSpec) -> Result<Prepared> {
         kernel.tunables.numa.apply(s).map_err(anyhow::Error::msg)?;
         if kernel.tunables.numa.enabled == Some(true) && !schedlab_kernel::Kernel::numa_balancing_modelled(&kernel) {
             bail!(
-                "--sysctl numa_balancing=1: NUMA balancing is modelled in its v5.2 form only (docs/FIDELITY.md F-771); use --kernel v5.2, or leave numa_balancing unset ({} runs with it off)",
+                "--sysctl numa_balancing=1: {}'s NUMA balancing is not modelled (docs/FIDELITY.md F-771: the v4.19-v5.6 form runs on v5.2, the v5.7+ form on v5.11 and later); use one of those kernels, or leave numa_balancing unset ({} runs with it off)",
+                kernel.name,
                 kernel.name
             );
         }

@@ -7,8 +7,12 @@
 //! Kernel sources followed: kernel/sched/fair.c of v5.2 (the NUMA balancing
 //! block: task_numa_work() .. task_tick_numa(), migrate_degrades_locality())
 //! and mm/mempolicy.c mpol_misplaced(), mm/memory.c do_numa_page() /
-//! mm/huge_memory.c do_huge_pmd_numa_page() of v5.2. Where v6.12 differs it
-//! is named at the function.
+//! mm/huge_memory.c do_huge_pmd_numa_page() of v5.2; the placement search
+//! (update_numa_stats(), task_numa_find_cpu(), task_numa_compare(),
+//! task_numa_assign()) also in its v5.7+ form as of v6.12, chosen by the
+//! profile's `NumaVariant` and gated on the release where v5.10-v5.19
+//! changed it. Where v6.12 differs elsewhere it is named at the function
+//! (docs/FIDELITY.md F-771).
 //!
 //! Model of memory: a process's memory is a list of 2 MiB chunks (one
 //! transparent huge page each: `HPAGE_PAGES` base pages), each with its node
@@ -26,7 +30,7 @@
 
 use crate::core::Kernel;
 use crate::cpumask::CpuMask;
-use crate::profile::Patch;
+use crate::profile::{NumaVariant, Patch};
 use crate::sched::TaskId;
 use crate::topology::SD_NUMA;
 use schedlab_topology::CpuId;
@@ -289,8 +293,12 @@ pub struct NumaState {
     pub groups: Vec<NumaGroup>,
     /// Per cpu cgroup: its NUMA group (patches 1-3).
     tg_group: Vec<Option<usize>>,
-    /// Per CPU: a task the stopper must move (migrate_task_to / migrate_swap): (task, destination).
-    stop: Vec<Option<(TaskId, CpuId)>>,
+    /// Per CPU: a task the stopper must move (migrate_task_to / migrate_swap):
+    /// (task, destination, whether the move holds the destination's numa_migrate_on).
+    stop: Vec<Option<(TaskId, CpuId, bool)>>,
+    /// Per CPU: `rq->numa_migrate_on` (v4.19+, a4739eca4456): a NUMA
+    /// migration has chosen this CPU and not finished; other searches skip it.
+    pub(crate) migrate_on: Vec<bool>,
     /// CPUs to kick after this entry point (a swap partner running elsewhere).
     pub kicks: Vec<CpuId>,
     /// Hinting faults and migrated base pages the running task of each CPU
@@ -525,7 +533,7 @@ impl Kernel {
         let tick_ns = self.tun.tick_ns;
         let mut st = NumaState {
             sysctl,
-            // FIDELITY(F-771): NUMA balancing is modelled in its v5.2 form only; other profiles run with it off.
+            // FIDELITY(F-771): profiles whose form is not modelled (v2.6.38, v3.10) run with it off.
             enabled: sysctl.enabled.unwrap_or(true) && Self::numa_balancing_modelled(&self.profile),
             nr_nodes,
             node_of,
@@ -536,6 +544,7 @@ impl Kernel {
             groups: Vec::new(),
             tg_group: vec![None; nr_groups + 1],
             stop: vec![None; self.rqs.len()],
+            migrate_on: vec![false; self.rqs.len()],
             kicks: Vec::new(),
             pending_cost: vec![(0, 0); self.rqs.len()],
             counters: vec![NumaCounters { ticks_on: vec![0; nr_nodes], ..Default::default() }; nr_groups + 1],
@@ -571,11 +580,41 @@ impl Kernel {
         self.numa = Some(Box::new(st));
     }
 
-    /// Whether this profile's NUMA balancing form is modelled: the v5.2 one
-    /// (task_numa_find_cpu()/update_numa_stats() before Mel Gorman's v5.7
-    /// "reconcile NUMA balancing decisions with the load balancer" series).
+    /// Whether this profile's NUMA balancing form is modelled (`profile.numa`):
+    /// v5.2 (v4.19-v5.6 form) and v5.11 onwards (v5.7+ form).
     pub fn numa_balancing_modelled(p: &crate::profile::KernelProfile) -> bool {
-        p.version == (5, 2)
+        p.numa != NumaVariant::None
+    }
+
+    /// What the profile's NUMA balancing placement is, in words (`schedlab kernel show`).
+    pub fn numa_balancing_form(p: &crate::profile::KernelProfile) -> String {
+        match p.numa {
+            NumaVariant::None => "not modelled (runs keep kernel.numa_balancing off; numa_balancing=1 is refused)".into(),
+            NumaVariant::V4_19 => "v4.19-v5.6 task_numa_migrate(): node load and capacity, moves while load_too_imbalanced() allows, \
+                 select_idle_sibling() for the idle CPU, rq->numa_migrate_on"
+                .into(),
+            NumaVariant::V5_7 => {
+                let v = p.version;
+                let adjust = if v < (5, 10) {
+                    "source runs <= 2 tasks"
+                } else if v < (5, 11) {
+                    "destination runs <= 2 tasks"
+                } else if v < (5, 18) {
+                    "imbalance <= 2 while the destination runs < 1/4 of its CPUs"
+                } else if v < (5, 19) {
+                    "imbalance <= 2 while the destination runs < imb_numa_nr"
+                } else {
+                    "imbalance <= 2 while the destination runs <= imb_numa_nr"
+                };
+                format!(
+                    "v5.7+ task_numa_migrate(): update_numa_stats() node types (has_spare / fully_busy / overloaded) and idle CPU, \
+                     moves into spare capacity when adjust_numa_imbalance() allows ({adjust}), preferred-node bias and early stop in \
+                     task_numa_compare(), rq->numa_migrate_on with an alternative idle CPU{}{}",
+                    if v >= (5, 19) { ", no swap into a node with spare capacity" } else { "" },
+                    if v >= (6, 4) { "; task_numa_work()'s VMA filters not modelled (F-776)" } else { "" }
+                )
+            }
+        }
     }
 
     #[inline]
@@ -1152,33 +1191,139 @@ impl Kernel {
         }
     }
 
-    /// `update_numa_stats()` (v4.19-v5.6 form: load and capacity of the node).
+    /// `update_numa_stats()` for node `nid`, in the profile's form.
+    ///
+    /// v4.19-v5.6 (`NumaVariant::V4_19`): the node's load (`weighted_cpuload()`
+    /// summed) and compute capacity only.
+    ///
+    /// v5.7+ (`NumaVariant::V5_7`, fb86f5b21192 "sched/numa: Use similar logic
+    /// to the load balancer for moving between domains" and ff7db0bf24db
+    /// "Prefer using an idle CPU as a migration target"): also the runnable
+    /// and utilisation sums, the CFS tasks running (`cfs.h_nr_running`), the
+    /// node's CPU count, its `numa_classify()` type and, with `find_idle`, an
+    /// idle CPU the task may use and that no NUMA migration is heading to
+    /// (`rq->numa_migrate_on` clear); an idle core wins over an idle SMT
+    /// sibling when the LLC says it has idle cores (`numa_idle_core()`).
     // FIDELITY(F-766): every CPU's capacity is SCHED_CAPACITY_SCALE (no RT/IRQ pressure).
-    fn numa_stats(&self, nid: u32) -> (i64, i64) {
-        let cpus = &self.nm().node_cpus[nid as usize];
-        let load: u64 = cpus.iter().map(|&c| self.weighted_cpuload(c)).sum();
-        (load as i64, 1024 * cpus.len() as i64)
+    fn update_numa_stats(&self, p: TaskId, nid: u32, find_idle: bool, imbalance_pct: u64) -> NumaStats {
+        let st = self.nm();
+        let cpus = &st.node_cpus[nid as usize];
+        let mut ns = NumaStats { weight: cpus.len() as u32, ..Default::default() };
+        if self.profile.numa != NumaVariant::V5_7 {
+            ns.load = cpus.iter().map(|&c| self.weighted_cpuload(c)).sum::<u64>() as i64;
+            ns.compute_capacity = 1024 * cpus.len() as i64;
+            return ns;
+        }
+        let mut idle_core = None;
+        for &c in cpus {
+            let rq = &self.rqs[c.idx()];
+            ns.load += self.weighted_cpuload(c) as i64;
+            ns.runnable += rq.cfs.avg.runnable_avg as i64;
+            ns.util += self.cpu_util_cfs(c) as i64;
+            ns.nr_running += rq.cfs.h_nr_running;
+            ns.compute_capacity += 1024;
+            if find_idle && idle_core.is_none() && rq.nr_running() == 0 && self.idle_cpu(c) {
+                if st.migrate_on[c.idx()] || !self.tasks[p.idx()].allowed(c) {
+                    continue;
+                }
+                if ns.idle_cpu.is_none() {
+                    ns.idle_cpu = Some(c);
+                }
+                idle_core = self.numa_idle_core(idle_core, c);
+            }
+        }
+        ns.node_type = numa_classify(imbalance_pct, &ns);
+        if idle_core.is_some() {
+            ns.idle_cpu = idle_core;
+        }
+        ns
     }
 
-    /// `load_too_imbalanced()` (v4.19-v5.6).
+    /// `numa_idle_core()` (v5.7+): `cpu` if SMT is active, no idle core was
+    /// found yet, the LLC's `has_idle_cores` hint is set (test_idle_cores())
+    /// and all of cpu's SMT siblings are idle (is_core_idle()).
+    fn numa_idle_core(&self, idle_core: Option<CpuId>, cpu: CpuId) -> Option<CpuId> {
+        if !self.smt_active || idle_core.is_some() {
+            return idle_core;
+        }
+        let llc_id = self.sd.sd_llc_id[cpu.idx()] as usize;
+        if !self.llc_shared.get(llc_id).is_some_and(|l| l.has_idle_cores) {
+            return idle_core;
+        }
+        let core_idle = self.sd.smt_mask[cpu.idx()].iter().all(|s| s == cpu || self.idle_cpu(s));
+        if core_idle {
+            Some(cpu)
+        } else {
+            idle_core
+        }
+    }
+
+    /// `load_too_imbalanced()` (v4.19+): would the move make the
+    /// capacity-corrected load difference of the two nodes worse?
     fn load_too_imbalanced(src_load: i64, dst_load: i64, env: &NumaEnv) -> bool {
-        let (sc, dc) = (env.src_stats.1, env.dst_stats.1);
+        let (sc, dc) = (env.src_stats.compute_capacity, env.dst_stats.compute_capacity);
         let imb = (dst_load * sc - src_load * dc).abs();
-        let old_imb = (env.dst_stats.0 * sc - env.src_stats.0 * dc).abs();
+        let old_imb = (env.dst_stats.load * sc - env.src_stats.load * dc).abs();
         imb > old_imb
     }
 
-    /// `task_numa_migrate()` (v5.2): look for a CPU (idle or with a task to
-    /// swap with) on the preferred node; returns true when the task moved.
+    /// `adjust_numa_imbalance()` as `task_numa_find_cpu()` calls it (v5.7+),
+    /// per release: may a move into a node with spare capacity leave the
+    /// running-task difference `imbalance` (destination minus source, after
+    /// the move) in place? 0 = yes.
+    ///  - v5.7-v5.9 (fb86f5b21192): yes while the source runs at most 2
+    ///    tasks (`src_running <= imbalance_min`, imbalance_min = 2);
+    ///  - v5.10 (233e7aca4c8a, "Use dst group while checking imbalance for
+    ///    NUMA balancer"): the same test on the destination's count;
+    ///  - v5.11-v5.17 (7d2b5dd0bcc4 "Allow a floating imbalance between NUMA
+    ///    nodes"): while the destination runs fewer tasks than a quarter of
+    ///    its CPUs (allow_numa_imbalance()) an imbalance of up to
+    ///    NUMA_IMBALANCE_MIN = 2 tasks is allowed;
+    ///  - v5.18 (e496132ebedd): the quarter becomes `sd->imb_numa_nr` (fewer than);
+    ///  - v5.19+ (cb29a5c19d2d "Apply imbalance limitations consistently"):
+    ///    at most `imb_numa_nr` tasks.
+    pub(crate) fn adjust_numa_imbalance(
+        version: (u32, u32),
+        imbalance: i64,
+        src_running: i64,
+        dst_running: i64,
+        dst_weight: u32,
+        imb_numa_nr: u32,
+    ) -> i64 {
+        const NUMA_IMBALANCE_MIN: i64 = 2;
+        if version < (5, 11) {
+            let running = if version < (5, 10) { src_running } else { dst_running };
+            return if running <= NUMA_IMBALANCE_MIN { 0 } else { imbalance };
+        }
+        let allow = if version < (5, 18) {
+            dst_running < (dst_weight >> 2) as i64
+        } else if version < (5, 19) {
+            dst_running < imb_numa_nr as i64
+        } else {
+            dst_running <= imb_numa_nr as i64
+        };
+        if allow && imbalance <= NUMA_IMBALANCE_MIN {
+            0
+        } else {
+            imbalance
+        }
+    }
+
+    /// `task_numa_migrate()` (v4.19-v5.6 and v5.7+ forms): look for a CPU
+    /// (idle, or with a task to swap with) on the preferred node, then on
+    /// other nodes; returns true when the task moves.
     fn task_numa_migrate(&mut self, p: TaskId) -> bool {
         let src_cpu = self.tasks[p.idx()].cpu;
         let src_nid = self.task_node(p);
-        // sd_numa: the lowest domain with SD_NUMA.
-        let Some(_) = self.sd.per_cpu[src_cpu.idx()].iter().find(|&&id| self.sd.domains[id as usize].flags & SD_NUMA != 0) else {
+        // sd_numa: the lowest domain with SD_NUMA; imbalance_pct halfway to 100.
+        let Some(&sd_id) = self.sd.per_cpu[src_cpu.idx()].iter().find(|&&id| self.sd.domains[id as usize].flags & SD_NUMA != 0) else {
             let st = self.nmm();
             st.tasks[p.idx()].preferred_nid = src_nid;
             return false;
         };
+        let sd = &self.sd.domains[sd_id as usize];
+        let imbalance_pct = 100 + (sd.imbalance_pct as u64).saturating_sub(100) / 2;
+        let imb_numa_nr = sd.imb_numa_nr;
         let dst_nid = self.nm().tasks[p.idx()].preferred_nid;
         let st = self.nm();
         let taskweight = st.task_weight(p, src_nid);
@@ -1189,9 +1334,12 @@ impl Kernel {
             p,
             src_cpu,
             src_nid,
+            dst_cpu: src_cpu,
             dst_nid,
-            src_stats: self.numa_stats(src_nid),
-            dst_stats: self.numa_stats(dst_nid),
+            imbalance_pct,
+            imb_numa_nr,
+            src_stats: self.update_numa_stats(p, src_nid, false, imbalance_pct),
+            dst_stats: self.update_numa_stats(p, dst_nid, true, imbalance_pct),
             best_task: None,
             best_imp: 0,
             best_cpu: None,
@@ -1212,7 +1360,7 @@ impl Kernel {
                     continue;
                 }
                 env.dst_nid = nid;
-                env.dst_stats = self.numa_stats(nid);
+                env.dst_stats = self.update_numa_stats(p, nid, true, env.imbalance_pct);
                 self.task_numa_find_cpu(&mut env, ti, gi);
             }
         }
@@ -1229,10 +1377,13 @@ impl Kernel {
             }
             return false;
         };
+        // best_rq->numa_migrate_on stays set until p's move is done (the
+        // kernel clears it when migrate_task_to() / migrate_swap() return,
+        // after the stopper ran): numa_stop_queue() hands it to the stopper.
         match env.best_task {
             None => {
                 // migrate_task_to(): the stopper of src_cpu moves p.
-                self.numa_stop_queue(p, src_cpu, best);
+                self.numa_stop_queue(p, src_cpu, best, true);
                 if let Some(c) = self.nmm().counters.get_mut(tg) {
                     c.task_migrated += 1;
                 }
@@ -1240,8 +1391,8 @@ impl Kernel {
             Some(q) => {
                 // migrate_swap(): both stoppers; q goes to src_cpu.
                 let qcpu = self.tasks[q.idx()].cpu;
-                self.numa_stop_queue(p, src_cpu, best);
-                self.numa_stop_queue(q, qcpu, src_cpu);
+                self.numa_stop_queue(p, src_cpu, best, true);
+                self.numa_stop_queue(q, qcpu, src_cpu, false);
                 if let Some(c) = self.nmm().counters.get_mut(tg) {
                     c.task_swapped += 1;
                 }
@@ -1252,18 +1403,31 @@ impl Kernel {
 
     /// Queue a stopper move of `p` (on `cpu`) to `dst`: a running task is
     /// preempted first (its CPU reschedules), a queued one moves at once.
-    fn numa_stop_queue(&mut self, p: TaskId, cpu: CpuId, dst: CpuId) {
+    /// `release`: the move holds `dst`'s `rq->numa_migrate_on`, cleared when
+    /// the move is done or dropped.
+    fn numa_stop_queue(&mut self, p: TaskId, cpu: CpuId, dst: CpuId, release: bool) {
         if self.rqs[cpu.idx()].curr == Some(p) {
-            self.nmm().stop[cpu.idx()] = Some((p, dst));
+            let st = self.nmm();
+            if let Some((_, old_dst, true)) = st.stop[cpu.idx()].replace((p, dst, release)) {
+                // A move replaced before its stopper ran releases its CPU.
+                if old_dst != dst || !release {
+                    st.migrate_on[old_dst.idx()] = false;
+                }
+            }
             self.rqs[cpu.idx()].need_resched = true;
             if cpu != self.cur_this_cpu {
                 self.nmm().kicks.push(cpu);
             }
-        } else if self.tasks[p.idx()].se.on_rq {
+            return;
+        }
+        if self.tasks[p.idx()].se.on_rq {
             let now = self.cur_now;
             self.migrate_queued_task(p, cpu, dst, now);
             self.nmm().kicks.push(dst);
             self.rqs[dst.idx()].need_resched |= self.rqs[dst.idx()].curr.is_none();
+        }
+        if release {
+            self.nmm().migrate_on[dst.idx()] = false;
         }
     }
 
@@ -1271,7 +1435,12 @@ impl Kernel {
     /// `__schedule()` on `cpu`: move the task it was asked to move (now
     /// put back on the queue). Returns the destination to kick.
     pub(crate) fn numa_stopper(&mut self, cpu: CpuId, now: u64) -> Option<CpuId> {
-        let (p, dst) = self.numa.as_deref_mut()?.stop[cpu.idx()].take()?;
+        let st = self.numa.as_deref_mut()?;
+        let (p, dst, release) = st.stop[cpu.idx()].take()?;
+        if release {
+            // WRITE_ONCE(best_rq->numa_migrate_on, 0) once the stopper ran.
+            st.migrate_on[dst.idx()] = false;
+        }
         if self.tasks[p.idx()].cpu != cpu || !self.tasks[p.idx()].se.on_rq || self.rqs[cpu.idx()].curr == Some(p) {
             return None;
         }
@@ -1282,55 +1451,175 @@ impl Kernel {
         Some(dst)
     }
 
-    /// `task_numa_find_cpu()` (v4.19-v5.6).
+    /// `task_numa_find_cpu()`.
+    ///
+    /// v4.19-v5.6: a move without a swap (`maymove`) is allowed when it does
+    /// not make the nodes' load imbalance worse; every CPU of the node is
+    /// compared.
+    ///
+    /// v5.7+ (fb86f5b21192): when the destination node has spare capacity
+    /// (node_has_spare), the move is allowed if adjust_numa_imbalance()
+    /// accepts the running-task imbalance it leaves, and then the node's
+    /// idle CPU is taken at once without comparing tasks; a node that is
+    /// fully busy or overloaded is judged by load as before. The CPU walk
+    /// stops when task_numa_compare() says so.
     fn task_numa_find_cpu(&mut self, env: &mut NumaEnv, taskimp: i64, groupimp: i64) {
-        let load = self.task_h_load(env.p) as i64;
-        let dst_load = env.dst_stats.0 + load;
-        let src_load = env.src_stats.0 - load;
-        let maymove = !Self::load_too_imbalanced(src_load, dst_load, env);
+        let maymove = if self.profile.numa == NumaVariant::V5_7 && env.dst_stats.node_type == NumaType::HasSpare {
+            // Would the move cause an imbalance the load balancer would undo?
+            let src_running = env.src_stats.nr_running as i64 - 1;
+            let dst_running = env.dst_stats.nr_running as i64 + 1;
+            let imbalance = (dst_running - src_running).max(0);
+            let imbalance = Self::adjust_numa_imbalance(
+                self.profile.version,
+                imbalance,
+                src_running,
+                dst_running,
+                env.dst_stats.weight,
+                env.imb_numa_nr,
+            );
+            if imbalance == 0 {
+                if let Some(c) = env.dst_stats.idle_cpu {
+                    env.dst_cpu = c;
+                    self.task_numa_assign(env, None, 0);
+                    return;
+                }
+                true
+            } else {
+                false
+            }
+        } else {
+            let load = self.task_h_load(env.p) as i64;
+            let dst_load = env.dst_stats.load + load;
+            let src_load = env.src_stats.load - load;
+            !Self::load_too_imbalanced(src_load, dst_load, env)
+        };
         let cpus = self.nm().node_cpus[env.dst_nid as usize].clone();
         for cpu in cpus {
             if !self.tasks[env.p.idx()].allowed(cpu) {
                 continue;
             }
-            self.task_numa_compare(env, cpu, taskimp, groupimp, maymove);
+            env.dst_cpu = cpu;
+            if self.task_numa_compare(env, taskimp, groupimp, maymove) {
+                break;
+            }
         }
     }
 
-    /// `task_numa_compare()` (v5.2; cling patch: no swap with a task that
-    /// clings to the destination).
-    // FIDELITY(F-767): rq->numa_migrate_on is not modelled (a migration completes within the entry point that decides it).
-    fn task_numa_compare(&mut self, env: &mut NumaEnv, dst_cpu: CpuId, taskimp: i64, groupimp: i64, maymove: bool) {
+    /// `task_numa_assign()`: make (`cur` or a move, `imp`, `env.dst_cpu`)
+    /// the best candidate, holding the destination's `rq->numa_migrate_on`
+    /// and releasing the previous best's.
+    ///
+    /// v4.19-v5.6 (a4739eca4456): give up when the destination's flag is
+    /// already set (by another migration, or by this search's best so far).
+    /// v5.7+ (5fb52dd93a2f "Find an alternative idle CPU if the CPU is part
+    /// of an active NUMA balance"): the best CPU itself may be re-assigned;
+    /// a destination another migration holds is replaced by the next idle
+    /// CPU of the node (wrapping from dst_cpu + 1) whose flag is free.
+    fn task_numa_assign(&mut self, env: &mut NumaEnv, cur: Option<TaskId>, imp: i64) -> bool {
+        let v5_7 = self.profile.numa == NumaVariant::V5_7;
+        let dst = env.dst_cpu;
+        if v5_7 {
+            if env.best_cpu != Some(dst) && std::mem::replace(&mut self.nmm().migrate_on[dst.idx()], true) {
+                let cpus = &self.nm().node_cpus[env.dst_nid as usize];
+                let start = cpus.iter().position(|&c| c.0 > dst.0).unwrap_or(0);
+                let order: Vec<CpuId> = cpus[start..].iter().chain(&cpus[..start]).copied().collect();
+                let mut found = false;
+                for c in order {
+                    if Some(c) == env.best_cpu || !self.idle_cpu(c) || !self.tasks[env.p.idx()].allowed(c) {
+                        continue;
+                    }
+                    env.dst_cpu = c;
+                    if !std::mem::replace(&mut self.nmm().migrate_on[c.idx()], true) {
+                        found = true;
+                        break;
+                    }
+                }
+                if !found {
+                    return false;
+                }
+            }
+            if let Some(b) = env.best_cpu.filter(|&b| b != env.dst_cpu) {
+                self.nmm().migrate_on[b.idx()] = false;
+            }
+        } else {
+            if std::mem::replace(&mut self.nmm().migrate_on[dst.idx()], true) {
+                return false;
+            }
+            if let Some(b) = env.best_cpu {
+                self.nmm().migrate_on[b.idx()] = false;
+            }
+        }
+        env.best_task = cur;
+        env.best_imp = imp;
+        env.best_cpu = Some(env.dst_cpu);
+        true
+    }
+
+    /// `p->numa_preferred_nid` of any task (NUMA_NO_NODE without NUMA state).
+    fn preferred_of(&self, t: TaskId) -> u32 {
+        self.nm().tasks.get(t.idx()).filter(|t| t.started).map_or(NO_NODE, |t| t.preferred_nid)
+    }
+
+    /// `task_numa_compare()` for `env.dst_cpu`: would moving p there, or
+    /// swapping it with the task running there, improve NUMA placement?
+    /// Returns the v5.7+ "stop the search" verdict (always false before).
+    ///
+    /// Both forms: skip a CPU another NUMA migration is heading to
+    /// (`rq->numa_migrate_on`, v4.19+); an idle CPU takes a move when
+    /// `maymove`; a swap needs an improvement of SMALLIMP over the best so
+    /// far and no worse load imbalance.
+    /// v5.7+ adds (88cca72c9673 "Bias swapping tasks based on their
+    /// preferred node"): a candidate not moving to its preferred node is
+    /// skipped when the best one is; a task already on its preferred node
+    /// is discouraged (-1/16), one moving to it encouraged (+1/8) and
+    /// preferred over a best that is not; a move goes to the node's idle CPU
+    /// found by update_numa_stats() instead of select_idle_sibling()
+    /// (ff7db0bf24db); the search stops at a move to an idle CPU or, when
+    /// only swaps are allowed, at a swap with a task moving to its preferred
+    /// node (a0f03b617c3b). v5.19+ (13ede3316393): no swap within a group,
+    /// or between tasks of no group, into a node with spare capacity.
+    /// The cling patch (v5.2 base): no swap with a task clinging to the destination.
+    /// A running task without NUMA state (its process declares no memory)
+    /// is a swap candidate of weight 0, as task_weight() of a task without
+    /// numa_faults is in the kernel.
+    fn task_numa_compare(&mut self, env: &mut NumaEnv, taskimp: i64, groupimp: i64, maymove: bool) -> bool {
+        let v5_7 = self.profile.numa == NumaVariant::V5_7;
+        let dst_cpu = env.dst_cpu;
+        if self.nm().migrate_on[dst_cpu.idx()] {
+            return false;
+        }
         let st = self.nm();
         let p = env.p;
         let mut imp = if st.tasks[p.idx()].group.is_some() { groupimp } else { taskimp };
         let moveimp = imp;
         let cur = self.rqs[dst_cpu.idx()].curr;
         if cur == Some(p) {
-            return;
+            return v5_7;
         }
-        let assign_move = |k: &mut Kernel, env: &mut NumaEnv, imp: i64| {
-            // select_idle_sibling() may find a better idle CPU near dst_cpu.
-            let c = k.select_idle_sibling(env.p, env.src_cpu, dst_cpu, env.src_cpu);
-            env.best_task = None;
-            env.best_imp = imp;
-            env.best_cpu = Some(c);
-        };
         let Some(cur) = cur else {
             if maymove && moveimp >= env.best_imp {
-                assign_move(self, env, moveimp);
+                return self.numa_assign_move(env, moveimp, maymove);
             }
-            return;
+            return false;
         };
         if !self.tasks[cur.idx()].allowed(env.src_cpu) {
-            return;
+            return false;
+        }
+        let cur_pref = self.preferred_of(cur);
+        let best_pref = env.best_task.map_or(NO_NODE, |b| self.preferred_of(b));
+        if v5_7 && env.best_task.is_some() && best_pref == env.src_nid && cur_pref != env.src_nid {
+            return false;
         }
         // Tasks without NUMA state (other processes) weigh 0.
+        let st = self.nm();
         let known = st.tasks.get(cur.idx()).is_some_and(|t| t.started);
         let (cg, pg) = (if known { st.tasks[cur.idx()].group } else { None }, st.tasks[p.idx()].group);
         let wt = |nid: u32| if known { st.task_weight(cur, nid) } else { 0 };
         let wg = |nid: u32| if known { st.group_weight(cur, nid) } else { 0 };
         if cg == pg {
+            if v5_7 && self.profile.version >= (5, 19) && env.dst_stats.node_type == NumaType::HasSpare {
+                return false;
+            }
             imp = taskimp + wt(env.src_nid) - wt(env.dst_nid);
             if cg.is_some() {
                 imp -= imp / 16;
@@ -1340,34 +1629,80 @@ impl Kernel {
         } else {
             imp += wt(env.src_nid) - wt(env.dst_nid);
         }
+        if v5_7 {
+            if cur_pref == env.dst_nid {
+                imp -= imp / 16;
+            }
+            if cur_pref == env.src_nid {
+                imp += imp / 8;
+            }
+        }
         // Cling patch: do not swap with a task clinging to the destination.
         if known && st.task_numa_cling(cur, env.dst_nid, env.src_nid) {
-            return;
+            return false;
         }
         if maymove && moveimp > imp && moveimp > env.best_imp {
-            assign_move(self, env, moveimp);
-            return;
+            return self.numa_assign_move(env, moveimp, maymove);
+        }
+        if v5_7 && env.best_task.is_some() && cur_pref == env.src_nid && best_pref != env.src_nid {
+            return self.numa_assign_swap(env, cur, imp, maymove);
         }
         if imp < SMALLIMP || imp <= env.best_imp + SMALLIMP / 2 {
-            return;
+            return false;
         }
         let load = self.task_h_load(p) as i64 - self.task_h_load(cur) as i64;
         if load != 0 {
-            let dst_load = env.dst_stats.0 + load;
-            let src_load = env.src_stats.0 - load;
+            let dst_load = env.dst_stats.load + load;
+            let src_load = env.src_stats.load - load;
             if Self::load_too_imbalanced(src_load, dst_load, env) {
-                return;
+                return false;
             }
         }
-        env.best_task = Some(cur);
-        env.best_imp = imp;
-        env.best_cpu = Some(dst_cpu);
+        self.numa_assign_swap(env, cur, imp, maymove)
+    }
+
+    /// The `assign:` label of task_numa_compare() for a move (no task to
+    /// swap): v4.19-v5.6 let select_idle_sibling() pick a CPU near
+    /// dst_cpu; v5.7+ take the idle CPU update_numa_stats() found (else
+    /// dst_cpu), or keep the best CPU when that one is idle and this is
+    /// not, and stop the search once the best CPU is idle.
+    fn numa_assign_move(&mut self, env: &mut NumaEnv, imp: i64, maymove: bool) -> bool {
+        if self.profile.numa != NumaVariant::V5_7 {
+            let c = self.select_idle_sibling(env.p, env.src_cpu, env.dst_cpu, env.src_cpu);
+            env.dst_cpu = c;
+            self.task_numa_assign(env, None, imp);
+            return false;
+        }
+        let mut cpu = env.dst_stats.idle_cpu.unwrap_or(env.dst_cpu);
+        if !self.idle_cpu(cpu) {
+            if let Some(b) = env.best_cpu.filter(|&b| self.idle_cpu(b)) {
+                cpu = b;
+            }
+        }
+        env.dst_cpu = cpu;
+        self.task_numa_assign(env, None, imp);
+        if maymove && env.best_cpu.is_some_and(|b| self.idle_cpu(b)) {
+            return true;
+        }
+        self.numa_swap_stop(env, maymove)
+    }
+
+    /// The `assign:` label for a swap with `cur`.
+    fn numa_assign_swap(&mut self, env: &mut NumaEnv, cur: TaskId, imp: i64, maymove: bool) -> bool {
+        self.task_numa_assign(env, Some(cur), imp);
+        self.profile.numa == NumaVariant::V5_7 && self.numa_swap_stop(env, maymove)
+    }
+
+    /// v5.7+: when only a swap can do, stop at a best task that moves to its preferred node.
+    fn numa_swap_stop(&self, env: &NumaEnv, maymove: bool) -> bool {
+        !maymove && env.best_task.is_some_and(|b| self.preferred_of(b) == env.src_nid)
     }
 
     /// `task_numa_work()` (v5.2): mark the next `scan_size` MB of the
     /// process's resident memory for hinting faults (up to 8x that of
     /// address space), advance `numa_scan_offset`, wrap with numa_scan_seq++.
     // FIDELITY(F-768): the scan itself costs no CPU time; only hinting faults and page copies are charged.
+    // FIDELITY(F-776): no VMAs, so none of v6.4+'s per-VMA scan filters (vma_is_accessed(), next_scan).
     fn task_numa_work(&mut self, p: TaskId, now: u64) {
         let st = self.nmm();
         let mi = st.tasks[p.idx()].mm.unwrap();
@@ -1537,24 +1872,74 @@ fn fbq_class(nr: u32, numa: u32, pref: u32) -> FbqType {
     }
 }
 
-/// `struct task_numa_env` (v5.2), the fields this model uses; stats are (load, capacity).
+/// `struct task_numa_env`, the fields this model uses.
 struct NumaEnv {
     p: TaskId,
     src_cpu: CpuId,
     src_nid: u32,
+    dst_cpu: CpuId,
     dst_nid: u32,
-    src_stats: (i64, i64),
-    dst_stats: (i64, i64),
+    /// 100 + half of sd_numa's imbalance_pct above 100 (numa_classify()).
+    imbalance_pct: u64,
+    /// `sd_numa->imb_numa_nr` (v5.18+; 0 before).
+    imb_numa_nr: u32,
+    src_stats: NumaStats,
+    dst_stats: NumaStats,
     best_task: Option<TaskId>,
     best_imp: i64,
     best_cpu: Option<CpuId>,
+}
+
+/// `enum numa_type` (v5.7+): how busy a node is, as the load balancer's
+/// group types (group_has_spare / group_fully_busy / group_overloaded).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NumaType {
+    /// `node_has_spare`: the node could run more tasks.
+    #[default]
+    HasSpare,
+    /// `node_fully_busy`: no spare capacity, not overloaded.
+    FullyBusy,
+    /// `node_overloaded`: more tasks than CPUs and short of capacity.
+    Overloaded,
+}
+
+/// `struct numa_stats` (v5.7+; v4.19-v5.6 kept only load and compute_capacity).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NumaStats {
+    pub load: i64,
+    pub runnable: i64,
+    pub util: i64,
+    /// Total compute capacity of the node's CPUs.
+    pub compute_capacity: i64,
+    pub nr_running: u32,
+    /// CPUs of the node.
+    pub weight: u32,
+    pub node_type: NumaType,
+    /// An idle CPU the task may use (an idle core preferred); None = -1.
+    pub idle_cpu: Option<CpuId>,
+}
+
+/// `numa_classify()` (v5.7+): overloaded when it runs more tasks than CPUs
+/// and utilisation or runnable time exceed the capacity by imbalance_pct;
+/// has spare when it runs fewer tasks than CPUs or both stay below;
+/// fully busy otherwise (the balancer's group_classify() on a node).
+pub fn numa_classify(imbalance_pct: u64, ns: &NumaStats) -> NumaType {
+    let pct = imbalance_pct as i64;
+    let (cap, util, runnable) = (ns.compute_capacity, ns.util, ns.runnable);
+    if ns.nr_running > ns.weight && (cap * 100 < util * pct || cap * pct < runnable * 100) {
+        return NumaType::Overloaded;
+    }
+    if ns.nr_running < ns.weight || (cap * 100 > util * pct && cap * pct > runnable * 100) {
+        return NumaType::HasSpare;
+    }
+    NumaType::FullyBusy
 }
 
 impl NumaState {
     /// Whether `cpu`'s stopper has `p` to move.
     #[inline]
     pub(crate) fn stop_pending(&self, cpu: CpuId, p: TaskId) -> bool {
-        self.stop[cpu.idx()].is_some_and(|(q, _)| q == p)
+        self.stop[cpu.idx()].is_some_and(|(q, ..)| q == p)
     }
 }
 
@@ -1564,11 +1949,15 @@ mod tests {
     use crate::profile::profile;
 
     fn kernel(patch: Option<&str>) -> Kernel {
+        kernel_on("v5.2", patch)
+    }
+
+    fn kernel_on(version: &str, patch: Option<&str>) -> Kernel {
         use schedlab_topology::{CpuInfo, CpuTopology};
         // Two nodes of two CPUs, SLIT 10/21.
         let cpus = (0..4u32).map(|c| CpuInfo { core: c, cluster: c / 2, llc: c / 2, node: c / 2, package: c / 2 }).collect();
         let m = CpuTopology::new(cpus, vec![vec![10, 21], vec![21, 10]]).unwrap();
-        let mut p = profile("v5.2").unwrap();
+        let mut p = profile(version).unwrap();
         if let Some(x) = patch {
             p.apply_patches(x).unwrap();
         }
@@ -1702,7 +2091,215 @@ mod tests {
         assert!(p.has_patch(Patch::NumaGroupCgroup) && p.has_patch(Patch::NumaCling));
         assert!(profile("v6.12").unwrap().apply_patches("numa-group").unwrap_err().contains("v5.2"));
         assert!(Kernel::numa_balancing_modelled(&profile("v5.2").unwrap()));
-        assert!(!Kernel::numa_balancing_modelled(&profile("v6.12").unwrap()));
+        assert!(Kernel::numa_balancing_modelled(&profile("v6.12").unwrap()));
+        assert!(!Kernel::numa_balancing_modelled(&profile("v3.10").unwrap()));
+    }
+
+    /// Start one running task per `(cpu, pref, keep_bound)`: on `cpu` (bound
+    /// there while it starts, then free unless `keep_bound`), with NUMA state
+    /// whose faults are all on `pref`, its preferred node (none for
+    /// NO_NODE); NUMA balancing on. Returns the tasks in that order.
+    fn start_tasks(k: &mut Kernel, placed: &[(u16, u32, bool)]) -> Vec<TaskId> {
+        use crate::core::{SwitchReason, TaskParams};
+        let mut ts = Vec::new();
+        for &(cpu, _, keep_bound) in placed {
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(cpu)]), ..Default::default() }, None, CpuId(cpu), 0);
+            k.wake_up_new_task(p, CpuId(cpu), 0);
+            k.schedule(CpuId(cpu), SwitchReason::Preempt, 0);
+            if !keep_bound {
+                k.tasks[p.idx()].cpus_allowed = None;
+            }
+            ts.push(p);
+        }
+        let n = k.nm().nr_nodes;
+        let st = k.nmm();
+        st.enabled = true;
+        let top = ts.iter().map(|p| p.idx()).max().unwrap() + 1;
+        st.tasks.resize_with(top, || TaskNuma { preferred_nid: NO_NODE, ..Default::default() });
+        for (&p, &(_, pref, _)) in ts.iter().zip(placed) {
+            let t = &mut st.tasks[p.idx()];
+            t.started = true;
+            t.faults = vec![0; 4 * n * 2];
+            if pref != NO_NODE {
+                t.faults[2 * pref as usize] = 100; // memory faults (shared) on `pref`
+                t.total_numa_faults = 100;
+            }
+            t.preferred_nid = pref;
+            t.numa_scan_period = 1000;
+        }
+        ts
+    }
+
+    // numa_classify() (v5.7+, fb86f5b21192): the node types of a 4-CPU node
+    // at imbalance_pct 112 (100 + (125 - 100) / 2, sd_numa of sd_init() v4/v5).
+    #[test]
+    fn numa_classify_node_types() {
+        let ns = |nr: u32, util: i64, runnable: i64| NumaStats {
+            nr_running: nr,
+            weight: 4,
+            compute_capacity: 4096,
+            util,
+            runnable,
+            ..Default::default()
+        };
+        // Fewer tasks than CPUs: spare, however busy they are.
+        assert_eq!(numa_classify(112, &ns(3, 4096, 8000)), NumaType::HasSpare);
+        // As many tasks as CPUs, all busy: fully busy.
+        assert_eq!(numa_classify(112, &ns(4, 4000, 4000)), NumaType::FullyBusy);
+        // As many tasks as CPUs but little utilisation and runnable time: spare.
+        assert_eq!(numa_classify(112, &ns(4, 2000, 2000)), NumaType::HasSpare);
+        // More tasks than CPUs and util above capacity / 1.12: overloaded.
+        assert_eq!(numa_classify(112, &ns(5, 3700, 3000)), NumaType::Overloaded);
+        // ... or runnable above capacity x 1.12.
+        assert_eq!(numa_classify(112, &ns(5, 3000, 4700)), NumaType::Overloaded);
+        // More tasks than CPUs with util and runnable under the thresholds: spare.
+        assert_eq!(numa_classify(112, &ns(5, 3600, 4000)), NumaType::HasSpare);
+        // As many tasks as CPUs, runnable above capacity x 1.12: fully busy, not overloaded.
+        assert_eq!(numa_classify(112, &ns(4, 3000, 4700)), NumaType::FullyBusy);
+    }
+
+    // adjust_numa_imbalance() as task_numa_find_cpu() calls it, per release.
+    #[test]
+    fn adjust_numa_imbalance_per_release() {
+        let f = Kernel::adjust_numa_imbalance;
+        // v5.7-v5.9: the source's count (src_running <= 2).
+        assert_eq!(f((5, 7), 3, 2, 5, 48, 0), 0);
+        assert_eq!(f((5, 7), 1, 3, 4, 48, 0), 1);
+        // v5.10: the destination's count.
+        assert_eq!(f((5, 10), 3, 2, 5, 48, 0), 3);
+        assert_eq!(f((5, 10), 2, 0, 2, 48, 0), 0);
+        // v5.11-v5.17: imbalance <= 2 while dst runs < a quarter of its CPUs.
+        assert_eq!(f((5, 11), 2, 9, 11, 48, 0), 0);
+        assert_eq!(f((5, 11), 2, 10, 12, 48, 0), 2, "12 is not < 48 / 4");
+        assert_eq!(f((5, 11), 3, 0, 3, 48, 0), 3, "imbalance above NUMA_IMBALANCE_MIN");
+        // v5.18: dst_running < imb_numa_nr; v5.19+: <=.
+        assert_eq!(f((5, 18), 2, 0, 2, 48, 2), 2);
+        assert_eq!(f((6, 12), 2, 0, 2, 48, 2), 0);
+        assert_eq!(f((6, 12), 2, 1, 3, 48, 2), 2);
+    }
+
+    // update_numa_stats() v5.7+: the node's CFS task count and capacity, its
+    // type, and an idle CPU the task may use that no migration is heading
+    // to (rq->numa_migrate_on); v4.19-v5.6 keeps only load and capacity.
+    #[test]
+    fn update_numa_stats_counts_and_idle_cpu() {
+        let mut k = kernel_on("v6.12", None);
+        let ts = start_tasks(&mut k, &[(0, 1, false), (2, NO_NODE, false)]);
+        let p = ts[0];
+        let ns = k.update_numa_stats(p, 1, true, 112);
+        assert_eq!((ns.nr_running, ns.weight, ns.compute_capacity), (1, 2, 2048));
+        assert_eq!(ns.node_type, NumaType::HasSpare);
+        assert_eq!(ns.idle_cpu, Some(CpuId(3)), "CPU 2 runs a task");
+        k.nmm().migrate_on[3] = true;
+        assert_eq!(k.update_numa_stats(p, 1, true, 112).idle_cpu, None, "CPU 3 is another migration's target");
+        k.nmm().migrate_on[3] = false;
+        k.tasks[p.idx()].cpus_allowed = Some(CpuMask::from_cpus(4, [CpuId(0), CpuId(1), CpuId(2)]));
+        assert_eq!(k.update_numa_stats(p, 1, true, 112).idle_cpu, None, "p may not run on CPU 3");
+        assert_eq!(k.update_numa_stats(p, 1, false, 112).idle_cpu, None, "the source node is not searched");
+        let mut k2 = kernel_on("v5.2", None);
+        let ts2 = start_tasks(&mut k2, &[(0, 1, false), (2, NO_NODE, false)]);
+        let old = k2.update_numa_stats(ts2[0], 1, true, 112);
+        assert_eq!((old.nr_running, old.idle_cpu, old.compute_capacity), (0, None, 2048));
+    }
+
+    // task_numa_find_cpu() v5.7+ (fb86f5b21192) with v5.19+ adjust_numa_imbalance():
+    // p (node 0, alone there) prefers node 1, where q runs bound to node 1.
+    // Node 1 has spare capacity (1 task, 2 CPUs); after the move it would run
+    // 2 tasks to node 0's 0: an imbalance of 2, allowed as dst_running 2 <=
+    // imb_numa_nr 2 — so v6.12 moves p to node 1's idle CPU 3 without
+    // comparing tasks. v5.2 (v4.19-v5.6 form) judges by load: the move makes
+    // the load imbalance worse, q cannot go to node 0 for a swap, so p stays.
+    #[test]
+    fn spare_capacity_move_on_v6_12_not_on_v5_2() {
+        let mut k = kernel_on("v6.12", None);
+        let ts = start_tasks(&mut k, &[(0, 1, false), (2, NO_NODE, true)]);
+        let (p, q) = (ts[0], ts[1]);
+        k.tasks[q.idx()].cpus_allowed = Some(CpuMask::from_cpus(4, [CpuId(2), CpuId(3)]));
+        let sd = k.sd.per_cpu[0].iter().map(|&id| &k.sd.domains[id as usize]).find(|d| d.flags & SD_NUMA != 0).unwrap();
+        assert_eq!(sd.imb_numa_nr, 2, "two LLCs under the NUMA level");
+        assert!(k.task_numa_migrate(p), "v6.12 moves p into node 1's spare capacity");
+        assert_eq!(k.nm().stop[0], Some((p, CpuId(3), true)), "the stopper of CPU 0 moves p to the idle CPU 3");
+        assert!(k.nm().migrate_on[3], "CPU 3 is held until the move is done");
+        assert_eq!(k.numa_stopper(CpuId(0), 0), None, "p is still running: the stopper only releases");
+        assert!(!k.nm().migrate_on[3]);
+
+        let mut k = kernel_on("v5.2", None);
+        let ts = start_tasks(&mut k, &[(0, 1, false), (2, NO_NODE, true)]);
+        let p = ts[0];
+        k.tasks[ts[1].idx()].cpus_allowed = Some(CpuMask::from_cpus(4, [CpuId(2), CpuId(3)]));
+        assert!(!k.task_numa_migrate(p), "v5.2: the move worsens the load imbalance and there is no swap");
+        assert_eq!(k.nm().stop[0], None);
+        assert!(k.nm().migrate_on.iter().all(|&f| !f));
+    }
+
+    // task_numa_compare() v5.7+ (88cca72c9673 "Bias swapping tasks based on
+    // their preferred node"): p (node 0) prefers node 1, which is fully busy
+    // (2 tasks on 2 CPUs at full utilisation), so only a swap can do. On CPU 2
+    // runs c, all of whose faults are on node 0 but which has no preferred
+    // node yet (imp 1000 + 1000 - 0 = 2000); on CPU 3 runs b, 60% of its
+    // faults on node 0, which prefers node 0 (imp 1000 + 600 - 400 = 1200,
+    // +1/8 for moving to its preferred node). v6.12 prefers the swap with the
+    // task that moves to its preferred node; v5.2 takes the larger improvement.
+    #[test]
+    fn swap_prefers_task_moving_to_its_preferred_node_v5_7() {
+        let swap_partner = |version: &str| {
+            let mut k = kernel_on(version, None);
+            let ts = start_tasks(&mut k, &[(0, 1, false), (2, NO_NODE, false), (3, 0, false)]);
+            let (p, c, b) = (ts[0], ts[1], ts[2]);
+            let st = k.nmm();
+            st.tasks[c.idx()].faults[0] = 100;
+            st.tasks[c.idx()].total_numa_faults = 100;
+            st.tasks[b.idx()].faults[0] = 60;
+            st.tasks[b.idx()].faults[2] = 40;
+            for cpu in [2, 3] {
+                k.rqs[cpu].cfs.avg.util_avg = 1024;
+            }
+            if k.profile.numa == NumaVariant::V5_7 {
+                let ns = k.update_numa_stats(p, 1, true, 112);
+                assert_eq!(ns.node_type, NumaType::FullyBusy, "{version}: {ns:?}");
+            }
+            assert!(k.task_numa_migrate(p), "{version}: a swap");
+            let (_, dst, _) = k.nm().stop[0].unwrap();
+            let partner = k.rqs[dst.idx()].curr.unwrap();
+            assert_eq!(k.nm().stop[dst.idx()], Some((partner, CpuId(0), false)), "{version}: the partner goes to CPU 0");
+            (partner, c, b)
+        };
+        let (partner, _, b) = swap_partner("v6.12");
+        assert_eq!(partner, b, "v6.12 swaps with the task moving to its preferred node");
+        let (partner, c, _) = swap_partner("v5.2");
+        assert_eq!(partner, c, "v5.2 swaps with the larger improvement");
+    }
+
+    // rq->numa_migrate_on (v4.19+, a4739eca4456; v5.7+ update_numa_stats()
+    // and task_numa_assign()): two tasks of node 0 both prefer the idle node
+    // 1. The first takes CPU 2 (update_numa_stats()'s first idle CPU) and
+    // holds it until its stopper has run; the second, deciding before that,
+    // skips CPU 2 and takes CPU 3. Without the flag both would pick CPU 2.
+    #[test]
+    fn numa_migrate_on_keeps_two_migrations_apart() {
+        let mut k = kernel_on("v6.12", None);
+        let ts = start_tasks(&mut k, &[(0, 1, false), (1, 1, false)]);
+        assert!(k.task_numa_migrate(ts[0]));
+        assert_eq!(k.nm().stop[0], Some((ts[0], CpuId(2), true)));
+        assert!(k.task_numa_migrate(ts[1]));
+        assert_eq!(k.nm().stop[1], Some((ts[1], CpuId(3), true)), "CPU 2 is taken");
+        assert!(k.nm().migrate_on[2] && k.nm().migrate_on[3]);
+        k.numa_stopper(CpuId(0), 0);
+        assert!(!k.nm().migrate_on[2] && k.nm().migrate_on[3], "each move releases its own CPU");
+        // With CPU 2's flag cleared before the second decision, both pick CPU 2.
+        let mut k = kernel_on("v6.12", None);
+        let ts = start_tasks(&mut k, &[(0, 1, false), (1, 1, false)]);
+        assert!(k.task_numa_migrate(ts[0]));
+        k.nmm().migrate_on[2] = false;
+        assert!(k.task_numa_migrate(ts[1]));
+        assert_eq!(k.nm().stop[1], Some((ts[1], CpuId(2), true)));
+        // v5.2 holds the flag too (its task_numa_assign() gives up on a held CPU).
+        let mut k = kernel_on("v5.2", None);
+        let ts = start_tasks(&mut k, &[(0, 1, false), (1, 1, false)]);
+        assert!(k.task_numa_migrate(ts[0]));
+        assert!(k.task_numa_migrate(ts[1]));
+        let (a, b) = (k.nm().stop[0].unwrap().1, k.nm().stop[1].unwrap().1);
+        assert_ne!(a, b, "v5.2: the two moves go to different CPUs");
     }
 
     // Patches 1-3: every cpu cgroup gets a NUMA group; patch 4 sets do_cling.
