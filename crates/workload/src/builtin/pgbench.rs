@@ -4,13 +4,15 @@
 //! serialised on the WAL write lock) or select-only (1 round trip).
 //!
 //! Wakeups: client -> backend and backend -> client over sockets (WF_SYNC);
-//! backend -> backend through the WAL lock's futex and (select-only, pg=9.3,
-//! database larger than shared_buffers) BufFreelistLock (not sync).
+//! backend -> backend (not sync) through the WAL lock, TPC-B's teller and
+//! branch row locks (held from the UPDATE to the end of the transaction), the
+//! lock manager's partition LWLocks (pg=9.1) and (select-only, pg=9.1/9.3,
+//! database larger than shared_buffers) BufFreelistLock.
 //!
-//! Select-only costs come from the real program measured on a 2-vCPU EPYC
-//! guest (crates/workload/tests/data/pgbench-local-*.txt, with the script that
-//! recorded them) and are scaled to seed 000's Westmere box by `cpu=x5650`, a
-//! calibration on the seed's base column (docs/CALIBRATION.md "pgbench").
+//! Costs (`cpu=`): `epyc-guest` as measured for PostgreSQL 15 on the quiet
+//! 2-vCPU EPYC guest (crates/workload/tests/data/pgbench-local-quiet.txt, with
+//! the script that recorded it); `x5650`, seed 000's Westmere box, calibrated
+//! on the seed's base column (docs/CALIBRATION.md "pgbench").
 //!
 //! Open loop (`rate=`): no pgbench threads on the box; remote clients send
 //! `rate` transactions/s (Poisson) over the connections, each arriving through
@@ -53,56 +55,171 @@ pub const BUILTIN: Builtin = Builtin {
     build,
 };
 
-/// Backend CPU per statement (us) of the TPC-B-like script: BEGIN, UPDATE
-/// accounts, SELECT, UPDATE tellers, UPDATE branches, INSERT history, END.
-/// Derived from seed 000's 1-client figure (10.6 ktps ~ 94 us per transaction)
-/// less client and switch costs; see docs/CALIBRATION.md.
-// FIDELITY(F-682): the TPC-B-like costs are not re-measured (select-only is seed 000's run).
-const TPCB_STMT_NS: [u64; 7] = [3_000, 12_000, 6_000, 10_000, 10_000, 8_000, 8_000];
-/// WAL write under WALWriteLock at commit.
-const WAL_WRITE_NS: u64 = 5_000;
-/// Client (pgbench thread) CPU per TPC-B statement: libpq send + result parsing.
-const CLIENT_STMT_NS: u64 = 3_000;
-/// Socket send/receive syscall costs of one small message (TPC-B mode).
-const SEND_NS: u64 = 1_500;
-const RECV_NS: u64 = 1_000;
+/// Per-operation CPU costs (ns) of the TPC-B-like script on one machine
+/// (`cpu=`): backend per statement (BEGIN, UPDATE accounts, SELECT, UPDATE
+/// tellers, UPDATE branches, INSERT history, END), the WAL write at commit
+/// (under WALWriteLock), the client's per statement (libpq send + result
+/// parsing), and the socket send / receive of one small message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TpcbCosts {
+    pub stmt: [u64; 7],
+    pub wal_write: u64,
+    pub cl_stmt: u64,
+    pub be_send: u64,
+    pub be_recv: u64,
+    pub cl_send: u64,
+    pub cl_recv: u64,
+}
 
-/// Select-only (`-S`) costs as measured on the 2-vCPU EPYC guest
-/// (crates/workload/tests/data/pgbench-local-scale1.txt, docs/CALIBRATION.md
-/// "pgbench"), in ns of that machine; [`CpuScale`] converts them.
-/// Backend: recvfrom of the query (with the EAGAIN retry before it).
-const SEL_BE_RECV_NS: u64 = 3_000;
-/// Backend: parse, plan, executor start, index scan of pgbench_accounts_pkey
-/// and heap fetch, result formatting, commit of the read-only transaction.
+/// `cpu=x5650`: derived when seed 000 was read as TPC-B (10.6 ktps ~ 94 us
+/// per transaction less client and switch costs); WAL write and client costs
+/// [assumed], send / receive from benchmark-workloads §1.3.
+// FIDELITY(F-682): the X5650's TPC-B-like costs are not measured (select-only is seed 000's run).
+pub const TPCB_X5650: TpcbCosts = TpcbCosts {
+    stmt: [3_000, 12_000, 6_000, 10_000, 10_000, 8_000, 8_000],
+    wal_write: 5_000,
+    cl_stmt: 3_000,
+    be_send: 1_500,
+    be_recv: 1_000,
+    cl_send: 1_500,
+    cl_recv: 1_000,
+};
+
+/// `cpu=epyc-guest`: PostgreSQL 15 measured on the quiet guest
+/// (pgbench-local-quiet.txt, `mode=tpcb`, synchronous_commit=off). At 2-4
+/// clients the backends take 349-353 us and the client 90-99 us per
+/// transaction; less the machine file's 2.3 us per switch (9-10 backend and
+/// 3.7-5.5 client switches per transaction) that is ~329 us of backend work
+/// (with the WAL writer's, which the measurement counts among the postmaster's
+/// children) and 81-86 us of client work, ~12 us per statement. The split over
+/// statements and syscalls is [assumed] (updates and the insert dearest; the
+/// backend does ~5 syscalls and the client ~3.5 per statement).
+pub const TPCB_EPYC_GUEST: TpcbCosts = TpcbCosts {
+    stmt: [8_000, 70_000, 30_000, 55_000, 55_000, 40_000, 35_000],
+    wal_write: 5_000,
+    cl_stmt: 8_100,
+    be_send: 2_500,
+    be_recv: 2_000,
+    cl_send: 2_300,
+    cl_recv: 1_600,
+};
+
+pub fn tpcb_costs(name: &str) -> Result<TpcbCosts, WorkloadError> {
+    match name {
+        "x5650" => Ok(TPCB_X5650),
+        "epyc-guest" => Ok(TPCB_EPYC_GUEST),
+        c => Err(WorkloadError(format!("cpu={c:?}: expected x5650 (seed 000's server) or epyc-guest (where the costs were measured)"))),
+    }
+}
+
+/// TPC-B row locks. UPDATE pgbench_tellers and UPDATE pgbench_branches lock
+/// the updated row until the transaction ends (heap_update: a second updater
+/// waits for the first one's xid, XactLockTableWait, queued behind the tuple
+/// lock, which orders the waiters; the committer's LockReleaseAll wakes the
+/// first, not WF_SYNC, whose tuple-lock release wakes the next). pgbench picks
+/// a random branch of `scale` and a random teller of 10 x `scale`; at scale 1
+/// every transaction updates the one branch row. The scale follows db_size
+/// (22 MB per scale at -s 1, ~15 MB per scale beyond). Row locks are kept
+/// up to these many distinct rows (more rows: contention below 1/64 is left out).
+const MAX_ROW_LOCKS: u64 = 64;
+/// First semaphore of the row locks: after WALWriteLock, BufFreelistLock and the 16 partitions.
+const ROW_SEM0: u32 = 2 + NUM_LOCK_PARTITIONS;
+
+/// pgbench scale (-s) of a database of `db_size` MB: 22 MB at -s 1, 7484 MB at -s 500.
+pub fn scale_of_db_size(db_size: u64) -> u64 {
+    if db_size <= 22 {
+        1
+    } else {
+        (db_size.saturating_sub(7) / 15).max(1)
+    }
+}
+
+/// Per-operation CPU costs (ns) of select-only (`-S`) on one machine
+/// (`cpu=`). Backend: recvfrom of the query; parse, plan, executor start,
+/// index scan of pgbench_accounts_pkey, heap fetch, result formatting and
+/// commit of the read-only transaction; sendto of RowDescription + DataRow +
+/// CommandComplete + ReadyForQuery; after the reply (pgstat / idle
+/// bookkeeping, recvfrom EAGAIN, wait entry). Client (pgbench thread):
+/// state machine + libpq PQsendQuery / PQgetResult parsing and the poll()
+/// that found the reply; poll() per connection scanned; sendto / recvfrom.
 // FIDELITY(F-683): the same at any number of concurrent backends (no shared-line contention).
-const SEL_BE_QUERY_NS: u64 = 61_000;
-/// Backend: sendto of RowDescription + DataRow + CommandComplete + ReadyForQuery.
-const SEL_BE_SEND_NS: u64 = 4_000;
-/// Backend after the reply: pgstat / idle bookkeeping, recvfrom (EAGAIN) and
-/// epoll_wait entry before it blocks (PostgreSQL 9.5+ waits in a WaitEventSet;
-/// 9.x before blocked in recv()).
-const SEL_BE_POST_NS: u64 = 6_000;
-/// Client per transaction: pgbench's state machine, libpq PQsendQuery /
-/// PQgetResult parsing, and the poll() call that found the reply.
-const SEL_CL_TXN_NS: u64 = 8_000;
 // FIDELITY(F-684): one reply handled per poll(); the poll cost is charged per reply.
-/// Client poll() cost per connection it scans (sock_poll of one AF_UNIX fd).
-/// [assumed] 50 ns: pgbench passes every connection of the thread to poll()/select().
-const SEL_CL_POLL_PER_FD_NS: u64 = 50;
-/// Client sendto / recvfrom of one query / reply.
-const SEL_CL_SEND_NS: u64 = 3_000;
-const SEL_CL_RECV_NS: u64 = 2_000;
-/// One 8 KiB page read from the OS page cache into shared_buffers (pread
-/// syscall + buffer mapping + the copy's CPU part); the copy's memory traffic
-/// is an `Op::Mem` the machine model charges. Measured on the guest:
-/// pgbench-local-scale50.txt, 2-8 clients (docs/CALIBRATION.md).
-const PAGE_READ_EPYC_GUEST_NS: u64 = 28_000;
-/// Calibration (base column, 7484 MB, 1 client: 8,951 tps, 1.97 page reads per select).
-const PAGE_READ_X5650_NS: u64 = 8_000;
-/// Hold time of BufFreelistLock while the clock sweep finds a victim buffer
-/// (StrategyGetBuffer() took it exclusively in PostgreSQL 8.3-9.4).
-/// [assumed] 1 us: a few buffer-header checks on a 12-CPU box.
-const FREELIST_HOLD_NS: u64 = 1_000;
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelectCosts {
+    pub be_recv: u64,
+    pub be_query: u64,
+    pub be_send: u64,
+    pub be_post: u64,
+    pub cl_txn: u64,
+    pub cl_poll_per_fd: u64,
+    pub cl_send: u64,
+    pub cl_recv: u64,
+    /// One 8 KiB page read from the OS page cache into shared_buffers (pread
+    /// syscall + buffer mapping + the copy's CPU part); the copy's memory
+    /// traffic is an `Op::Mem` the machine model charges.
+    pub page_read: u64,
+    /// Hold time of BufFreelistLock while the clock sweep finds a victim
+    /// buffer (StrategyGetBuffer() took it exclusively in PostgreSQL 8.3-9.4).
+    pub freelist_hold: u64,
+}
+
+/// `cpu=epyc-guest`: PostgreSQL 15 measured on the quiet 2-vCPU EPYC guest
+/// (crates/workload/tests/data/pgbench-local-quiet.txt, load < 0.5;
+/// docs/CALIBRATION.md "pgbench"). At 2-8 clients the backend takes 35.9-40.3
+/// us and the client 9.9-11.6 us per transaction; less the machine file's
+/// 2.3 us per switch (the client's CPU per sleep, fitted over 2-8 clients)
+/// that leaves ~35 us (backend) and ~9.8 us (client) of work per transaction.
+/// Their split over the operations is [assumed] (syscall shares from the
+/// per-transaction syscall counts: backend ~6, client ~3-4).
+pub const SELECT_EPYC_GUEST: SelectCosts = SelectCosts {
+    be_recv: 1_500,
+    be_query: 28_500,
+    be_send: 2_000,
+    be_post: 3_000,
+    cl_txn: 5_300,
+    // [assumed] sock_poll of one AF_UNIX fd: pgbench passes every connection of the thread to poll()/select().
+    cl_poll_per_fd: 50,
+    cl_send: 2_500,
+    cl_recv: 1_800,
+    // Measured under load (pgbench-local-scale50.txt: scale-50 backend CPU less
+    // scale-1, per page read, 2-8 clients); not re-measured quietly.
+    page_read: 28_000,
+    // [assumed] 1 us: a few buffer-header checks.
+    freelist_hold: 1_000,
+};
+
+/// `cpu=x5650` (seed 000's Westmere-EP server): **calibration** on seed 000's
+/// base (unpatched) column only, from the costs first measured on the guest
+/// under load (backend recv / query / send / after-reply 3 / 61 / 4 / 6 us,
+/// client per transaction / send / recv 8 / 3 / 2 us, poll 50 ns per fd):
+/// the backend's take 0.72 x (base column, 22 MB, 1 client: 10,598 tps), the
+/// client's 1.4 x (base column, 22 MB, 8 clients: 51,253 tps, the peak, where
+/// the one pgbench thread is saturated); page read from the 7484 MB 1-client
+/// point (8,951 tps, 1.97 page reads per select); BufFreelistLock hold 1 us
+/// [assumed] x 0.72 (docs/CALIBRATION.md).
+// FIDELITY(F-680): per-operation costs follow a `cpu=` parameter, not `--machine`.
+pub const SELECT_X5650: SelectCosts = SelectCosts {
+    be_recv: 2_160,
+    be_query: 43_920,
+    be_send: 2_880,
+    be_post: 4_320,
+    cl_txn: 11_200,
+    cl_poll_per_fd: 70,
+    cl_send: 4_200,
+    cl_recv: 2_800,
+    page_read: 8_000,
+    freelist_hold: 720,
+};
+
+/// `cpu=` values.
+pub fn select_costs(name: &str) -> Result<SelectCosts, WorkloadError> {
+    match name {
+        "x5650" => Ok(SELECT_X5650),
+        "epyc-guest" => Ok(SELECT_EPYC_GUEST),
+        c => Err(WorkloadError(format!("cpu={c:?}: expected x5650 (seed 000's server) or epyc-guest (where the costs were measured)"))),
+    }
+}
+
 /// PostgreSQL 8.3-9.1 (before 9.2's fast-path locking, commit 3cba8999b34):
 /// LockAcquire() of every heavyweight lock, and LockReleaseAll() at commit,
 /// hold the lock's partition LWLock of the shared lock table exclusively.
@@ -124,34 +241,6 @@ const LOCK_HOLD_NS: u64 = 1_000;
 const PAGE_BYTES: u64 = 8192;
 /// Transactions per cycle of the backend program over which page reads are spread evenly.
 const READ_CYCLE: u64 = 16;
-
-/// Per-machine CPU scale of the measured costs (per mille of the EPYC-guest
-/// figure), separately for the backend and the pgbench client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CpuScale {
-    pub backend_pm: u64,
-    pub client_pm: u64,
-    /// One page read from the page cache (pread + buffer replacement), ns.
-    pub page_read_ns: u64,
-}
-
-/// `cpu=` values. x5650: calibrated on seed 000's base (unpatched) column only:
-/// the backend scale from the 1-client point and the client scale from the
-/// 8-client peak, where one pgbench thread is saturated (docs/CALIBRATION.md).
-// FIDELITY(F-680): per-operation costs follow a `cpu=` parameter, not `--machine`.
-pub fn cpu_scale(name: &str) -> Result<CpuScale, WorkloadError> {
-    match name {
-        "x5650" => Ok(CpuScale { backend_pm: BACKEND_X5650_PM, client_pm: CLIENT_X5650_PM, page_read_ns: PAGE_READ_X5650_NS }),
-        "epyc-guest" => Ok(CpuScale { backend_pm: 1000, client_pm: 1000, page_read_ns: PAGE_READ_EPYC_GUEST_NS }),
-        c => Err(WorkloadError(format!("cpu={c:?}: expected x5650 (seed 000's server) or epyc-guest (where the costs were measured)"))),
-    }
-}
-/// Calibration (seed 000 base column, 22 MB, 1 client: 10,598 tps): the
-/// backend's work takes 0.72 x the guest-measured time on the X5650.
-const BACKEND_X5650_PM: u64 = 720;
-/// Calibration (base column, 22 MB, 8 clients: 51,253 tps, the peak, where the
-/// one pgbench thread is saturated): the client's work takes 1.4 x.
-const CLIENT_X5650_PM: u64 = 1400;
 
 /// Expected pages read from the page cache per select: the index leaf and the
 /// heap page of a random aid, each found in shared_buffers with probability
@@ -199,9 +288,11 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         }
     };
     let cpu = p.get("cpu").unwrap_or("x5650");
-    let scale = cpu_scale(cpu)?;
-    let be = |ns: u64| ns * scale.backend_pm / 1000;
-    let cl = |ns: u64| ns * scale.client_pm / 1000;
+    let sc = select_costs(cpu)?;
+    let tc = tpcb_costs(cpu)?;
+    // TPC-B row locks: branches and tellers of the scale, up to MAX_ROW_LOCKS each.
+    let pg_scale = scale_of_db_size(db_size);
+    let (branches, tellers) = (pg_scale.min(MAX_ROW_LOCKS) as u32, (10 * pg_scale).min(MAX_ROW_LOCKS) as u32);
     let tps = MetricSpec::Rate { name: "tps".into(), unit: "tps".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "tps", tps, &[("latency", HIST_REQUEST)])?;
     let sock = ChannelSpec { capacity: 256, sync: !open, kind: ChannelKind::Socket };
@@ -225,7 +316,11 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         // sem 0: WALWriteLock, sem 1: BufFreelistLock, sems 2..2+16: the lock
         // manager's partition LWLocks (semaphore sleeps/wakeups: not sync)
         // FIDELITY(F-800): WALWriteLock and BufFreelistLock stay hand-off semaphores.
-        sems: (0..2 + NUM_LOCK_PARTITIONS).map(|k| SemSpec { initial: 1, sync: false, barging: k >= 2 }).collect(),
+        // sems ROW_SEM0..: TPC-B row locks of the branches, then of the tellers,
+        // then their tuple locks (hand-off: the lock manager grants the waiter).
+        sems: (0..ROW_SEM0 + if select_only { 0 } else { 2 * (branches + tellers) })
+            .map(|k| SemSpec { initial: 1, sync: false, barging: (2..ROW_SEM0).contains(&k) })
+            .collect(),
         metric,
         time_bounded: true,
         groups: Vec::new(),
@@ -249,9 +344,9 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     }
     // Page reads per READ_CYCLE transactions (select-only), spread evenly.
     let cycle_reads = (page_reads_per_select(db_size, shared_buffers) * READ_CYCLE as f64).round() as u64;
-    // Backends. A backend wakes only its pgbench thread and, with pg=9.3 and
-    // page reads, BufFreelistLock waiters.
-    // FIDELITY(F-685): no stats-collector messages or interrupt-context wakeups.
+    // Backends. A backend wakes its pgbench thread and LWLock / row-lock
+    // waiters; interrupt-context wakeups come from the machine's noise.
+    // FIDELITY(F-685): no stats-collector messages (PostgreSQL 8.3-14: one per backend per 500 ms).
     // FIDELITY(F-660): so under v3.10 vs wakee-flips seed 000's base collapse and gain do not appear.
     // The reply: a write to the pgbench thread's socket, or (open loop) the
     // send to the remote client only; the arrival opens the latency stamp.
@@ -262,13 +357,13 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         let mut prog = restart.to_vec();
         prog.push(Op::Loop { count: u64::MAX });
         if select_only {
-            let reply = reply_to(t, be(SEL_BE_SEND_NS), i);
+            let reply = reply_to(t, sc.be_send, i);
             let txns = if cycle_reads == 0 { 1 } else { READ_CYCLE };
             // With the shared lock table the program cycles over the 16 vxid
             // partitions: the vxid's partition differs from one transaction to the next.
             let txns = if shared_lock_table { txns.max(NUM_LOCK_PARTITIONS as u64) } else { txns };
             for k in 0..txns {
-                prog.push(Op::Read { chan: req0 + i, cost: be(SEL_BE_RECV_NS) });
+                prog.push(Op::Read { chan: req0 + i, cost: sc.be_recv });
                 if shared_lock_table {
                     // FIDELITY(F-800): partition LWLocks as barging semaphores; hold times and partitions assumed.
                     let vxid = 2 + ((i as u64 * 7 + k) % NUM_LOCK_PARTITIONS as u64) as u32;
@@ -276,57 +371,83 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
                         prog.extend([Op::SemWait { sem }, Op::Run { ns: LOCK_HOLD_NS }, Op::SemPost { sem, n: 1 }])
                     };
                     lock(&mut prog, vxid);
-                    prog.push(Op::Run { ns: be(SEL_BE_QUERY_NS) / 4 });
+                    prog.push(Op::Run { ns: sc.be_query / 4 });
                     lock(&mut prog, 2 + PART_ACCOUNTS);
                     lock(&mut prog, 2 + PART_ACCOUNTS_PKEY);
-                    prog.push(Op::Run { ns: be(SEL_BE_QUERY_NS) - be(SEL_BE_QUERY_NS) / 4 });
+                    prog.push(Op::Run { ns: sc.be_query - sc.be_query / 4 });
                     // CommitTransaction -> LockReleaseAll: each partition holding one of ours.
                     for sem in [vxid, 2 + PART_ACCOUNTS, 2 + PART_ACCOUNTS_PKEY] {
                         lock(&mut prog, sem);
                     }
                 } else {
-                    prog.push(Op::Run { ns: be(SEL_BE_QUERY_NS) });
+                    prog.push(Op::Run { ns: sc.be_query });
                 }
                 let reads = (k + 1) * cycle_reads / READ_CYCLE - k * cycle_reads / READ_CYCLE;
                 for _ in 0..reads {
                     // ReadBuffer miss: BufferAlloc -> StrategyGetBuffer (under
                     // BufFreelistLock before 9.5), then smgrread (pread from the page cache).
                     if freelist_lock {
-                        prog.extend([Op::SemWait { sem: 1 }, Op::Run { ns: be(FREELIST_HOLD_NS) }, Op::SemPost { sem: 1, n: 1 }]);
+                        prog.extend([Op::SemWait { sem: 1 }, Op::Run { ns: sc.freelist_hold }, Op::SemPost { sem: 1, n: 1 }]);
                     } else {
-                        prog.push(Op::Run { ns: be(FREELIST_HOLD_NS) });
+                        prog.push(Op::Run { ns: sc.freelist_hold });
                     }
-                    prog.extend([Op::Run { ns: scale.page_read_ns }, Op::Mem { bytes: PAGE_BYTES }]);
+                    prog.extend([Op::Run { ns: sc.page_read }, Op::Mem { bytes: PAGE_BYTES }]);
                 }
                 prog.extend([reply, Op::ReqEnd { hist: HIST_REQUEST }]);
                 prog.extend_from_slice(restart);
-                prog.extend([Op::Count { id: COUNTER_OPS, n: 1 }, Op::Run { ns: be(SEL_BE_POST_NS) }]);
+                prog.extend([Op::Count { id: COUNTER_OPS, n: 1 }, Op::Run { ns: sc.be_post }]);
             }
         } else {
-            let reply = reply_to(t, SEND_NS, i);
-            if open {
-                // FIDELITY(F-803): the transaction's statements arrive as one pipelined request.
-                prog.push(Op::Read { chan: req0 + i, cost: RECV_NS });
-            }
-            for (k, &c) in TPCB_STMT_NS.iter().enumerate() {
-                if !open {
-                    prog.push(Op::Read { chan: req0 + i, cost: RECV_NS });
+            let reply = reply_to(t, tc.be_send, i);
+            // Row locks cycle over the tellers: transaction k of the cycle
+            // updates teller and branch row_of(k) (pgbench's random choice,
+            // drawn here by a fixed hash so that the program is static).
+            let row_of = |k: u64, n: u32| ((i as u64).wrapping_mul(0x9E37_79B9).wrapping_add(k.wrapping_mul(0x85EB_CA6B)) >> 7) % n as u64;
+            let cycle = tellers.max(branches) as u64;
+            for k in 0..cycle {
+                // Row (xid wait) semaphores, then the rows' tuple-lock semaphores.
+                let teller = ROW_SEM0 + branches + row_of(k, tellers) as u32;
+                let branch = ROW_SEM0 + row_of(k + 1000, branches) as u32;
+                let tuple_lock = |row: u32| row + branches + tellers;
+                if open {
+                    // FIDELITY(F-803): the transaction's statements arrive as one pipelined request.
+                    prog.push(Op::Read { chan: req0 + i, cost: tc.be_recv });
                 }
-                if k == TPCB_STMT_NS.len() - 1 {
-                    // COMMIT: XLogFlush under WALWriteLock; the releaser wakes the next waiter.
-                    prog.extend([Op::SemWait { sem: 0 }, Op::Run { ns: WAL_WRITE_NS }, Op::SemPost { sem: 0, n: 1 }]);
+                for (s, &c) in tc.stmt.iter().enumerate() {
+                    if !open {
+                        prog.push(Op::Read { chan: req0 + i, cost: tc.be_recv });
+                    }
+                    match s {
+                        // UPDATE pgbench_tellers / pgbench_branches: the row lock, held to the end.
+                        // heap_update() of a row another transaction updated: take the
+                        // tuple lock (queue order among waiters), wait for the updater's
+                        // xid, release the tuple lock. A second waiter thus sleeps twice:
+                        // on the tuple lock, then on the first waiter's xid.
+                        3 | 4 => {
+                            let row = if s == 3 { teller } else { branch };
+                            let tl = tuple_lock(row);
+                            prog.extend([Op::SemWait { sem: tl }, Op::SemWait { sem: row }, Op::SemPost { sem: tl, n: 1 }]);
+                        }
+                        // COMMIT: XLogFlush under WALWriteLock; the releaser wakes the next waiter.
+                        6 => prog.extend([Op::SemWait { sem: 0 }, Op::Run { ns: tc.wal_write }, Op::SemPost { sem: 0, n: 1 }]),
+                        _ => {}
+                    }
+                    prog.push(Op::Run { ns: c });
+                    if s == 6 {
+                        // LockReleaseAll at the end of the transaction wakes the rows' waiters.
+                        prog.extend([Op::SemPost { sem: teller, n: 1 }, Op::SemPost { sem: branch, n: 1 }]);
+                    }
+                    if !open {
+                        prog.push(reply);
+                    }
                 }
-                prog.push(Op::Run { ns: c });
-                if !open {
+                if open {
                     prog.push(reply);
                 }
+                prog.push(Op::ReqEnd { hist: HIST_REQUEST });
+                prog.extend_from_slice(restart);
+                prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
             }
-            if open {
-                prog.push(reply);
-            }
-            prog.push(Op::ReqEnd { hist: HIST_REQUEST });
-            prog.extend_from_slice(restart);
-            prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
         }
         prog.push(Op::EndLoop);
         w.programs.push(prog);
@@ -345,9 +466,9 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     for t in 0..threads {
         let conns = (0..clients).filter(|i| i % threads == t).count() as u64;
         let (stmt, send, recv) = if select_only {
-            (cl(SEL_CL_TXN_NS + SEL_CL_POLL_PER_FD_NS * conns), cl(SEL_CL_SEND_NS), cl(SEL_CL_RECV_NS))
+            (sc.cl_txn + sc.cl_poll_per_fd * conns, sc.cl_send, sc.cl_recv)
         } else {
-            (CLIENT_STMT_NS, SEND_NS, RECV_NS)
+            (tc.cl_stmt, tc.cl_send, tc.cl_recv)
         };
         let mut prog = Vec::new();
         for i in (0..clients).filter(|i| i % threads == t) {
@@ -489,13 +610,13 @@ mod tests {
             }
         };
         let (one, many) = (run_of(&programs("clients=1,mode=select")), run_of(&programs("clients=32,mode=select")));
-        assert_eq!(many - one, 31 * SEL_CL_POLL_PER_FD_NS * CLIENT_X5650_PM / 1000);
+        assert_eq!(many - one, 31 * SELECT_X5650.cl_poll_per_fd);
         // Two threads split the connections: each polls half.
-        assert_eq!(run_of(&programs("clients=32,threads=2,mode=select")), one + 15 * SEL_CL_POLL_PER_FD_NS * CLIENT_X5650_PM / 1000);
+        assert_eq!(run_of(&programs("clients=32,threads=2,mode=select")), one + 15 * SELECT_X5650.cl_poll_per_fd);
     }
 
     #[test]
-    fn cpu_scale_converts_the_measured_costs() {
+    fn cpu_selects_the_cost_set() {
         let be_query = |set: &str| {
             let w = programs(set);
             w.programs[0]
@@ -506,9 +627,50 @@ mod tests {
                 })
                 .unwrap()
         };
-        assert_eq!(be_query("mode=select,cpu=epyc-guest"), SEL_BE_QUERY_NS);
-        assert_eq!(be_query("mode=select"), SEL_BE_QUERY_NS * BACKEND_X5650_PM / 1000);
+        assert_eq!(be_query("mode=select,cpu=epyc-guest"), SELECT_EPYC_GUEST.be_query);
+        assert_eq!(be_query("mode=select"), SELECT_X5650.be_query);
+        // The X5650 costs are the first (loaded-guest) figures x 0.72 (backend) and x 1.4 (client).
+        assert_eq!((SELECT_X5650.be_query, SELECT_X5650.cl_txn), (61_000 * 72 / 100, 8_000 * 14 / 10));
         let e = crate::build("pgbench", &Params::parse("cpu=m1").unwrap(), 12, &[]).unwrap_err();
         assert!(e.0.contains("x5650") && e.0.contains("epyc-guest"), "{e}");
+    }
+
+    #[test]
+    fn tpcb_holds_teller_and_branch_rows_to_the_end() {
+        // Scale 1 (22 MB): one branch, ten tellers; a cycle of ten transactions
+        // each waits for its teller at UPDATE tellers and the branch at UPDATE
+        // branches and releases both after the commit.
+        let w = programs("clients=2,mode=tpcb");
+        assert_eq!(w.sems.len(), ROW_SEM0 as usize + 2 * (1 + 10));
+        assert!(w.sems[ROW_SEM0 as usize..].iter().all(|s| !s.barging && !s.sync && s.initial == 1));
+        let be = &w.programs[0];
+        assert_eq!(count(be, |o| matches!(o, Op::Count { .. })), 10);
+        assert_eq!(count(be, |o| matches!(o, Op::SemWait { sem } if *sem == ROW_SEM0)), 10, "the one branch row");
+        // ... behind its tuple lock, released once the row is had.
+        assert_eq!(count(be, |o| matches!(o, Op::SemWait { sem } if *sem == ROW_SEM0 + 11)), 10, "the branch's tuple lock");
+        let tellers: std::collections::BTreeSet<u32> = be
+            .iter()
+            .filter_map(|o| match o {
+                Op::SemWait { sem } if *sem > ROW_SEM0 && *sem <= ROW_SEM0 + 10 => Some(*sem),
+                _ => None,
+            })
+            .collect();
+        assert!(tellers.len() >= 5, "{tellers:?}");
+        // Every wait is posted once.
+        for sem in ROW_SEM0..ROW_SEM0 + 22 {
+            let waits = count(be, |o| matches!(o, Op::SemWait { sem: s } if *s == sem));
+            assert_eq!(waits, count(be, |o| matches!(o, Op::SemPost { sem: s, .. } if *s == sem)));
+        }
+        // Seven round trips per transaction.
+        assert_eq!(count(be, |o| matches!(o, Op::WriteTag { .. })), 70);
+        // Large databases: 64 branch and 64 teller rows at most.
+        assert_eq!(scale_of_db_size(22), 1);
+        assert_eq!(scale_of_db_size(7484), 498);
+        assert_eq!(programs("clients=2,mode=tpcb,db_size=7484").sems.len(), ROW_SEM0 as usize + 2 * 128);
+        // Select-only has no row locks.
+        assert_eq!(programs("clients=2,mode=select").sems.len(), ROW_SEM0 as usize);
+        // cpu=epyc-guest: the measured TPC-B costs.
+        let w = programs("clients=1,mode=tpcb,cpu=epyc-guest");
+        assert!(w.programs[0].iter().any(|o| matches!(o, Op::Run { ns } if *ns == TPCB_EPYC_GUEST.stmt[1])));
     }
 }
