@@ -160,6 +160,24 @@ fn pipe_round_trip_on_one_cpu_follows_costs() {
     assert!(r.voluntary_switches >= 2 * 5000);
 }
 
+/// On one CPU under CFS (v5.13: PCID, no TLB refill on the mm switch) the
+/// wakee preempts the writer at its wakeup: the reader then writes back while
+/// the writer is still runnable (no second wakeup) and blocks, so a round trip
+/// is one wakeup (the waker's enqueue under the rq lock) and two switches, one
+/// of them involuntary. The waker's enqueue is charged even though it is
+/// preempted at the op boundary right after it (it was lost before: 231k ops/s).
+#[test]
+fn pipe_round_trip_with_wakeup_preemption_follows_costs() {
+    let m = one_cpu_machine();
+    let w = wl(&m, "pipe", "loops=5000");
+    let r = go(&m, "v5.13", &w, 1, None);
+    let c = &m.costs;
+    let rt_ns = 2.0 * 1500.0 + 2.0 * (c.context_switch_ns + c.mm_switch_ns) as f64 + c.rq_lock_hold_ns as f64;
+    let want = 1e9 / rt_ns;
+    assert!((r.metric_value - want).abs() / want < 0.02, "ops/s {} vs {want}", r.metric_value);
+    assert!(r.involuntary_switches >= 4900 && r.wakeups <= 5100, "{} involuntary, {} wakeups", r.involuntary_switches, r.wakeups);
+}
+
 fn run_with(m: &Machine, kernel: schedlab_kernel::Kernel, w: &Workload, duration: u64) -> (RunResult, schedlab_kernel::Kernel) {
     let cfg = SimConfig { seed: 1, duration_ns: Some(duration), schedstat: false, model: quiet(), trace: false, switch_log: false };
     crate::Sim::new(m, kernel, w, &cfg).run_keep_kernel(&cfg)
