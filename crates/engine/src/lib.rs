@@ -491,7 +491,11 @@ impl<'a> Sim<'a> {
                         continue;
                     }
                     if let Some(t) = self.cpus[c.idx()].running {
+                        // The segment is done: a preemption at this op boundary
+                        // (do_schedule() -> seg_done()) must not take it again
+                        // off the costs the next ops add (a waker's enqueue).
                         self.rt[t.idx()].remaining = 0;
+                        self.cpus[c.idx()].seg_start = self.now;
                         self.run_ops(c, t);
                     }
                 }

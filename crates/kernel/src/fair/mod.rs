@@ -614,14 +614,15 @@ impl Kernel {
     }
 
     /// `requeue_delayed_entity()` (v6.12): a delayed sleeper is woken in place.
-    /// v6.12.0 takes the lag against the cfs_rq as it stands (no update_curr();
-    /// ttwu_runnable() only updates the rq clock); the model brings curr up to
-    /// date first (F-645).
+    /// The lag is taken against the cfs_rq as it stands: ttwu_runnable() only
+    /// updates the rq clock and enqueue_task_fair(ENQUEUE_DELAYED) goes straight
+    /// here, so curr's vruntime (and V) are as of curr's last update_curr(),
+    /// not now (v6.12 through v6.18 alike). curr's run since then is charged
+    /// by check_preempt_wakeup_fair()'s update_curr() right after, which can
+    /// leave the waker ineligible and let the wakee preempt it (F-645).
     pub(crate) fn requeue_delayed_entity(&mut self, p: TaskId, now: u64) {
         let e = Ent::task(p);
         let q = self.cfs_of(e);
-        // FIDELITY(F-645): update_curr() first, which v6.12.0 does not do here.
-        self.update_curr(q, now);
         if self.feats.has(DELAY_ZERO) {
             self.update_entity_lag(q, e);
             if self.se(e).vlag > 0 {
@@ -1510,6 +1511,57 @@ mod tests {
         let ids3 = hand_queue(&mut k3, &[(1024, 0, 3 * MS), (1024, 8 * MS, 11 * MS)]);
         run_then_sleep(&mut k3, ids3[1], 0);
         assert!(!k3.tasks[ids3[1].idx()].se.on_rq, "v6.6 has no delayed dequeue");
+    }
+
+    // F-645, v6.12 ttwu_runnable() -> enqueue_task_fair(ENQUEUE_DELAYED) ->
+    // requeue_delayed_entity(): the delayed wakee's lag is taken against curr's
+    // vruntime as of its last update_curr() (none on this path); the waker's run
+    // since its pick is charged only by check_preempt_wakeup_fair()'s
+    // update_curr(). Two nice-0 tasks ping-pong on one CPU, hand-computed
+    // (vruntime = wall time at weight 1024; V = (vA + vB) / 2; eligible iff v <= V):
+    //   B blocks 1 us ahead of A (vA = 10 ms, vB = 10 ms + 1 us): V = +0.5 us,
+    //   vB > V, ineligible: delayed; A is picked at t = 0.
+    //   A runs 3 us and wakes B. Requeue: V = +0.5 us (vA not yet charged),
+    //   lag(B) = V - vB = -0.5 us <= 0: B stays at +1 us (no DELAY_ZERO replace).
+    //   Wakeup preemption: update_curr() -> vA = +3 us, V = +2 us, vA > V: A is
+    //   not eligible, pick_eevdf() = B: B preempts A.
+    //   (With update_curr() before the requeue, the model's old form: V = +2 us,
+    //   lag(B) = +1 us > 0, zeroed and B placed at V = vA = +3 us; A stays
+    //   eligible and protected, no preemption, and A blocks ahead of B: delayed.)
+    //   B runs r and blocks with A queued: vB = +1 us + r, V = (3 us + vB) / 2:
+    //   eligible iff r <= 2 us. r = 0.5 us: V = +2.25 us, vB = +1.5 us, eligible,
+    //   dequeued for real with vlag = +0.75 us (its next wakeup selects a CPU).
+    //   r = 2.5 us: vB = +3.5 us > V = +3.25 us: delayed.
+    #[test]
+    fn v6_12_delayed_wakee_lag_before_the_wakers_update_curr() {
+        const US: u64 = 1_000;
+        let scenario = |r: u64| {
+            let mut k = one_cpu("v6.12");
+            let base = 10 * MS;
+            let ids = hand_queue(&mut k, &[(1024, base, base + 3 * MS), (1024, base + US, base + US + 3 * MS)]);
+            let (a, b) = (ids[0], ids[1]);
+            run_then_sleep(&mut k, b, 0);
+            assert!(k.tasks[b.idx()].se.sched_delayed, "B blocked 1 us ahead: not eligible, delayed");
+            assert_eq!(k.rqs[0].curr, Some(a));
+            let w = k.try_to_wake_up(b, CpuId(0), Some(a), crate::core::WakeFlags::SYNC, 3 * US);
+            assert!(!k.tasks[b.idx()].se.sched_delayed);
+            assert_eq!(k.tasks[b.idx()].se.vruntime, base + US, "lag -0.5 us against the stale V: B stays in place");
+            assert_eq!(k.tasks[a.idx()].se.vruntime, base + 3 * US, "A charged by the wakeup-preemption check");
+            assert_eq!(k.avg_vruntime(CpuId(0)), base + 2 * US);
+            assert!(!k.entity_eligible(CpuId(0), a), "A (+3 us) is past V (+2 us)");
+            assert!(w.resched, "B preempts A");
+            k.schedule(CpuId(0), SwitchReason::Preempt, 3 * US);
+            assert_eq!(k.rqs[0].curr, Some(b));
+            k.schedule(CpuId(0), SwitchReason::Block, 3 * US + r);
+            assert_eq!(k.rqs[0].curr, Some(a));
+            (k, b)
+        };
+        let (k, b) = scenario(US / 2);
+        let b = &k.tasks[b.idx()].se;
+        assert!(!b.on_rq && !b.sched_delayed, "B ran 0.5 us < its 2 us lead: eligible, dequeued");
+        assert_eq!(b.vlag, 750, "vlag = V - vB = 2.25 us - 1.5 us");
+        let (k, b) = scenario(5 * US / 2);
+        assert!(k.tasks[b.idx()].se.on_rq && k.tasks[b.idx()].se.sched_delayed, "B ran 2.5 us > its 2 us lead: delayed");
     }
 
     // pick_next_entity() (<= v6.5): CFS picks the leftmost (smallest vruntime) entity; a next buddy
