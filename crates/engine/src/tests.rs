@@ -770,7 +770,7 @@ fn ipi_send_cost_is_charged_to_the_waker_only_when_an_ipi_is_sent() {
     // waker on its CPU longer, so more wakeups find the other CPU halted).
     let base = cpu_per_rt(&two_cpus(0, HLT));
     let (d5, d10) = (cpu_per_rt(&two_cpus(5000, HLT)) - base, cpu_per_rt(&two_cpus(10_000, HLT)) - base);
-    assert!(d5 >= 3_000.0 && d5 <= 10_000.0, "5 us per IPI, up to 2 IPIs per round trip: +{d5} ns");
+    assert!((3_000.0..=10_000.0).contains(&d5), "5 us per IPI, up to 2 IPIs per round trip: +{d5} ns");
     assert!(d10 > 1.8 * d5, "charged per IPI: +{d5} ns at 5 us, +{d10} ns at 10 us");
     let (base, polled) = (cpu_per_rt(&two_cpus(0, POLL)), cpu_per_rt(&two_cpus(5000, POLL)));
     assert!((polled - base).abs() < 100.0, "a polling CPU needs no IPI: {base} -> {polled} ns");

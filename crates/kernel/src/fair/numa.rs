@@ -2193,7 +2193,7 @@ mod tests {
         k.nmm().migrate_on[3] = true;
         assert_eq!(k.update_numa_stats(p, 1, true, 112).idle_cpu, None, "CPU 3 is another migration's target");
         k.nmm().migrate_on[3] = false;
-        k.tasks[p.idx()].cpus_allowed = Some(CpuMask::from_cpus(4, [CpuId(0), CpuId(1), CpuId(2)]));
+        k.tasks[p.idx()].cpus_allowed = Some(Box::new(CpuMask::from_cpus(4, [CpuId(0), CpuId(1), CpuId(2)])));
         assert_eq!(k.update_numa_stats(p, 1, true, 112).idle_cpu, None, "p may not run on CPU 3");
         assert_eq!(k.update_numa_stats(p, 1, false, 112).idle_cpu, None, "the source node is not searched");
         let mut k2 = kernel_on("v5.2", None);
@@ -2214,7 +2214,7 @@ mod tests {
         let mut k = kernel_on("v6.12", None);
         let ts = start_tasks(&mut k, &[(0, 1, false), (2, NO_NODE, true)]);
         let (p, q) = (ts[0], ts[1]);
-        k.tasks[q.idx()].cpus_allowed = Some(CpuMask::from_cpus(4, [CpuId(2), CpuId(3)]));
+        k.tasks[q.idx()].cpus_allowed = Some(Box::new(CpuMask::from_cpus(4, [CpuId(2), CpuId(3)])));
         let sd = k.sd.per_cpu[0].iter().map(|&id| &k.sd.domains[id as usize]).find(|d| d.flags & SD_NUMA != 0).unwrap();
         assert_eq!(sd.imb_numa_nr, 2, "two LLCs under the NUMA level");
         assert!(k.task_numa_migrate(p), "v6.12 moves p into node 1's spare capacity");
@@ -2226,7 +2226,7 @@ mod tests {
         let mut k = kernel_on("v5.2", None);
         let ts = start_tasks(&mut k, &[(0, 1, false), (2, NO_NODE, true)]);
         let p = ts[0];
-        k.tasks[ts[1].idx()].cpus_allowed = Some(CpuMask::from_cpus(4, [CpuId(2), CpuId(3)]));
+        k.tasks[ts[1].idx()].cpus_allowed = Some(Box::new(CpuMask::from_cpus(4, [CpuId(2), CpuId(3)])));
         assert!(!k.task_numa_migrate(p), "v5.2: the move worsens the load imbalance and there is no swap");
         assert_eq!(k.nm().stop[0], None);
         assert!(k.nm().migrate_on.iter().all(|&f| !f));
