@@ -539,6 +539,13 @@ pub fn level_name(topo: &CpuTopology, cpu: u16, span: &[u16]) -> Option<&'static
     (union == span).then_some("NUMA")
 }
 
+/// The `&'static` form of a level name the kernel prints in v17 schedstat
+/// (sched_domain_topology_level names: SMT, CLS, MC, PKG, NODE, NUMA); None
+/// for a name the model does not build.
+fn known_level_name(n: &str) -> Option<&'static str> {
+    ["SMT", "CLS", "MC", "PKG", "NODE", "NUMA"].into_iter().find(|k| *k == n)
+}
+
 /// A snapshot (or the model's counters) summed per domain level.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -564,7 +571,11 @@ pub fn summarize(s: &Snapshot, topo: &CpuTopology) -> Result<Summary> {
         out.sched_count += c.sched_count;
         let mut names: Vec<&'static str> = Vec::new();
         for d in &c.domains {
-            let name = level_name(topo, c.cpu, &d.span).with_context(|| {
+            // v17 prints the kernel's own level name: it wins over the span
+            // (which cannot tell a NODE level from a one-node NUMA level, or a
+            // package-wide NUMA level from PKG); the span still has to be a
+            // group of the machine.
+            let by_span = level_name(topo, c.cpu, &d.span).with_context(|| {
                 format!(
                     "cpu{} domain{} spans CPUs {} in the guest, which is no SMT core, LLC, package or set of NUMA nodes of the machine; the guest topology does not match it",
                     c.cpu,
@@ -572,6 +583,7 @@ pub fn summarize(s: &Snapshot, topo: &CpuTopology) -> Result<Summary> {
                     schedlab_topology::cpulist(d.span.iter().map(|&x| CpuId(x)))
                 )
             })?;
+            let name = d.name.as_deref().and_then(known_level_name).unwrap_or(by_span);
             let nth = names.iter().filter(|&&n| n == name).count();
             names.push(name);
             let i = level_slot(&mut out.levels, name, nth);
@@ -712,7 +724,8 @@ mod tests {
             let sum = summarize(&snap, &m.topology).unwrap_or_else(|e| panic!("{kernel} on {machine}: {e:#}"));
             let (count, local, levels) = k.level_stats();
             assert_eq!((sum.ttwu_count, sum.ttwu_local), (count, local));
-            if m.topology.nr_nodes() == 1 {
+            if m.topology.nr_nodes() == 1 || version >= 17 {
+                // v17 names its levels: the reader takes the kernel's names.
                 assert_eq!(sum.levels, levels, "{kernel} on {machine}");
             } else {
                 // Spans name the levels (`level_name`): on a machine with several
