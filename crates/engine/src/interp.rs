@@ -81,9 +81,7 @@ impl Sim<'_> {
                 Op::Write { chan, cost } | Op::WriteTag { chan, cost, .. } | Op::WriteReg { chan_base: chan, cost } => {
                     if stage == 0 {
                         let j = self.jitter(cost);
-                        let r = &mut self.rt[t.idx()];
-                        r.remaining = j;
-                        r.stage = 1;
+                        self.start_cost(t, j);
                         continue;
                     }
                     let (chan, tag) = match op {
@@ -184,9 +182,7 @@ impl Sim<'_> {
                 Op::Fork { spec, cost } => {
                     if stage == 0 {
                         let j = self.jitter(cost);
-                        let r = &mut self.rt[t.idx()];
-                        r.remaining = j;
-                        r.stage = 1;
+                        self.start_cost(t, j);
                         continue;
                     }
                     self.advance(t);
@@ -237,9 +233,7 @@ impl Sim<'_> {
                 }
                 Op::Exit { cost } => {
                     if stage == 0 {
-                        let r = &mut self.rt[t.idx()];
-                        r.remaining = cost;
-                        r.stage = 1;
+                        self.start_cost(t, cost);
                         continue;
                     }
                     self.exit_task(c, t);
@@ -385,6 +379,14 @@ impl Sim<'_> {
         woken.clear();
         self.wake_buf = woken;
         ChanOutcome::Done { woke }
+    }
+
+    /// Stage 0 of an op with a CPU cost: `ns` of work to run before stage 1.
+    #[inline]
+    fn start_cost(&mut self, t: TaskId, ns: u64) {
+        let r = &mut self.rt[t.idx()];
+        r.remaining = ns;
+        r.stage = 1;
     }
 
     #[inline]

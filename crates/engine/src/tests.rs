@@ -152,17 +152,24 @@ fn hogs_share_a_cpu_by_weight() {
 /// same-CPU episodes show (prev_state=R switches).
 #[test]
 fn pipe_round_trip_on_one_cpu_follows_costs() {
-    let m = one_cpu_machine();
-    let w = wl(&m, "pipe", "loops=5000");
-    let r = go(&m, "v6.12", &w, 1, None);
-    let c = &m.costs;
-    // per round trip: 2 x (pipe write + read) + 2 context switches + 1 enqueue.
-    use schedlab_workload::builtin::costs::{PIPE_READ_NS, PIPE_WRITE_NS};
-    let rt_ns =
-        2.0 * (PIPE_WRITE_NS + PIPE_READ_NS) as f64 + 2.0 * (c.context_switch_ns + c.mm_switch_ns) as f64 + c.rq_lock_hold_ns as f64;
-    let want = 1e9 / rt_ns;
+    let (r, want) = one_cpu_pipe("v6.12");
     assert!((r.metric_value - want).abs() / want < 0.05, "ops/s {} vs {want}", r.metric_value);
     assert!(r.voluntary_switches >= 5000 && r.involuntary_switches >= 4900, "{} / {}", r.voluntary_switches, r.involuntary_switches);
+}
+
+/// 5,000 pipe round trips on one CPU under `kernel`, and the ops/s the cost
+/// constants give when the wakee preempts the writer: per round trip 2 x (pipe
+/// write + read) + 2 context switches (mm switch too: processes) + 1 enqueue
+/// under the rq lock.
+fn one_cpu_pipe(kernel: &str) -> (RunResult, f64) {
+    use schedlab_workload::builtin::costs::{PIPE_READ_NS, PIPE_WRITE_NS};
+    let m = one_cpu_machine();
+    let w = wl(&m, "pipe", "loops=5000");
+    let r = go(&m, kernel, &w, 1, None);
+    let c = &m.costs;
+    let rt_ns =
+        2.0 * (PIPE_WRITE_NS + PIPE_READ_NS) as f64 + 2.0 * (c.context_switch_ns + c.mm_switch_ns) as f64 + c.rq_lock_hold_ns as f64;
+    (r, 1e9 / rt_ns)
 }
 
 /// On one CPU under CFS (v5.13: PCID, no TLB refill on the mm switch) the
@@ -173,14 +180,7 @@ fn pipe_round_trip_on_one_cpu_follows_costs() {
 /// preempted at the op boundary right after it (it was lost before: 231k ops/s).
 #[test]
 fn pipe_round_trip_with_wakeup_preemption_follows_costs() {
-    let m = one_cpu_machine();
-    let w = wl(&m, "pipe", "loops=5000");
-    let r = go(&m, "v5.13", &w, 1, None);
-    let c = &m.costs;
-    use schedlab_workload::builtin::costs::{PIPE_READ_NS, PIPE_WRITE_NS};
-    let rt_ns =
-        2.0 * (PIPE_WRITE_NS + PIPE_READ_NS) as f64 + 2.0 * (c.context_switch_ns + c.mm_switch_ns) as f64 + c.rq_lock_hold_ns as f64;
-    let want = 1e9 / rt_ns;
+    let (r, want) = one_cpu_pipe("v5.13");
     assert!((r.metric_value - want).abs() / want < 0.02, "ops/s {} vs {want}", r.metric_value);
     assert!(r.involuntary_switches >= 4900 && r.wakeups <= 5100, "{} involuntary, {} wakeups", r.involuntary_switches, r.wakeups);
 }

@@ -130,8 +130,8 @@ fn load_real() -> Vec<Real> {
     out
 }
 
-/// The built-in's parameters for a recorded configuration, the model's op
-/// count for a run of `sim_s` simulated seconds, and which tasks are the server.
+/// The built-in's parameters for a recorded configuration and the simulated
+/// duration of a time-bounded run (None: the workload runs to its end).
 fn model_params(r: &Real) -> (String, Option<u64>) {
     let c = &r.cfg;
     match r.bench.as_str() {
