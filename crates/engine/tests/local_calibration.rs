@@ -280,7 +280,7 @@ const OPEN: &[(&str, &[&str], &str, &str)] = &[
         "memcached",
         &["client_threads=2"],
         "client switches/op",
-        "since F-645 was fixed (session 8) each woken worker preempts the client thread sharing its vCPU: 0.99 switches per request against 0.17; not understood",
+        "F-105: each client thread talks to one worker, so each vCPU holds a closed worker/client pair and every reply wakes the (delayed) client, which preempts the worker: v6.12 does this too (hand-checked: kernel test v6_12_memcached_client_requeue_preempts_the_worker_that_ran_past_its_lead); with round-robin dispatch approximated 0.38 per request",
     ),
     ("memcached", &["client_threads=2"], "client CPU us/op", "the switches above"),
     ("memcached", &["client_threads=2"], "wakeups/op", "the switches above"),

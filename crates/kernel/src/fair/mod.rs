@@ -1564,6 +1564,54 @@ mod tests {
         assert!(k.tasks[b.idx()].se.on_rq && k.tasks[b.idx()].se.sched_delayed, "B ran 2.5 us > its 2 us lead: delayed");
     }
 
+    // Issue 17 (memcached 2 workers x 2x8 connections on the 2-vCPU guest): one
+    // wakeup taken from `schedlab run --machine local-guest.toml --kernel v6.12
+    // --workload memcached --set threads=2,client_threads=2,connections=8`,
+    // seed 1, CPU 0 at t = 44.063913 ms, checked by hand against v6.12
+    // ttwu_runnable() -> enqueue_task_fair(ENQUEUE_DELAYED) ->
+    // requeue_delayed_entity(), then check_preempt_wakeup_fair() ->
+    // update_curr() -> pick_eevdf() (nice 0: vruntime advances at wall rate;
+    // V = (vW + vC) / 2; eligible iff v <= V):
+    //   the client C (memtier-0) blocked in epoll_wait at t0 = 44.054726 ms with
+    //   vC = 23,662,197 against the worker W's vW = 23,655,440: V = 23,658,818,
+    //   vC > V, not eligible: delayed. W is picked at t0 (set_next_entity():
+    //   vlag = deadline = 24,823,965, protected).
+    //   W serves one request and its reply wakes C at t1 = t0 + 9,187 ns.
+    //   requeue: lag(C) = V - vC = 23,658,818 - 23,662,197 = -3,379 <= 0: no
+    //   DELAY_ZERO re-placement, C stays at 23,662,197.
+    //   update_curr(): vW = 23,655,440 + 9,187 = 23,664,627 (deadline not
+    //   reached; PREEMPT_SHORT: equal slices, nothing). V = 23,663,412.
+    //   pick_eevdf(): W is past V, not eligible, so RUN_TO_PARITY does not
+    //   apply; C (<= V) is the eligible entity: C preempts W.
+    // So W loses the CPU iff it ran more than C's lead e = vC - vW = 6,757 ns
+    // since its pick: x = e keeps W eligible (v == V) and protected.
+    #[test]
+    fn v6_12_memcached_client_requeue_preempts_the_worker_that_ran_past_its_lead() {
+        let (t0, vw, dw, vc, dc) = (44_054_726, 23_655_440, 24_823_965, 23_662_197, 25_145_548);
+        let wake_after = |x: u64| {
+            let mut k = one_cpu("v6.12");
+            let ids = hand_queue(&mut k, &[(1024, vw, dw), (1024, vc, dc)]);
+            let (w, c) = (ids[0], ids[1]);
+            run_then_sleep(&mut k, c, t0);
+            assert!(k.tasks[c.idx()].se.sched_delayed, "C blocked 6,757 ns ahead of W: not eligible, delayed");
+            assert_eq!(k.rqs[0].curr, Some(w));
+            assert_eq!(k.tasks[w.idx()].se.vlag, dw as i64, "set_next_entity() stashed W's deadline: protected");
+            let r = k.try_to_wake_up(c, CpuId(0), Some(w), crate::core::WakeFlags::SYNC, t0 + x);
+            assert_eq!(k.tasks[c.idx()].se.vruntime, vc, "negative lag: requeued in place");
+            assert_eq!(k.tasks[w.idx()].se.vruntime, vw + x, "W charged by check_preempt_wakeup_fair()'s update_curr()");
+            (k, w, r.resched)
+        };
+        let (k, w, resched) = wake_after(9_187);
+        assert_eq!(k.avg_vruntime(CpuId(0)), 23_663_412);
+        assert!(!k.entity_eligible(CpuId(0), w), "W (23,664,627) is past V (23,663,412)");
+        assert!(resched, "C preempts W");
+        let (k, w, resched) = wake_after(6_757);
+        assert!(k.entity_eligible(CpuId(0), w), "vW == vC == V");
+        assert!(!resched, "W ran exactly C's lead: eligible and protected (RUN_TO_PARITY)");
+        let (_, _, resched) = wake_after(6_758);
+        assert!(resched, "one ns past C's lead: W is not eligible");
+    }
+
     // pick_next_entity() (<= v6.5): CFS picks the leftmost (smallest vruntime) entity; a next buddy
     // wins only if it is within wakeup_gran of the leftmost.
     #[test]
