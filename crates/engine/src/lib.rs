@@ -641,7 +641,8 @@ impl<'a> Sim<'a> {
         debug_assert_eq!(p.idx(), self.rt.len());
         // A timer slot for every task (a spec forked more than once, kernel threads first).
         self.queue.ensure_slots(self.nr_cpus_slots as usize + p.idx() + 1);
-        self.mem.push(TaskMem { footprint: DEFAULT_FOOTPRINT, ..Default::default() });
+        let footprint = ts.footprint_kib.map_or(DEFAULT_FOOTPRINT, |k| k as u64 * 1024);
+        self.mem.push(TaskMem { footprint, ..Default::default() });
         self.rt.push(TaskRt {
             spec,
             program: ts.program,
@@ -801,6 +802,7 @@ impl<'a> Sim<'a> {
                     let residency = idle_len.saturating_sub(std::mem::take(&mut cpu.exit_lat));
                     cpu.idle_pred_ns = schedlab_machine::cost::CostModel::idle_predict(cpu.idle_pred_ns, residency);
                     cpu.since = now;
+                    self.cost.halted(c, idle_len);
                 }
                 let mut cost = 0;
                 if prev != next {

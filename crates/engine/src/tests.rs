@@ -824,3 +824,39 @@ mm = 0
     assert!((iterations - 24.0).abs() < 1e-6, "{iterations} iterations");
     assert!(r.simulated_ns >= 24 * MS && r.simulated_ns < 25 * MS, "{} ns", r.simulated_ns);
 }
+
+/// A halt costs a task its cache contents only on a machine whose halted
+/// CPUs lose them (`halt_evict_mbps`, a VM's host), and the cost grows with
+/// the working set the workload declares (`footprint_kib`): one task that
+/// runs 20 us and sleeps 1 ms, pinned, so every wakeup finds its CPU halted
+/// for ~1 ms (7 MB of foreign data into the 256 KiB L2 and the 12 MiB LLC).
+#[test]
+fn halt_eviction_costs_grow_with_the_declared_footprint() {
+    let machine = |rate: u64| {
+        let mut m = schedlab_machine::load("x86-12").unwrap();
+        m.costs.halt_evict_mbps = rate;
+        m
+    };
+    let text = |fp: &str| {
+        format!(
+            "format = 1\nname = \"napper\"\n[metric]\nkind = \"elapsed\"\nname = \"time\"\nstart = 0\nend = 1\n\
+             [[program]]\nops = [\"mark id=0\", \"loop count=200\", \"run ns=20us\", \"sleep ns=1ms\", \"end_loop\", \"mark id=1\"]\n\
+             [[task]]\nname = \"t\"\nprogram = 0\nmm = 0\ncpus = [0]\n{fp}"
+        )
+    };
+    let l2_misses = |rate: u64, fp: &str| {
+        let m = machine(rate);
+        let w = schedlab_workload::file::from_toml_str(&text(fp), "napper.toml").unwrap();
+        go_quiet(&m, "v6.12", &w, 1, None).l2_misses
+    };
+    let (bare, bare_big) = (l2_misses(0, ""), l2_misses(0, "footprint_kib = 1024\n"));
+    let (vm, vm_big) = (l2_misses(7000, ""), l2_misses(7000, "footprint_kib = 1024\n"));
+    // Bare metal: the first switch-in fetches the working set, then it stays
+    // warm however long the CPU idled.
+    assert_eq!((bare, bare_big), (1024, 16384), "bare metal refills once");
+    // The VM: every wakeup refills the lost part again, 200 times: all of
+    // the 64 KiB (1,024 lines: the L2 copy is gone, ~58 % of the LLC copy
+    // too); of the declared 1 MiB, what left the LLC (more than the L2 holds).
+    assert!((201 * 1024..=202 * 1024).contains(&vm), "64 KiB, first fetch + 200 refills: {vm}");
+    assert!(vm_big > 2 * vm && vm_big > 200 * 4096, "1 MiB declared: {vm_big} against {vm}");
+}

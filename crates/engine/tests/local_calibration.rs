@@ -3,7 +3,8 @@
 //! `scripts/calibrate-measure` into tests/data/calib-local.txt (per-task perf
 //! counters: task-clock, context switches, sched_waking). The model runs on
 //! tests/data/local-guest.toml (`schedlab machine show local --toml` on that
-//! guest: its measured context switch, IPI send and halt exit) with v6.12 for
+//! guest: its measured context switch, IPI send, halt exit and halt cache
+//! eviction) with v6.12 for
 //! the guest's 6.18, and must stay within the stated tolerance of the mean of
 //! the recorded repeats. docs/CALIBRATION.md "Built-ins against the real
 //! programs" has the tables this test prints (`cargo test --release -p
@@ -264,9 +265,9 @@ fn checks(bench: &str, cfg: &BTreeMap<String, String>) -> Vec<Check> {
 /// all appear, figure, reason). Each is printed, not failed; one that comes
 /// within tolerance fails the test so that the list stays true.
 const OPEN: &[(&str, &[&str], &str, &str)] = &[
-    ("hackbench", &["pipe=0", "groups=1"], "client CPU us/op", "follows the switch count below"),
+    ("hackbench", &["pipe=0", "groups=1", "threads=1"], "client CPU us/op", "follows the switch count below"),
     ("hackbench", &["pipe=0"], "client switches/op", "the model's receivers find their socket empty 1.3-2.7x as often"),
-    ("hackbench", &["pipe=0"], "wakeups/op", "as the switches"),
+    ("hackbench", &["pipe=0", "groups=1"], "wakeups/op", "as the switches"),
     ("hackbench", &["pipe=1"], "client switches/op", "the model's pipe receivers sleep 26 % less often"),
     ("hackbench", &["pipe=1"], "wakeups/op", "as the switches"),
     ("tbench", &["clients=2"], "wakeups/op", "1.2 real wakeups per op against 2 modelled: a reader still running when its data arrives"),
@@ -290,7 +291,7 @@ const OPEN: &[(&str, &[&str], &str, &str)] = &[
         "sysbench",
         &["threads=1"],
         "server CPU us/op",
-        "the guest runs ~2x slower after a vCPU halt (mysqld 1,503 us per event quiet, 681 us while other load kept the vCPUs busy); not modelled",
+        "the guest runs ~2x slower after a vCPU halt (mysqld 1,503 us per event quiet, 681 us while other load kept the vCPUs busy); the halt's cache eviction is modelled (F-450) but mysqld's working set is not declared (64 KiB default, F-016): +14 us per event",
     ),
     ("sysbench", &["threads=2"], "server CPU us/op", "mysqld's CPU per event grows with connections (InnoDB latches, buffer pool mutex) where the model's is constant"),
     ("sysbench", &["threads=4"], "server CPU us/op", "as threads=2"),

@@ -317,6 +317,23 @@ impl CostModel {
         lines * self.c2c_ns(writer, reader)
     }
 
+    /// `cpu` comes back from `idle_ns` of idle: on a machine whose halted CPUs
+    /// lose cache contents to other work (`halt_evict_mbps`, a virtual
+    /// machine's host), that much foreign data entered its L2 and its LLC, so
+    /// the next switch-in finds less of its task warm (`surviving()`).
+    // FIDELITY(F-450): host traffic as a constant rate into both levels, whatever the host runs.
+    pub fn halted(&mut self, cpu: CpuId, idle_ns: u64) {
+        let rate = self.c.halt_evict_mbps;
+        if rate == 0 || !self.sw.on(Component::CACHE) {
+            return;
+        }
+        let bytes = idle_ns.saturating_mul(rate) / 1000;
+        let core = self.core_of[cpu.idx()] as usize;
+        let llc = self.llc_of[cpu.idx()] as usize;
+        self.l2_traffic[core] = self.l2_traffic[core].saturating_add(bytes);
+        self.llc_traffic[llc] = self.llc_traffic[llc].saturating_add(bytes);
+    }
+
     /// Switch task `m` in on `cpu`: the cold part of its working set is refilled
     /// from the LLC or from DRAM (local or remote), then it is warm there.
     // FIDELITY(F-018): warmth kept for the last L2 and the last LLC only.
@@ -449,6 +466,43 @@ mod tests {
         let mut other = TaskMem { footprint: 4 << 20, ..Default::default() };
         cm.switch_in(&mut other, CpuId(0));
         assert!(cm.switch_in(&mut t, CpuId(0)).ns > 0);
+    }
+
+    // A halt evicts only where the machine says its halted CPUs lose their
+    // caches (a VM's host): bare metal keeps the task warm however long the
+    // CPU idled; at 7,000 MB/s a 50 us halt costs part of the L2 copy (refill
+    // from the LLC), a 10 ms halt the LLC copy too (refill from DRAM).
+    #[test]
+    fn halt_evicts_only_on_machines_that_say_so() {
+        let fp = 256 * 1024;
+        let mut bare = model("x86-12");
+        let mut t = TaskMem { footprint: fp, ..Default::default() };
+        bare.switch_in(&mut t, CpuId(0));
+        bare.halted(CpuId(0), 10_000_000);
+        assert_eq!(bare.switch_in(&mut t, CpuId(0)).ns, 0, "bare metal: an idle core keeps its contents");
+        let mut m = crate::load("x86-12").unwrap();
+        m.costs.halt_evict_mbps = 7_000;
+        let refill_after = |halt_ns: u64| {
+            let mut cm = CostModel::new(&m, ModelSwitches::default());
+            let mut t = TaskMem { footprint: fp, ..Default::default() };
+            cm.switch_in(&mut t, CpuId(0));
+            cm.halted(CpuId(0), halt_ns);
+            cm.switch_in(&mut t, CpuId(0))
+        };
+        let (short, long) = (refill_after(50_000), refill_after(10_000_000));
+        // 50 us x 7,000 MB/s = 350 KB into a 256 KiB L2: all of the L2 copy
+        // gone, the LLC copy (12 MiB) nearly intact: refilled from the LLC.
+        let lines = fp / LINE;
+        assert!(short.l2_misses >= lines && short.l2_misses <= lines + 1, "{short:?}");
+        let lost_llc = lines * 350_000 / (12 << 20); // 2.8 % of the LLC copy
+        assert!(short.llc_misses >= lost_llc && short.llc_misses <= lost_llc + 1, "{short:?}");
+        // 10 ms = 70 MB: more than the LLC; everything comes from DRAM.
+        assert!(long.llc_misses >= lines, "{long:?}");
+        assert!(long.ns > short.ns);
+        // Without the CACHE component nothing is tracked.
+        let mut off = CostModel::new(&m, ModelSwitches::parse("NO_CACHE").unwrap());
+        off.halted(CpuId(0), 10_000_000);
+        assert_eq!(off.l2_traffic[0], 0);
     }
 
     // Cost is monotonic in footprint and in distance (same core < same LLC < other socket).

@@ -445,6 +445,10 @@ pub(crate) fn to_toml(m: &Machine) -> String {
     for (f, v) in fields {
         let _ = writeln!(s, "{f} = {v}");
     }
+    // Optional, written only when set (files of bare-metal machines stay as they were).
+    if k.halt_evict_mbps != 0 {
+        let _ = writeln!(s, "halt_evict_mbps = {}", k.halt_evict_mbps);
+    }
     let n = &m.noise;
     let _ = writeln!(s, "\n[noise]");
     let _ = writeln!(

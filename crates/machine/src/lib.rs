@@ -125,6 +125,16 @@ pub struct Costs {
     /// machine files (default 0).
     #[serde(default)]
     pub ipi_send_ns: u64,
+    /// Data of other programs that enters the caches of a CPU while it halts
+    /// (MB/s, i.e. bytes per microsecond of halt): a virtual machine's vCPU
+    /// halts to the host, which runs other work on that core and LLC (or
+    /// resumes the vCPU thread on another core), so a halted vCPU comes back
+    /// with its tasks' working sets partly evicted. Bare metal: 0 (an idle
+    /// core's caches keep their contents; FIDELITY F-450). Optional in
+    /// machine files (default 0); measured 7,000 on the EPYC KVM guest
+    /// (docs/CALIBRATION.md "local").
+    #[serde(default)]
+    pub halt_evict_mbps: u64,
     /// One-way cache-line transfer between SMT siblings.
     pub c2c_smt_ns: u64,
     /// One-way cache-line transfer between cores sharing an LLC.
@@ -407,6 +417,13 @@ pub const GUEST_IPI_SEND_NS: u64 = 10_000;
 /// round trip of which ~12 us is CPU on each side).
 pub const GUEST_HLT_EXIT_NS: u64 = 15_000;
 
+/// Foreign data entering a halted vCPU's L2 and LLC on the EPYC KVM guest: a
+/// pointer chase over 64 KiB / 256 KiB re-run after a halt of 50 us - 10 ms
+/// (scripts/calib-src/haltcache.c): the L2 copy is mostly gone after
+/// 50-200 us and the LLC copy after 3-10 ms; one rate for both levels fits
+/// the LLC loss at 1-10 ms within 0.1 (docs/CALIBRATION.md "local").
+pub const GUEST_HALT_EVICT_MBPS: u64 = 7_000;
+
 pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
     Costs {
         freq_mhz,
@@ -414,6 +431,7 @@ pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
         mm_switch_ns: 60,
         ipi_ns: if guest { 5000 } else { 1000 },
         ipi_send_ns: if guest { GUEST_IPI_SEND_NS } else { 0 },
+        halt_evict_mbps: if guest { GUEST_HALT_EVICT_MBPS } else { 0 },
         c2c_smt_ns: 8,
         c2c_llc_ns: 40,
         c2c_cross_llc_ns: 110,

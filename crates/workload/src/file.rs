@@ -137,6 +137,7 @@ struct TaskDoc {
     #[serde(default = "yes")]
     start: bool,
     group: Option<Num>,
+    footprint_kib: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -158,6 +159,8 @@ enum Num {
 const MAX_ITEMS: u64 = 1_000_000;
 /// Most ops in all programs together, after every repeat.
 const MAX_OPS: u64 = 4_000_000;
+/// Largest declared working set (4 GiB).
+const MAX_FOOTPRINT_KIB: u32 = 1 << 22;
 
 struct Ctx<'a> {
     file: &'a str,
@@ -242,6 +245,15 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 return Err(cx.err(t.span(), "cpus", "an empty CPU list; leave cpus out for all CPUs"));
             }
         }
+        if let Some(f) = d.footprint_kib {
+            if !(1..=MAX_FOOTPRINT_KIB).contains(&f) {
+                return Err(cx.err(
+                    t.span(),
+                    "footprint_kib",
+                    format!("{f} is out of range 1..{MAX_FOOTPRINT_KIB} (KiB); leave it out for the machine model's default of 64"),
+                ));
+            }
+        }
         for i in 0..d.repeat as i128 {
             let vars = Vars { i, j: 0 };
             let name = template(&d.name, &vars).map_err(|e| cx.err(t.span(), "name", e))?;
@@ -251,7 +263,7 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 Some(g) => num(g, &vars, doc.group.len() as i128).map_err(|e| cx.err(t.span(), "group", e))? as u32,
                 None => 0,
             };
-            tasks.push(TaskSpec { name, program, mm, nice: d.nice, cpus: d.cpus.clone(), start: d.start, group });
+            tasks.push(TaskSpec { name, program, mm, nice: d.nice, cpus: d.cpus.clone(), start: d.start, group, footprint_kib: d.footprint_kib });
             task_spans.push(t.span());
         }
     }
@@ -941,7 +953,7 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         k += n;
     }
     // Tasks: runs with the same text pieces, nice, cpus and start.
-    let key = |t: &TaskSpec| (name_parts(&t.name).0, t.nice, t.cpus.clone(), t.start);
+    let key = |t: &TaskSpec| (name_parts(&t.name).0, t.nice, t.cpus.clone(), t.start, t.footprint_kib);
     k = 0;
     while k < w.tasks.len() {
         let kk = key(&w.tasks[k]);
@@ -993,6 +1005,9 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         }
         if !t.start {
             o.push_str("start = false\n");
+        }
+        if let Some(f) = t.footprint_kib {
+            o.push_str(&format!("footprint_kib = {f}\n"));
         }
         k += n;
     }
@@ -1169,5 +1184,21 @@ mm = 0
         assert!(e.contains("m.toml:6"), "{e}");
         let e = from_toml_str(&MINI.replace("format = 1", "format = 2"), "m.toml").unwrap_err().0;
         assert!(e.contains("format = 2"), "{e}");
+    }
+
+    // A task's declared working set reaches the TaskSpec, survives an export,
+    // keeps tasks with different footprints apart in a `repeat` run, and a
+    // zero is refused with the key and the default named.
+    #[test]
+    fn footprint_kib_parses_exports_and_is_checked() {
+        assert_eq!(from_toml_str(MINI, "m.toml").unwrap().tasks[0].footprint_kib, None);
+        let two = MINI.replace("mm = 0\n", "mm = 0\nfootprint_kib = 512\n[[task]]\nname = \"u\"\nprogram = 0\nmm = 0\n");
+        let w = from_toml_str(&two, "m.toml").unwrap();
+        assert_eq!(w.tasks.iter().map(|t| t.footprint_kib).collect::<Vec<_>>(), [Some(512), None]);
+        let text = to_toml(&w, "");
+        assert!(text.contains("footprint_kib = 512"), "{text}");
+        assert_eq!(from_toml_str(&text, "x.toml").unwrap().tasks, w.tasks);
+        let e = from_toml_str(&MINI.replace("mm = 0\n", "mm = 0\nfootprint_kib = 0\n"), "m.toml").unwrap_err().0;
+        assert!(e.contains("m.toml:") && e.contains("footprint_kib") && e.contains("default of 64"), "{e}");
     }
 }

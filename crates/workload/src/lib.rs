@@ -219,6 +219,10 @@ pub struct TaskSpec {
     pub start: bool,
     /// Task group (cpu cgroup): 0 = the root group, `i + 1` = `Workload::groups[i]`.
     pub group: u32,
+    /// Private cache working set in KiB (what a switch-in on a cold CPU
+    /// refills, and the pages a TLB flush makes it re-walk); None = the
+    /// machine model's default (`schedlab_machine::cost::DEFAULT_FOOTPRINT`).
+    pub footprint_kib: Option<u32>,
 }
 
 /// How the reported metric is computed.

@@ -295,6 +295,7 @@ pub fn from_json_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 cpus: cpus.clone(),
                 start: true,
                 group: 0,
+                footprint_kib: None,
             });
         }
     }

@@ -459,6 +459,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             cpus: None,
             start: true,
             group: 0,
+            footprint_kib: None,
         });
     }
     // Client threads: send the first statement on each own connection, then
@@ -491,6 +492,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             cpus: None,
             start: true,
             group: 0,
+            footprint_kib: None,
         });
     }
     if open {

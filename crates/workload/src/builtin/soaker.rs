@@ -50,6 +50,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 cpus: None,
                 start: true,
                 group: 0,
+                footprint_kib: None,
             })
             .collect(),
         channels: vec![],
