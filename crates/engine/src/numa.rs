@@ -210,7 +210,16 @@ mod tests {
         for p in 0..procs {
             w.groups.push(GroupSpec { name: format!("g{p}"), parent: 0, shares: 1024 });
             for t in 0..threads {
-                w.tasks.push(TaskSpec { name: format!("p{p}t{t}"), program: 0, mm: p, nice: 0, cpus: None, start: true, group: p + 1, footprint_kib: None });
+                w.tasks.push(TaskSpec {
+                    name: format!("p{p}t{t}"),
+                    program: 0,
+                    mm: p,
+                    nice: 0,
+                    cpus: None,
+                    start: true,
+                    group: p + 1,
+                    footprint_kib: None,
+                });
             }
             w.memory.push(MemSpec {
                 mm: p,

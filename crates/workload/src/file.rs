@@ -263,7 +263,16 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 Some(g) => num(g, &vars, doc.group.len() as i128).map_err(|e| cx.err(t.span(), "group", e))? as u32,
                 None => 0,
             };
-            tasks.push(TaskSpec { name, program, mm, nice: d.nice, cpus: d.cpus.clone(), start: d.start, group, footprint_kib: d.footprint_kib });
+            tasks.push(TaskSpec {
+                name,
+                program,
+                mm,
+                nice: d.nice,
+                cpus: d.cpus.clone(),
+                start: d.start,
+                group,
+                footprint_kib: d.footprint_kib,
+            });
             task_spans.push(t.span());
         }
     }

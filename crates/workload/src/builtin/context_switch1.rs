@@ -53,7 +53,16 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
     // FIDELITY(F-441): ops are counted from time 0, the fork phase included.
     let main_prog = 0u32;
     w.programs.push(Vec::new());
-    w.tasks.push(TaskSpec { name: "will-it-scale".into(), program: main_prog, mm: 2 * pairs, nice: 0, cpus: None, start: true, group: 0, footprint_kib: None });
+    w.tasks.push(TaskSpec {
+        name: "will-it-scale".into(),
+        program: main_prog,
+        mm: 2 * pairs,
+        nice: 0,
+        cpus: None,
+        start: true,
+        group: 0,
+        footprint_kib: None,
+    });
     let mut main_ops = Vec::new();
     for i in 0..pairs {
         let (c1, c2) = (2 * i, 2 * i + 1);

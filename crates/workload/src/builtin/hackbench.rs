@@ -77,7 +77,16 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     // Main task: program 0.
     w.programs.push(Vec::new());
     let main_mm = 0;
-    w.tasks.push(TaskSpec { name: "hackbench".into(), program: 0, mm: main_mm, nice: 0, cpus: None, start: true, group: 0, footprint_kib: None });
+    w.tasks.push(TaskSpec {
+        name: "hackbench".into(),
+        program: 0,
+        mm: main_mm,
+        nice: 0,
+        cpus: None,
+        start: true,
+        group: 0,
+        footprint_kib: None,
+    });
     let mut main_ops = Vec::new();
     let mut next_mm = 1;
     for g in 0..groups {
