@@ -4,6 +4,7 @@
 
 use crate::scenario::Prepared;
 use schedlab_engine::RunResult;
+use schedlab_kernel::stats::LevelStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -108,19 +109,15 @@ pub struct Latency {
     pub max_ns: u64,
 }
 
-/// schedstat per domain level (bottom-up), with shares of all try_to_wake_up() calls.
+/// schedstat per domain level (bottom-up): the engine's counters (the one
+/// `LevelStats` type, its fields inline: `level`, `ttwu_wake_remote`, ...,
+/// `alb_pushed`) with shares of all try_to_wake_up() calls.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Level {
-    pub level: String,
-    pub ttwu_wake_remote: u64,
-    pub ttwu_move_affine: u64,
+    #[serde(flatten)]
+    pub counters: LevelStats,
     pub wake_remote_share: f64,
     pub affine_share: f64,
-    pub lb_count: u64,
-    pub lb_balanced: u64,
-    pub lb_failed: u64,
-    pub lb_gained: u64,
-    pub alb_pushed: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -245,16 +242,9 @@ impl RunReport {
                     .levels
                     .iter()
                     .map(|l| Level {
-                        level: l.name.to_string(),
-                        ttwu_wake_remote: l.ttwu_wake_remote,
-                        ttwu_move_affine: l.ttwu_move_affine,
+                        counters: l.clone(),
                         wake_remote_share: share(l.ttwu_wake_remote, r.ttwu_count),
                         affine_share: share(l.ttwu_move_affine, r.ttwu_count),
-                        lb_count: l.lb_count,
-                        lb_balanced: l.lb_balanced,
-                        lb_failed: l.lb_failed,
-                        lb_gained: l.lb_gained,
-                        alb_pushed: l.alb_pushed,
                     })
                     .collect(),
             },
