@@ -159,6 +159,18 @@ pub struct RunReport {
     pub events: u64,
 }
 
+impl Level {
+    /// A level's counters with their shares of `ttwu_count` try_to_wake_up()
+    /// calls (a run's, or a real kernel's: `schedlab oracle --json`).
+    pub fn new(counters: &LevelStats, ttwu_count: u64) -> Level {
+        Level {
+            counters: counters.clone(),
+            wake_remote_share: share(counters.ttwu_wake_remote, ttwu_count),
+            affine_share: share(counters.ttwu_move_affine, ttwu_count),
+        }
+    }
+}
+
 fn share(n: u64, d: u64) -> f64 {
     if d == 0 {
         0.0
@@ -238,15 +250,7 @@ impl RunReport {
                 ttwu_count: r.ttwu_count,
                 ttwu_local: r.ttwu_local,
                 local_share: share(r.ttwu_local, r.ttwu_count),
-                levels: r
-                    .levels
-                    .iter()
-                    .map(|l| Level {
-                        counters: l.clone(),
-                        wake_remote_share: share(l.ttwu_wake_remote, r.ttwu_count),
-                        affine_share: share(l.ttwu_move_affine, r.ttwu_count),
-                    })
-                    .collect(),
+                levels: r.levels.iter().map(|l| Level::new(l, r.ttwu_count)).collect(),
             },
             events: r.events,
         }
