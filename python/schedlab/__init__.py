@@ -6,7 +6,7 @@
                      params={"groups": 2, "loops": 50}, seed=1)
     r.metric, r.cpus, r.levels, r.counters, r.json
     c = schedlab.compare(kernel="v6.6", vs="v6.12", params={"groups": [1, 2, 4]}, runs=5)
-    c.summary                                                         # the CLI's statistics
+    c.summary, c.runs, c.levels, c.json                               # the CLI's statistics and --json
     df = schedlab.sweep({"kernel": ["v6.6", "v6.12"], "params": {"groups": [1, 2]}},
                         runs=3, path="results/")                     # Parquet dataset, resumable
     v = schedlab.validate(quick=True); v.claims, v.total_line          # the fidelity scorecard
@@ -118,7 +118,8 @@ def compare(machine=None, workload=None, kernel=None, vs=None, params=None, runs
     side B (vs, patch_b, features_b; default: A's), each point of the swept parameter
     (a params value that is a list) `runs` times with seeds 1..runs. Returns a
     `CompareResult` with the CLI's statistics (means as mmtests takes them, CV,
-    Welch's t-test)."""
+    Welch's t-test), per-run and per-level tables, and the `schedlab compare
+    --json` document (`.json`)."""
     spec = compare_spec(machine=machine, workload=workload, kernel=kernel, vs=vs, params=params, runs=runs,
                         duration=duration, patch=patch, patch_b=patch_b, features=features, features_b=features_b,
                         machine_model=machine_model, machine_model_b=machine_model_b, jobs=jobs)

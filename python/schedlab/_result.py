@@ -118,9 +118,18 @@ class Result:
                 f"{self.metric_name} = {self.metric:.6g} {self.metric_unit}>")
 
 
+LEVEL_COUNTERS = ["ttwu_wake_remote", "ttwu_move_affine", "lb_count", "lb_balanced", "lb_failed", "lb_gained",
+                  "alb_pushed"]
+
+
 class CompareResult:
     """An A/B comparison: `.summary` (one row per machine, workload and point: the
-    CLI's means, CV, change and Welch's t-test), `.runs` (one row per run), `.json`."""
+    CLI's means, CV, change and Welch's t-test), `.runs` (one row per run), `.levels`
+    (one row per run and sched-domain level: the schedstat counters), `.json` (the
+    `schedlab compare --json` document: the library's compare report) and `.data`
+    (it, parsed). Records of a table are ordered point, side, seed."""
+
+    TABLES = ("summary", "runs", "levels")
 
     def __init__(self, text, spec):
         self.json = text
@@ -142,41 +151,69 @@ class CompareResult:
                     "param": t["param"], "point": r["label"], "param_value": r["value"],
                     "a_mean": r["a_mean"], "a_cv_pct": r["a_cv"], "b_mean": r["b_mean"], "b_cv_pct": r["b_cv"],
                     "change_pct": r["change_pct"], "welch_t": w.get("t"), "welch_df": w.get("df"),
-                    "p_value": w.get("p"), "significant": bool(w) and w["p"] is not None and w["p"] < 0.05,
+                    "p_value": w.get("p"), "significant": r["significant"],
                     "affine_share_a": r["affine_a"], "affine_share_b": r["affine_b"],
                     "migrations_a": r["migrations_a"], "migrations_b": r["migrations_b"],
                 })
         return pd.DataFrame(rows)
 
+    def _records(self):
+        """(run key columns, record) per run, tables in order, records ordered point, side, seed."""
+        n = self.data["runs"]
+        sides = self.data["sides"]
+        for t in self.data["tables"]:
+            for i, x in enumerate(t["recs"]):
+                pi, si, k = i // n // 2, (i // n) % 2, i % n
+                key = {
+                    "machine": t["machine"], "workload": t["workload"], "side": "AB"[si],
+                    "kernel": sides[si]["kernel"], "point": t["points"][pi][0], "param": t["param"],
+                    "param_value": t["rows"][pi]["value"], "seed": k + 1,
+                }
+                yield key, x
+
     @property
     def runs(self):
         import pandas as pd
 
-        n = self.data["runs"]
-        sides = self.data["sides"]
         rows = []
-        for t in self.data["tables"]:
-            for i, x in enumerate(t["recs"]):
-                pi, si, k = i // n // 2, (i // n) % 2, i % n
-                row = {
-                    "machine": t["machine"], "workload": t["workload"], "side": "AB"[si],
-                    "kernel": sides[si]["kernel"], "point": t["points"][pi][0], "param": t["param"],
-                    "param_value": t["rows"][pi]["value"], "seed": k + 1,
-                    "metric": None if x["missing"] else x["metric"], "truncated": x["missing"],
-                    "voluntary_switches": x["voluntary"], "involuntary_switches": x["involuntary"],
-                    "migrations": x["migrations"], "wakeups": x["wakeups"], "ttwu_count": x["ttwu_count"],
-                    "ttwu_local": x["ttwu_local"], "ttwu_move_affine": x["ttwu_move_affine"],
-                    "run_delay_p50_ns": x["run_delay_ns"][0], "run_delay_p90_ns": x["run_delay_ns"][1],
-                    "run_delay_p99_ns": x["run_delay_ns"][2], "run_delay_max_ns": x["run_delay_ns"][3],
-                    "simulated_ns": x["simulated_ns"],
-                }
-                row.update(dict(zip(COUNTERS, x["counters"])))
-                rows.append(row)
+        for key, x in self._records():
+            row = dict(key)
+            row.update({
+                "metric": None if x["missing"] else x["metric"], "truncated": x["missing"],
+                "voluntary_switches": x["voluntary"], "involuntary_switches": x["involuntary"],
+                "migrations": x["migrations"], "wakeups": x["wakeups"], "ttwu_count": x["ttwu_count"],
+                "ttwu_local": x["ttwu_local"], "ttwu_move_affine": x["ttwu_move_affine"],
+                **{f"run_delay_{q}_ns": x["run_delay_ns"][q] for q in ("p50", "p90", "p99", "max")},
+                "simulated_ns": x["simulated_ns"],
+            })
+            row.update({c: x["counters"][c] for c in COUNTERS})
+            rows.append(row)
         return pd.DataFrame(rows)
 
+    @property
+    def levels(self):
+        """Per run and sched-domain level (bottom-up; `depth` 0 is the lowest): the
+        schedstat counters of the engine's per-level type (wakeups remote and
+        affine, load balancing) and the wakeup shares of all try_to_wake_up() calls."""
+        import pandas as pd
+
+        rows = []
+        for key, x in self._records():
+            for depth, lv in enumerate(x["levels"]):
+                row = dict(key, depth=depth, level=lv["level"])
+                row.update({c: lv[c] for c in LEVEL_COUNTERS})
+                calls = x["ttwu_count"]
+                row["wake_remote_share"] = lv["ttwu_wake_remote"] / calls if calls else 0.0
+                row["affine_share"] = lv["ttwu_move_affine"] / calls if calls else 0.0
+                rows.append(row)
+        cols = ["machine", "workload", "side", "kernel", "point", "param", "param_value", "seed", "depth", "level",
+                *LEVEL_COUNTERS, "wake_remote_share", "affine_share"]
+        return pd.DataFrame(rows, columns=cols)
+
     def to_polars(self, table="summary"):
-        if table not in ("summary", "runs"):
-            raise ValueError(f"unknown table {table!r}; use summary or runs")
+        """One of the tables (`CompareResult.TABLES`) as a polars DataFrame (needs polars)."""
+        if table not in self.TABLES:
+            raise ValueError(f"unknown table {table!r}; use one of {', '.join(self.TABLES)}")
         return _to_polars(getattr(self, table))
 
     def __repr__(self):

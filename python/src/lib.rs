@@ -61,8 +61,9 @@ fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&rep).expect("a RunReport always serialises"))
 }
 
-/// Runs an A/B comparison (a CompareSpec as JSON); returns the report data
-/// as JSON, and the warnings about truncated runs.
+/// Runs an A/B comparison (a CompareSpec as JSON); returns the report as
+/// JSON (`Report::to_json`: the document `schedlab compare --json` writes),
+/// and the warnings about truncated runs.
 #[pyfunction]
 fn compare(py: Python<'_>, spec_json: &str) -> PyResult<(String, Vec<String>)> {
     let spec: CompareSpec = parse("compare spec", spec_json)?;
@@ -73,7 +74,7 @@ fn compare(py: Python<'_>, spec_json: &str) -> PyResult<(String, Vec<String>)> {
         let rep = schedlab_lab::compare::execute(&plan, &mut progress, &mut |w| warnings.push(w.to_string()), Some(&stop))?;
         Ok((rep, warnings))
     })?;
-    Ok((serde_json::to_string(&rep).expect("a report always serialises"), warnings))
+    Ok((rep.to_json().to_string(), warnings))
 }
 
 /// Runs the validation case files (a ValidateSpec as JSON); returns the

@@ -74,20 +74,39 @@ def test_machine_and_workload_from_dicts(cli, tmp_path):
         schedlab.run(machine=bad)
 
 
-def test_compare_has_the_cli_statistics(cli, tmp_path):
+def test_compare_is_the_cli_compare_json(cli, tmp_path):
+    # One serialisation: schedlab.compare parses the document `schedlab compare --json` writes.
     c = schedlab.compare(kernel="v6.6", vs="v6.12", params={"groups": [1, 2], "loops": 20}, runs=3)
     out = tmp_path / "c.json"
     cli("compare", "--kernel", "v6.6", "--vs", "v6.12", "--set", "groups=1,2,loops=20", "--runs", "3", "--json", str(out))
     ref = json.loads(out.read_text())
+    assert c.data == ref
+    assert json.loads(c.json) == ref
+    rows = ref["tables"][0]["rows"]
     s = c.summary
-    assert list(s["point"]) == [r["point"] for r in ref["summary"]]
-    for (_, row), r in zip(s.iterrows(), ref["summary"]):
-        for k in ("a_mean", "b_mean", "a_cv_pct", "b_cv_pct", "change_pct", "p_value", "migrations_a"):
-            assert row[k] == pytest.approx(r[k], rel=1e-12), k
-        assert row["significant"] == r["significant"]
+    assert list(s["point"]) == [r["label"] for r in rows] == ["groups-1", "groups-2"]
+    for (_, row), r in zip(s.iterrows(), rows):
+        for k, rk in (("a_mean", "a_mean"), ("b_mean", "b_mean"), ("a_cv_pct", "a_cv"), ("change_pct", "change_pct"),
+                      ("migrations_a", "migrations_a")):
+            assert row[k] == r[rk], k
+        assert row["p_value"] == r["welch"]["p"] and row["significant"] == r["significant"]
+    recs = ref["tables"][0]["recs"]
     runs = c.runs
-    assert len(runs) == len(ref["runs"]) == 12
-    assert list(runs["metric"]) == [r["metric"] for r in ref["runs"]]
+    assert len(runs) == len(recs) == 12
+    assert list(runs["metric"]) == [r["metric"] for r in recs]
+    assert list(runs["side"]) == list("AAABBBAAABBB") and list(runs["seed"]) == [1, 2, 3] * 4
+    assert list(runs["llc_misses"]) == [r["counters"]["llc_misses"] for r in recs]
+    assert list(runs["run_delay_p99_ns"]) == [r["run_delay_ns"]["p99"] for r in recs]
+    # Per-level counters: one row per run and level, the engine's LevelStats fields.
+    lv = c.levels
+    assert len(lv) == sum(len(r["levels"]) for r in recs) > 0
+    first = lv[(lv["side"] == "B") & (lv["seed"] == 2) & (lv["point"] == "groups-2")]
+    assert list(first["level"]) == [x["level"] for x in recs[10]["levels"]]
+    assert list(first["lb_count"]) == [x["lb_count"] for x in recs[10]["levels"]]
+    assert (lv.groupby(["point", "side", "seed"], sort=False)["ttwu_move_affine"].sum().tolist()
+            == [r["ttwu_move_affine"] for r in recs])
+    assert set(lv.columns) >= {"depth", "level", "ttwu_wake_remote", "lb_balanced", "lb_failed", "lb_gained",
+                               "alb_pushed", "wake_remote_share"}
 
 
 def test_polars():

@@ -78,12 +78,12 @@ def test_reproduce_is_the_cli_reproduce(cli, tmp_path):
     assert len(s.comparisons) == len(ref["comparisons"]) == 2
     assert [c.published for c in s.comparisons] == [c["published"] for c in ref["comparisons"]]
     for c, r in zip(s.comparisons, ref["comparisons"]):
-        rows = r["report"]["summary"]
-        assert list(c.summary["point"]) == [x["point"] for x in rows]
-        for (_, row), x in zip(c.summary.iterrows(), rows):
-            for k in ("a_mean", "b_mean", "a_cv_pct", "b_cv_pct", "change_pct", "migrations_a"):
-                assert row[k] == pytest.approx(x[k], rel=1e-12), k
-        assert list(c.runs["metric"]) == [x["metric"] for x in r["report"]["runs"]]
+        # Each comparison's report is the compare --json document.
+        assert c.data == r["report"]
+        rows = [x for t in r["report"]["tables"] for x in t["rows"]]
+        assert list(c.summary["point"]) == [x["label"] for x in rows]
+        assert list(c.summary["change_pct"]) == [x["change_pct"] for x in rows]
+        assert list(c.runs["metric"]) == [x["metric"] for t in r["report"]["tables"] for x in t["recs"]]
     assert list(s.summary["comparison"]) == [1, 1, 2]
     # The same study by stem under a directory.
     again = schedlab.reproduce("tiny", dir=tmp_path)

@@ -1,15 +1,15 @@
 //! `schedlab compare`: side A against side B over a one-key parameter matrix,
 //! R seeded repetitions per side and point, spread over worker threads, and
 //! reported the way kernel developers read A/B results (mmtests
-//! compare-kernels, the LKML `baseline(std%) compare%(std%)` table, schedstat).
+//! compare-kernels, the LKML `baseline(std%) compare%(std%)` table, schedstat);
+//! `--json` writes the library's report as it serialises (`Report::to_json`).
 
 use crate::html;
 use anyhow::{Context, Result};
 pub use schedlab_lab::compare::Progress;
-use schedlab_lab::compare::{describe, Plan, Report};
+use schedlab_lab::compare::{describe, mean_name, Plan, Report};
 use schedlab_lab::compare::{MetricInfo, NumaRec, Row, Side, Table, COUNTERS};
 use schedlab_lab::spec::{CompareSpec, DEFAULT_KERNEL, DEFAULT_MACHINE, DEFAULT_RUNS, DEFAULT_WORKLOAD};
-use serde_json::{json, Value};
 use std::fmt::Write as _;
 
 #[derive(clap::Args, Clone)]
@@ -115,7 +115,8 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
         print!("{}", crate::explain::compare_explain(&plan.explain_points(), args.runs)?);
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&json(&report))?;
+        // The library's one serialisation of the report (`Report::to_json`).
+        let text = serde_json::to_string_pretty(&report.to_json())?;
         std::fs::write(path, text + "\n").with_context(|| format!("cannot write --json file {}", path.display()))?;
     }
     if let Some(path) = &args.csv {
@@ -154,11 +155,6 @@ pub fn text(data: &Report) -> String {
         out.push_str(&table_text(t, sides, r));
     }
     out
-}
-
-/// The `--json` document of a comparison.
-pub fn json(data: &Report) -> Value {
-    json_report(data.runs, &data.sides, &data.tables)
 }
 
 /// The `--csv` text of a comparison.
@@ -234,14 +230,6 @@ fn fmt_ns(ns: u64) -> String {
     }
 }
 
-fn mean_name(info: &MetricInfo) -> &'static str {
-    if info.higher_is_better {
-        "Hmean"
-    } else {
-        "Amean"
-    }
-}
-
 /// The mmtests compare-kernels layout: `%12.2f (%6.2f%%)` cells, `*x%*` for significant rows.
 fn mmtests_table(info: &MetricInfo, sides: &[Side; 2], rows: &[Row]) -> String {
     let mut o = String::new();
@@ -256,7 +244,7 @@ fn mmtests_table(info: &MetricInfo, sides: &[Side; 2], rows: &[Row]) -> String {
     let smallest = rows.iter().flat_map(|r| [r.a_mean.abs(), r.b_mean.abs()]).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let prec = if smallest.is_finite() { (3 - smallest.log10().floor() as i64).clamp(2, 9) as usize } else { 2 };
     for r in rows {
-        let change = if r.significant() { format!("*{:7.2}%*", r.change_pct) } else { format!("({:7.2}%)", r.change_pct) };
+        let change = if r.significant { format!("*{:7.2}%*", r.change_pct) } else { format!("({:7.2}%)", r.change_pct) };
         let _ = writeln!(
             o,
             "{:<9} {:<opw$} {:12.prec$} ({:6.2}%) {:12.prec$} ({:6.2}%) {change}",
@@ -301,7 +289,7 @@ fn intel_table(workload: &str, info: &MetricInfo, fixed: &[(String, String)], ro
             r.a_cv,
             r.change_pct,
             r.b_cv,
-            if r.significant() { "*" } else { "" }
+            if r.significant { "*" } else { "" }
         );
     }
     let _ = writeln!(o, "(* significant, Welch's t-test at 5%; positive compare% is an improvement)");
@@ -340,99 +328,6 @@ fn schedstat_table(rows: &[Row]) -> String {
         }
     }
     o
-}
-
-fn side_json(s: &Side) -> Value {
-    json!({ "kernel": s.kernel, "patch": s.patch, "features": s.features, "machine_model": s.model })
-}
-
-/// A finite f64 for JSON (infinite t becomes null).
-fn num(x: f64) -> Value {
-    if x.is_finite() {
-        json!(x)
-    } else {
-        Value::Null
-    }
-}
-
-fn json_report(r: usize, sides: &[Side; 2], tables: &[Table]) -> Value {
-    let mut runs = Vec::new();
-    let mut summary = Vec::new();
-    let mut tabs = Vec::with_capacity(tables.len());
-    for t in tables {
-        for (i, x) in t.recs.iter().enumerate() {
-            let (pi, si, k) = (i / r / 2, (i / r) % 2, i % r);
-            runs.push(json!({
-                "machine": t.machine,
-                "workload": t.workload,
-                "side": if si == 0 { "A" } else { "B" },
-                "point": t.points[pi].0,
-                "param": t.param,
-                "param_value": t.rows[pi].value,
-                "set": t.points[pi].1,
-                "seed": k as u64 + 1,
-                "metric": if x.missing.is_some() { Value::Null } else { num(x.metric) },
-                "context_switches": { "voluntary": x.voluntary, "involuntary": x.involuntary },
-                "migrations": x.migrations,
-                "wakeups": x.wakeups,
-                "ttwu_count": x.ttwu_count,
-                "ttwu_local": x.ttwu_local,
-                "ttwu_move_affine": x.ttwu_move_affine,
-                "affine_share": num(x.affine_share()),
-                "levels": x.levels.iter().map(|(name, remote, affine)| json!({
-                    "level": name, "ttwu_wake_remote": remote, "ttwu_move_affine": affine,
-                })).collect::<Vec<_>>(),
-                "run_delay_p50_ns": x.run_delay_ns[0],
-                "run_delay_p90_ns": x.run_delay_ns[1],
-                "run_delay_p99_ns": x.run_delay_ns[2],
-                "run_delay_max_ns": x.run_delay_ns[3],
-                "machine_counters": COUNTERS.iter().zip(x.counters).map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                "simulated_ns": x.simulated_ns,
-            }));
-            if let (Some(why), Some(last)) = (&x.missing, runs.last_mut()) {
-                last["truncated"] = json!(why);
-            }
-            if let (Some(n), Some(last)) = (&x.numa, runs.last_mut()) {
-                last["numa"] = serde_json::to_value(n).expect("NUMA records serialise");
-            }
-        }
-        for row in &t.rows {
-            summary.push(json!({
-                "machine": t.machine,
-                "workload": t.workload,
-                "point": row.label,
-                "param_value": row.value,
-                "mean_type": mean_name(&t.info),
-                "a_mean": num(row.a_mean), "a_cv_pct": num(row.a_cv),
-                "b_mean": num(row.b_mean), "b_cv_pct": num(row.b_cv),
-                "change_pct": num(row.change_pct),
-                "welch_t": row.welch.map(|w| num(w.t)),
-                "welch_df": row.welch.map(|w| num(w.df)),
-                "p_value": row.welch.map(|w| num(w.p)),
-                "significant": row.significant(),
-                "affine_share_a": num(row.affine_a), "affine_share_b": num(row.affine_b),
-                "migrations_a": num(row.migrations_a), "migrations_b": num(row.migrations_b),
-            }));
-        }
-        tabs.push(json!({
-            "machine": t.machine,
-            "cpus": t.nr_cpus,
-            "workload": t.workload,
-            "metric": { "name": t.info.name, "unit": t.info.unit, "higher_is_better": t.info.higher_is_better },
-            "duration_ns": t.duration_ns,
-            "param": t.param,
-            "fixed": t.fixed.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
-        }));
-    }
-    json!({
-        "tables": tabs,
-        "runs_per_side": r,
-        "seeds": (1..=r as u64).collect::<Vec<_>>(),
-        "sides": { "A": side_json(&sides[0]), "B": side_json(&sides[1]) },
-        "significance": "Welch's t-test, two-sided, alpha 0.05",
-        "runs": runs,
-        "summary": summary,
-    })
 }
 
 fn csv_field(s: &str) -> String {

@@ -3,6 +3,7 @@
 //! so it opens offline and cannot raise a console error. All text is escaped;
 //! the bytes depend only on the results (no timestamps, no host names).
 
+use schedlab_kernel::stats::LevelStats;
 use schedlab_lab::compare::{Rec, Report, Table, COUNTERS};
 use std::fmt::Write as _;
 
@@ -220,11 +221,11 @@ fn mmtests(o: &mut String, rep: &Report, t: &Table) {
     let smallest = t.rows.iter().flat_map(|r| [r.a_mean.abs(), r.b_mean.abs()]).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let prec = if smallest.is_finite() { (3 - smallest.log10().floor() as i64).clamp(2, 9) as usize } else { 2 };
     for row in &t.rows {
-        let change = if row.significant() { format!("*{:.2}%*", row.change_pct) } else { format!("({:.2}%)", row.change_pct) };
+        let change = if row.significant { format!("*{:.2}%*", row.change_pct) } else { format!("({:.2}%)", row.change_pct) };
         let _ = writeln!(
             o,
             "<tr{}><td class=\"l\">{hm}</td><td class=\"l\">{}</td><td>{:.prec$} ({:.2}%)</td><td>{:.prec$} ({:.2}%)</td><td>{}</td></tr>",
-            if row.significant() { " class=\"sig\"" } else { "" },
+            if row.significant { " class=\"sig\"" } else { "" },
             esc(&row.label),
             row.a_mean,
             row.a_cv,
@@ -251,13 +252,13 @@ fn lkml(o: &mut String, t: &Table) {
         let _ = writeln!(
             o,
             "<tr{}><td class=\"l\">{}</td><td class=\"l\">{}</td><td>1.00 ({:.2})</td><td>{:+.2} ({:.2}){}</td></tr>",
-            if row.significant() { " class=\"sig\"" } else { "" },
+            if row.significant { " class=\"sig\"" } else { "" },
             esc(&case),
             esc(&row.label),
             row.a_cv,
             row.change_pct,
             row.b_cv,
-            if row.significant() { "*" } else { "" }
+            if row.significant { "*" } else { "" }
         );
     }
     let _ = writeln!(o, "</table>");
@@ -286,7 +287,7 @@ fn wakeups(o: &mut String, t: &Table, r: usize) {
         let keys_of = |runs: &[Rec]| runs.first().map(|x| level_keys(&x.levels)).unwrap_or_default();
         let (ka, kb) = (keys_of(&ra), keys_of(&rb));
         for key in merge_levels(&ka, &kb) {
-            let share = |runs: &[Rec], keys: &[(&'static str, usize)], f: fn(&(&'static str, u64, u64)) -> u64| -> String {
+            let share = |runs: &[Rec], keys: &[(&'static str, usize)], f: fn(&LevelStats) -> u64| -> String {
                 match keys.iter().position(|k| *k == key) {
                     Some(li) => format!("{:.1}%", mean(runs, |x| x.levels.get(li).map(|l| pct(f(l), x.ttwu_count)).unwrap_or(0.0))),
                     None => "not built".to_string(),
@@ -298,10 +299,10 @@ fn wakeups(o: &mut String, t: &Table, r: usize) {
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&row.label),
                 esc(&name),
-                share(&ra, &ka, |l| l.1),
-                share(&rb, &kb, |l| l.1),
-                share(&ra, &ka, |l| l.2),
-                share(&rb, &kb, |l| l.2)
+                share(&ra, &ka, |l| l.ttwu_wake_remote),
+                share(&rb, &kb, |l| l.ttwu_wake_remote),
+                share(&ra, &ka, |l| l.ttwu_move_affine),
+                share(&rb, &kb, |l| l.ttwu_move_affine)
             );
         }
     }
@@ -312,11 +313,11 @@ fn wakeups(o: &mut String, t: &Table, r: usize) {
 }
 
 /// Domain levels bottom-up as (name, occurrence of that name so far).
-fn level_keys(levels: &[(&'static str, u64, u64)]) -> Vec<(&'static str, usize)> {
+fn level_keys(levels: &[LevelStats]) -> Vec<(&'static str, usize)> {
     let mut out: Vec<(&'static str, usize)> = Vec::with_capacity(levels.len());
     for l in levels {
-        let n = out.iter().filter(|k| k.0 == l.0).count();
-        out.push((l.0, n));
+        let n = out.iter().filter(|k| k.0 == l.name).count();
+        out.push((l.name, n));
     }
     out
 }

@@ -79,7 +79,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
     }
     if let Some(p) = &args.json {
         let jsons: Vec<Value> =
-            study.comparisons.iter().map(|c| json!({ "published": c.comparison.published, "report": compare::json(&c.report) })).collect();
+            study.comparisons.iter().map(|c| json!({ "published": c.comparison.published, "report": c.report.to_json() })).collect();
         let v: Value = json!({ "name": study.name, "description": study.description, "source": study.source, "comparisons": jsons });
         std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n").with_context(|| format!("cannot write --json file {}", p.display()))?;
     }

@@ -62,11 +62,13 @@ fn tables_and_files() {
     let row = out.lines().find(|l| l.starts_with("Hmean     ")).unwrap();
     assert!(row.trim_end().ends_with("%*"), "expected a significant row: {row}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
-    assert_eq!(v["runs"].as_array().unwrap().len(), 4);
-    assert_eq!(v["runs"][2]["side"], "B");
-    assert_eq!(v["runs"][1]["seed"], 2);
-    assert_eq!(v["summary"][0]["significant"], true);
-    assert!(v["summary"][0]["change_pct"].as_f64().unwrap() > 5.0);
+    assert_eq!(v["runs"], 2);
+    assert_eq!(v["sides"][1]["kernel"], "v6.6");
+    // Records (point * 2 + side) * runs + seed - 1: A seeds 1, 2, then B.
+    assert_eq!(v["tables"][0]["recs"].as_array().unwrap().len(), 4);
+    assert_eq!(v["tables"][0]["recs"][2]["levels"][0]["level"], "SMT");
+    assert_eq!(v["tables"][0]["rows"][0]["significant"], true);
+    assert!(v["tables"][0]["rows"][0]["change_pct"].as_f64().unwrap() > 5.0);
     let csv = std::fs::read_to_string(&c).unwrap();
     assert_eq!(csv.lines().count(), 5);
     assert!(csv.starts_with("machine,workload,side,kernel,"));
@@ -180,9 +182,10 @@ fn several_machines_and_workloads() {
     assert_eq!(v["tables"][3]["machine"], "laptop-4c8t");
     assert_eq!(v["tables"][3]["workload"], "pipe");
     // hackbench: 2 points x 2 sides x 2 seeds; pipe: 1 point x 2 sides x 2 seeds; on two machines.
-    assert_eq!(v["runs"].as_array().unwrap().len(), 2 * (8 + 4));
-    assert_eq!(v["summary"].as_array().unwrap().len(), 2 * (2 + 1));
-    assert!(v["runs"][0]["machine_counters"]["llc_misses"].is_u64());
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.iter().map(|t| t["recs"].as_array().unwrap().len()).collect::<Vec<_>>(), [8, 4, 8, 4]);
+    assert_eq!(tables.iter().map(|t| t["rows"].as_array().unwrap().len()).sum::<usize>(), 2 * (2 + 1));
+    assert!(tables[0]["recs"][0]["counters"]["llc_misses"].is_u64());
     assert_eq!(std::fs::read_to_string(&c).unwrap().lines().count(), 1 + 2 * (8 + 4));
     let _ = std::fs::remove_dir_all(&dir);
 
@@ -209,4 +212,38 @@ fn progress_on_a_terminal_only() {
     assert_eq!(text(&plain.stderr), "");
     let table = text(&plain.stdout);
     assert!(tty.replace("\r\n", "\n").contains(&table), "the terminal run printed different tables");
+}
+
+// The --json document is the library's `compare::Report` as it serialises:
+// it reads back into that type, and it is the report the library computes for
+// the same comparison, byte for byte (one serialisation, no second shape).
+#[test]
+fn json_is_the_library_report() {
+    use schedlab_lab::compare::{execute, plan, Progress, Report};
+    let dir = std::env::temp_dir().join(format!("schedlab-compare-lib-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let j = dir.join("r.json");
+    let mut args = HACK.to_vec();
+    args.extend(["--machine", "x86-12,laptop-4c8t", "--json", j.to_str().unwrap()]);
+    ok(&args);
+    let text = std::fs::read_to_string(&j).unwrap();
+    let cli: Report = serde_json::from_str(&text).unwrap_or_else(|e| panic!("--json is not a compare::Report: {e}"));
+    let spec = schedlab_lab::CompareSpec {
+        machines: vec!["x86-12,laptop-4c8t".into()],
+        workloads: vec!["hackbench".into()],
+        set: vec!["groups=1,loops=20,fds=2,4".into()],
+        kernel: "v3.10".into(),
+        vs: Some("v6.6".into()),
+        runs: 2,
+        ..Default::default()
+    };
+    let p = plan(&spec).unwrap();
+    let lib = execute(&p, &mut Progress::quiet(p.nr_runs()), &mut |w| panic!("unexpected warning {w}"), None).unwrap();
+    assert_eq!(cli, lib, "the CLI's --json differs from the library's report");
+    assert_eq!(text, serde_json::to_string_pretty(&lib.to_json()).unwrap() + "\n");
+    // Every record carries the engine's per-level counters (LevelStats), load balancing included.
+    let rec = &cli.tables[0].recs[0];
+    assert!(rec.levels.iter().any(|l| l.lb_count > 0), "{:?}", rec.levels);
+    assert_eq!(rec.ttwu_move_affine, rec.levels.iter().map(|l| l.ttwu_move_affine).sum::<u64>());
+    let _ = std::fs::remove_dir_all(&dir);
 }

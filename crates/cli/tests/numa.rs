@@ -113,7 +113,7 @@ fn compare_prints_numa_tables_per_side() {
     assert_eq!(rows.len(), 4, "two cgroups x two sides:\n{out}");
     assert!(rows[0].contains(" A ") && rows[3].contains(" B "), "{out}");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let runs = v["runs"].as_array().unwrap();
+    let runs = v["tables"][0]["recs"].as_array().unwrap();
     assert_eq!(runs.len(), 4);
     for r in runs {
         let groups = r["numa"].as_array().unwrap_or_else(|| panic!("no numa in {r}"));

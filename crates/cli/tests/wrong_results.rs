@@ -169,12 +169,12 @@ fn html_schedstat_levels_matched_by_name() {
     ];
     ok(&args);
     let h = std::fs::read_to_string(&html).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let runs = v["runs"].as_array().unwrap();
+    let v: schedlab_lab::compare::Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // One point, one run per side: records A, B.
     let share = |side: &str, level: &str| -> Option<String> {
-        let r = runs.iter().find(|r| r["side"] == side).unwrap();
-        let l = r["levels"].as_array().unwrap().iter().find(|l| l["level"] == level)?;
-        let pct = 100.0 * l["ttwu_wake_remote"].as_f64().unwrap() / r["ttwu_count"].as_f64().unwrap();
+        let r = &v.tables[0].recs[if side == "A" { 0 } else { 1 }];
+        let l = r.levels.iter().find(|l| l.name == level)?;
+        let pct = 100.0 * l.ttwu_wake_remote as f64 / r.ttwu_count as f64;
         Some(format!("{pct:.1}%"))
     };
     assert!(share("A", "CLS").is_none() && share("B", "CLS").is_some(), "v5.13 builds no CLS level, v6.0 does");

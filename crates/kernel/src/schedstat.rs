@@ -25,11 +25,15 @@ use std::fmt::Write;
 
 /// One domain level's schedstat summed over CPUs (and idle types for lb_*):
 /// what the model keeps (`Kernel::level_stats`) and what a real kernel's
-/// text sums to (`summarize`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// text sums to (`summarize`). The one type for a domain level's counters:
+/// the engine's result, the oracle's comparison and `schedlab compare`'s
+/// records all carry it. Serialised as `{"level": NAME, "ttwu_wake_remote":
+/// ..., "alb_pushed": ...}`; a name must be one of `LEVEL_NAMES`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LevelStats {
     /// SMT, CLS, MC, PKG, NUMA (the kernel's level names).
-    pub name: &'static str,
+    #[serde(rename = "level", deserialize_with = "de_level_name")]
+    pub name: LevelName,
     pub ttwu_wake_remote: u64,
     pub ttwu_move_affine: u64,
     pub lb_count: u64,
@@ -37,6 +41,24 @@ pub struct LevelStats {
     pub lb_failed: u64,
     pub lb_gained: u64,
     pub alb_pushed: u64,
+}
+
+/// A domain level's name, one of `LEVEL_NAMES`. (An alias so serde's derive
+/// does not borrow the field from its input: it is read by `de_level_name`.)
+pub type LevelName = &'static str;
+
+/// Every domain level name the model builds or the reader names (the
+/// profiles' SMT/SIBLING, CLS, MC, PKG/DIE/CPU; NODE; NUMA).
+pub const LEVEL_NAMES: [&str; 9] = ["SMT", "SIBLING", "CLS", "MC", "PKG", "DIE", "CPU", "NODE", "NUMA"];
+
+/// The `&'static` form of a domain level name (`LEVEL_NAMES`), None for any other.
+pub fn static_level_name(n: &str) -> Option<&'static str> {
+    LEVEL_NAMES.into_iter().find(|k| *k == n)
+}
+
+fn de_level_name<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<&'static str, D::Error> {
+    let n = <String as serde::Deserialize>::deserialize(d)?;
+    static_level_name(&n).ok_or_else(|| serde::de::Error::custom(format!("unknown domain level {n:?}; known: {}", LEVEL_NAMES.join(", "))))
 }
 
 impl LevelStats {
@@ -601,6 +623,20 @@ mod tests {
     use super::*;
     use crate::cpumask::CpuMask;
     use crate::profile;
+
+    #[test]
+    fn level_stats_serialise_by_level_name() {
+        let l = LevelStats { name: "MC", ttwu_wake_remote: 3, ttwu_move_affine: 2, lb_count: 7, lb_gained: 1, ..Default::default() };
+        let text = serde_json::to_string(&l).unwrap();
+        assert!(text.starts_with("{\"level\":\"MC\",\"ttwu_wake_remote\":3,"), "{text}");
+        assert_eq!(serde_json::from_str::<LevelStats>(&text).unwrap(), l);
+        for n in LEVEL_NAMES {
+            assert_eq!(static_level_name(n), Some(n));
+        }
+        let bad = text.replace("\"MC\"", "\"XX\"");
+        let e = serde_json::from_str::<LevelStats>(&bad).unwrap_err().to_string();
+        assert!(e.contains("unknown domain level \"XX\""), "{e}");
+    }
 
     #[test]
     fn cpumask_hex_format() {

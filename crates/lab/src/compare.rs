@@ -2,24 +2,29 @@
 //! seeded repetitions per side and point, spread over worker threads; the
 //! result is data (`Report`): per-run records and per-point statistics
 //! (means as mmtests takes them, coefficient of variation, Welch's t-test).
-//! Renderers (text tables, mmtests/LKML, HTML, JSON, CSV) live in the front ends.
+//! `Report` serialises once (`Report::to_json`): that document is what
+//! `schedlab compare --json` writes and what the Python package reads.
+//! Renderers (text tables, mmtests/LKML, HTML, CSV) live in the front ends.
 
 use crate::scenario::{prepare, Prepared};
 use crate::spec::{CompareSpec, ScenarioSpec};
 use crate::stats;
 use anyhow::{bail, Context, Result};
 use schedlab_engine::{RunResult, SimConfig};
-use serde::Serialize;
+use schedlab_kernel::stats::LevelStats;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// One side of the comparison.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Side {
     pub kernel: String,
     pub patch: Option<String>,
     pub features: Option<String>,
+    /// The machine-model switches (`--machine-model`).
+    #[serde(rename = "machine_model")]
     pub model: Option<String>,
 }
 
@@ -140,8 +145,10 @@ impl Matrix {
 }
 
 /// What one run contributes to the report.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rec {
+    /// The metric (not valid when `missing` is set).
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub metric: f64,
     /// Why this run has no valid metric (truncated: its end was never
     /// reached, or no latency samples); such runs are left out of the statistics.
@@ -152,13 +159,18 @@ pub struct Rec {
     pub wakeups: u64,
     pub ttwu_count: u64,
     pub ttwu_local: u64,
+    /// ttwu_move_affine summed over the levels.
     pub ttwu_move_affine: u64,
-    /// Per domain level, bottom-up: (name, ttwu_wake_remote, ttwu_move_affine).
-    pub levels: Vec<(&'static str, u64, u64)>,
-    /// Run delay (runnable -> running) p50, p90, p99 and max, ns.
+    /// schedstat per domain level, bottom-up (the engine's `RunResult::levels`).
+    pub levels: Vec<LevelStats>,
+    /// Run delay (runnable -> running) p50, p90, p99 and max, ns (`RUN_DELAYS`;
+    /// serialised as `{"p50": ..., "max": ...}`, as `RunReport::run_delay_ns`).
+    #[serde(with = "run_delay_by_name")]
     pub run_delay_ns: [u64; 4],
     pub simulated_ns: u64,
-    /// Machine-model counters, in the order of `COUNTERS`.
+    /// Machine-model counters, in the order of `COUNTERS` (serialised as an
+    /// object keyed by those names).
+    #[serde(with = "counters_by_name")]
     pub counters: [u64; 8],
     /// Per cpu cgroup with memory: the run's NUMA tables (NUMA machines,
     /// workloads that declare memory).
@@ -166,7 +178,7 @@ pub struct Rec {
 }
 
 /// One cgroup's NUMA figures of a run, as the cling patch's author printed them.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NumaRec {
     pub group: String,
     /// CPU use per node, % of one CPU.
@@ -183,6 +195,50 @@ pub struct NumaRec {
 pub const COUNTERS: [&str; 8] =
     ["l2_misses", "llc_misses", "dram_bytes", "remote_bytes", "rq_lock_wait_ns", "idle_exit_ns", "mm_switches", "group_switches"];
 
+/// Names of `Rec::run_delay_ns`.
+pub const RUN_DELAYS: [&str; 4] = ["p50", "p90", "p99", "max"];
+
+/// An array of counters as a JSON object keyed by `names` (every name once, no other).
+fn ser_named<S: serde::Serializer, const N: usize>(names: &[&str; N], v: &[u64; N], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(N))?;
+    for (k, x) in names.iter().zip(v) {
+        m.serialize_entry(k, x)?;
+    }
+    m.end()
+}
+
+fn de_named<'de, D: serde::Deserializer<'de>, const N: usize>(names: &[&str; N], d: D) -> Result<[u64; N], D::Error> {
+    use serde::de::Error;
+    let m = std::collections::BTreeMap::<String, u64>::deserialize(d)?;
+    if let Some(k) = m.keys().find(|k| !names.contains(&k.as_str())) {
+        return Err(D::Error::custom(format!("unknown counter {k:?}; expected {}", names.join(", "))));
+    }
+    let mut out = [0; N];
+    for (o, k) in out.iter_mut().zip(names) {
+        *o = *m.get(*k).ok_or_else(|| D::Error::custom(format!("missing counter {k:?}")))?;
+    }
+    Ok(out)
+}
+
+mod counters_by_name {
+    pub fn serialize<S: serde::Serializer>(v: &[u64; 8], s: S) -> Result<S::Ok, S::Error> {
+        super::ser_named(&super::COUNTERS, v, s)
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u64; 8], D::Error> {
+        super::de_named(&super::COUNTERS, d)
+    }
+}
+
+mod run_delay_by_name {
+    pub fn serialize<S: serde::Serializer>(v: &[u64; 4], s: S) -> Result<S::Ok, S::Error> {
+        super::ser_named(&super::RUN_DELAYS, v, s)
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u64; 4], D::Error> {
+        super::de_named(&super::RUN_DELAYS, d)
+    }
+}
+
 impl Rec {
     fn from(r: &RunResult) -> Rec {
         Rec {
@@ -195,7 +251,7 @@ impl Rec {
             ttwu_count: r.ttwu_count,
             ttwu_local: r.ttwu_local,
             ttwu_move_affine: r.levels.iter().map(|l| l.ttwu_move_affine).sum(),
-            levels: r.levels.iter().map(|l| (l.name, l.ttwu_wake_remote, l.ttwu_move_affine)).collect(),
+            levels: r.levels.clone(),
             run_delay_ns: [r.run_delay_p50, r.run_delay_p90, r.run_delay_p99, r.run_delay_max],
             simulated_ns: r.simulated_ns,
             counters: [
@@ -233,38 +289,59 @@ impl Rec {
     }
 }
 
+/// "Hmean" or "Amean": the mean mmtests takes of a metric (harmonic for
+/// rates, higher is better; arithmetic for times).
+pub fn mean_name(info: &MetricInfo) -> &'static str {
+    if info.higher_is_better {
+        "Hmean"
+    } else {
+        "Amean"
+    }
+}
+
 /// The metric's identity, taken from the first run of a table.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MetricInfo {
     pub name: String,
     pub unit: String,
     pub higher_is_better: bool,
 }
 
-/// One summary row (one matrix point).
-#[derive(Clone, Debug, Serialize)]
+/// One summary row (one matrix point). Means over the valid runs of each
+/// side: the metric's as mmtests takes it (`mean_name`), the others arithmetic.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
+    /// `key-value` of the swept key, or `default`.
     pub label: String,
+    /// The swept key's value (None without a swept key).
     pub value: Option<String>,
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub a_mean: f64,
+    /// Coefficient of variation, %.
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub a_cv: f64,
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub b_mean: f64,
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub b_cv: f64,
+    /// mmtests' pdiff/pndiff: positive is an improvement.
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub change_pct: f64,
+    /// Welch's t-test of A against B (None with fewer than two valid runs a side).
     pub welch: Option<stats::Welch>,
+    /// Welch's p < 0.05 (two-sided).
+    pub significant: bool,
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub affine_a: f64,
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub affine_b: f64,
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub migrations_a: f64,
+    #[serde(deserialize_with = "stats::f64_or_nan")]
     pub migrations_b: f64,
     /// Mean mm switches and cross-task-group switches per side.
     pub mm_switches: [f64; 2],
     pub group_switches: [f64; 2],
-}
-
-impl Row {
-    pub fn significant(&self) -> bool {
-        self.welch.is_some_and(|w| w.p < 0.05)
-    }
 }
 
 /// One (machine, workload) of a comparison, planned: its matrix and a prepared run per (point, side).
@@ -305,7 +382,7 @@ impl Plan {
 }
 
 /// One table of a report: one (machine, workload) with the swept parameter as rows.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Table {
     pub machine: String,
     pub nr_cpus: usize,
@@ -365,14 +442,24 @@ impl Table {
 
 /// What a comparison produced: the sides, the repetitions, and one table
 /// per (machine, workload) with every run's record and the summary rows.
-#[derive(Clone, Debug, Serialize)]
+/// Its one serialisation (`to_json`) is the `schedlab compare --json`
+/// document and what the Python package's `compare` reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// A (baseline) and B.
     pub sides: [Side; 2],
+    /// Runs per side and point (seeds 1..=runs).
     pub runs: usize,
     pub tables: Vec<Table>,
 }
 
 impl Report {
+    /// The report as JSON, keys sorted (as every schedlab JSON document);
+    /// numbers that are not finite (an infinite t) are `null`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a compare report always serialises")
+    }
+
     /// "A: v3.10   B: v3.11 --features NO_X"
     pub fn side_line(&self, si: usize) -> String {
         describe(&self.sides[si])
@@ -532,6 +619,7 @@ fn summarise(cell: &Cell, info: MetricInfo, recs: Vec<Rec>, r: usize) -> Table {
         let (va, vb) = (vals(0), vals(1));
         let m = |v: &[f64]| if info.higher_is_better { stats::hmean(v) } else { stats::amean(v) };
         let (am, bm) = (m(&va), m(&vb));
+        let welch = stats::welch(&va, &vb);
         rows.push(Row {
             label: label.clone(),
             value: cell.matrix.swept.as_ref().map(|(_, v)| v[pi].clone()),
@@ -540,7 +628,8 @@ fn summarise(cell: &Cell, info: MetricInfo, recs: Vec<Rec>, r: usize) -> Table {
             b_mean: bm,
             b_cv: stats::cv_pct(&vb),
             change_pct: pct_change(am, bm, info.higher_is_better),
-            welch: stats::welch(&va, &vb),
+            welch,
+            significant: welch.is_some_and(|w| w.p < 0.05),
             affine_a: mean_of(0, &|x| x.affine_share()),
             affine_b: mean_of(1, &|x| x.affine_share()),
             migrations_a: mean_of(0, &|x| x.migrations as f64),
@@ -787,6 +876,38 @@ mod tests {
         let e = parse_entries(&["a:x=1,2".to_string(), "b:y=1,2".to_string()]).unwrap();
         assert!(Matrix::of(&e, Some("a")).is_ok() && Matrix::of(&e, Some("b")).is_ok());
         assert!(Matrix::of(&e, None).unwrap_err().to_string().contains("at most one key"));
+    }
+
+    #[test]
+    fn report_serialises_once_and_reads_back() {
+        let spec = CompareSpec {
+            machines: vec!["laptop-4c8t".into()],
+            set: vec!["groups=1,loops=10".into()],
+            features_b: Some("NO_WAKEUP_PREEMPTION".into()),
+            runs: 2,
+            ..Default::default()
+        };
+        let p = plan(&spec).unwrap();
+        let rep = execute(&p, &mut Progress::quiet(p.nr_runs()), &mut |w| panic!("{w}"), None).unwrap();
+        let v = rep.to_json();
+        assert_eq!(v["sides"][1]["machine_model"], serde_json::Value::Null);
+        let rec = &v["tables"][0]["recs"][0];
+        assert!(rec["counters"]["llc_misses"].is_u64() && rec["run_delay_ns"]["p99"].is_u64(), "{rec}");
+        assert!(rec["levels"][0]["level"].is_string() && rec["levels"][0]["lb_count"].is_u64(), "{rec}");
+        let back: Report = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back, rep);
+        // The records carry the engine's LevelStats as the run produced them.
+        let prep = &p.cells[0].preps[0];
+        let res = schedlab_engine::run(&prep.machine, prep.kernel.clone(), &prep.workload, &prep.cfg);
+        assert_eq!(rep.tables[0].recs[0].levels, res.levels);
+        // A t that is not finite is written as null and reads back as NaN.
+        let mut inf = v;
+        inf["tables"][0]["rows"][0]["welch"] = serde_json::json!({"t": null, "df": 2.0, "p": 0.0});
+        let w = serde_json::from_value::<Report>(inf).unwrap().tables[0].rows[0].welch.unwrap();
+        assert!(w.t.is_nan() && w.df == 2.0);
+        let mut bad = rep.to_json();
+        bad["tables"][0]["recs"][0]["counters"]["nosuch"] = 1.into();
+        assert!(serde_json::from_value::<Report>(bad).unwrap_err().to_string().contains("unknown counter \"nosuch\""));
     }
 
     #[test]

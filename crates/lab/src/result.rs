@@ -4,6 +4,7 @@
 
 use crate::scenario::Prepared;
 use schedlab_engine::RunResult;
+use schedlab_kernel::stats::LevelStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -108,19 +109,15 @@ pub struct Latency {
     pub max_ns: u64,
 }
 
-/// schedstat per domain level (bottom-up), with shares of all try_to_wake_up() calls.
+/// schedstat per domain level (bottom-up): the engine's counters (the one
+/// `LevelStats` type, its fields inline: `level`, `ttwu_wake_remote`, ...,
+/// `alb_pushed`) with shares of all try_to_wake_up() calls.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Level {
-    pub level: String,
-    pub ttwu_wake_remote: u64,
-    pub ttwu_move_affine: u64,
+    #[serde(flatten)]
+    pub counters: LevelStats,
     pub wake_remote_share: f64,
     pub affine_share: f64,
-    pub lb_count: u64,
-    pub lb_balanced: u64,
-    pub lb_failed: u64,
-    pub lb_gained: u64,
-    pub alb_pushed: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -160,6 +157,18 @@ pub struct RunReport {
     pub latencies: Vec<Latency>,
     pub schedstat: Schedstat,
     pub events: u64,
+}
+
+impl Level {
+    /// A level's counters with their shares of `ttwu_count` try_to_wake_up()
+    /// calls (a run's, or a real kernel's: `schedlab oracle --json`).
+    pub fn new(counters: &LevelStats, ttwu_count: u64) -> Level {
+        Level {
+            counters: counters.clone(),
+            wake_remote_share: share(counters.ttwu_wake_remote, ttwu_count),
+            affine_share: share(counters.ttwu_move_affine, ttwu_count),
+        }
+    }
 }
 
 fn share(n: u64, d: u64) -> f64 {
@@ -241,22 +250,7 @@ impl RunReport {
                 ttwu_count: r.ttwu_count,
                 ttwu_local: r.ttwu_local,
                 local_share: share(r.ttwu_local, r.ttwu_count),
-                levels: r
-                    .levels
-                    .iter()
-                    .map(|l| Level {
-                        level: l.name.to_string(),
-                        ttwu_wake_remote: l.ttwu_wake_remote,
-                        ttwu_move_affine: l.ttwu_move_affine,
-                        wake_remote_share: share(l.ttwu_wake_remote, r.ttwu_count),
-                        affine_share: share(l.ttwu_move_affine, r.ttwu_count),
-                        lb_count: l.lb_count,
-                        lb_balanced: l.lb_balanced,
-                        lb_failed: l.lb_failed,
-                        lb_gained: l.lb_gained,
-                        alb_pushed: l.alb_pushed,
-                    })
-                    .collect(),
+                levels: r.levels.iter().map(|l| Level::new(l, r.ttwu_count)).collect(),
             },
             events: r.events,
         }

@@ -42,14 +42,25 @@ pub fn cv_pct(x: &[f64]) -> f64 {
 }
 
 /// Result of Welch's t-test.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+/// Serialised, a value that is not finite is `null` (serde_json's rule)
+/// and reads back as NaN (`f64_or_nan`).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Welch {
     /// t statistic for mean(b) - mean(a) (infinite when both variances are 0 and the means differ).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub t: f64,
     /// Welch–Satterthwaite degrees of freedom.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub df: f64,
     /// Two-sided p-value.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p: f64,
+}
+
+/// Reads a number, or `null` (what serde_json writes for a value that is
+/// not finite) as NaN: the reading side of every f64 in a report.
+pub fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(<Option<f64> as serde::Deserialize>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// Welch's t-test of a against b; None when either sample has fewer than two values.

@@ -654,18 +654,8 @@ fn side_json(side: &Side) -> Value {
             "ttwu_local": s.ttwu_local,
             "local_share": pct(s.ttwu_local, s.ttwu_count) / 100.0,
             "migrations": migrations,
-            "levels": s.levels.iter().map(|l| json!({
-                "level": l.name,
-                "ttwu_wake_remote": l.ttwu_wake_remote,
-                "ttwu_move_affine": l.ttwu_move_affine,
-                "wake_remote_share": pct(l.ttwu_wake_remote, s.ttwu_count) / 100.0,
-                "affine_share": pct(l.ttwu_move_affine, s.ttwu_count) / 100.0,
-                "lb_count": l.lb_count,
-                "lb_balanced": l.lb_balanced,
-                "lb_failed": l.lb_failed,
-                "lb_gained": l.lb_gained,
-                "alb_pushed": l.alb_pushed,
-            })).collect::<Vec<_>>(),
+            // Each level as `schedlab run --json` writes it (the one LevelStats type, with its shares).
+            "levels": s.levels.iter().map(|l| schedlab_lab::result::Level::new(l, s.ttwu_count)).collect::<Vec<_>>(),
         })
     };
     let migr = side.migrations().map(|v| v.iter().sum());
