@@ -830,11 +830,15 @@ impl Kernel {
     #[inline]
     pub fn idle_cpu(&self, c: CpuId) -> bool {
         let rq = &self.rqs[c.idx()];
+        rq.curr.is_none() && rq.nr_running() == 0 && !self.ttwu_pending_seen(rq)
+    }
+
+    /// `rq->ttwu_pending` as the current CPU sees it now.
+    #[inline]
+    pub(crate) fn ttwu_pending_seen(&self, rq: &Rq) -> bool {
         // FIDELITY(F-004): ttwu_pending set by another CPU less than the
         // visibility window ago is not seen yet (the stacking race).
-        let pending_seen =
-            rq.ttwu_pending > 0 && (self.cur_now >= rq.ttwu_pending_visible_at || self.cur_this_cpu == rq.ttwu_pending_owner);
-        rq.curr.is_none() && rq.nr_running() == 0 && !pending_seen
+        rq.ttwu_pending > 0 && (self.cur_now >= rq.ttwu_pending_visible_at || self.cur_this_cpu == rq.ttwu_pending_owner)
     }
 
     /// `task_cpu(p)`
