@@ -1360,7 +1360,13 @@ impl Kernel {
     /// idle CPUs get the first chance to pull (7a82e5f52a35); v3.x
     /// run_rebalance_domains() balanced the ILB first, then the others from
     /// CPU 0 up.
-    pub fn nohz_idle_balance(&mut self, ilb: CpuId, now: u64) -> BalanceResult {
+    pub fn nohz_idle_balance(&mut self, ilb: CpuId, now: u64, fx: &mut crate::core::Effects) -> BalanceResult {
+        let r = self.nohz_idle_balance_inner(ilb, now);
+        self.hand_over(fx);
+        r
+    }
+
+    fn nohz_idle_balance_inner(&mut self, ilb: CpuId, now: u64) -> BalanceResult {
         self.cur_now = now;
         self.cur_this_cpu = ilb;
         let mut all = BalanceResult::default();
@@ -1458,13 +1464,13 @@ mod tests {
         let mut k = Kernel::new(&flat(2), profile("v6.12").unwrap());
         for _ in 0..2 {
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
             k.tasks[p.idx()].cpus_allowed = None;
         }
-        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         let sleeper = k.rqs[0].curr.unwrap();
         // It ran 10 ms ahead of the other: ineligible when it blocks, so delayed.
-        k.schedule(CpuId(0), SwitchReason::Block, 10_000_000);
+        k.schedule(CpuId(0), SwitchReason::Block, 10_000_000, &mut crate::core::Effects::default());
         assert!(k.tasks[sleeper.idx()].se.sched_delayed && k.tasks[sleeper.idx()].se.on_rq);
         assert_ne!(k.rqs[0].curr, Some(sleeper));
         k.migrate_queued_task(sleeper, CpuId(0), CpuId(1), 10_000_000);
@@ -1473,7 +1479,7 @@ mod tests {
         assert!(t.se.sched_delayed && t.se.on_rq && t.cpu == CpuId(1));
         assert_eq!((k.rqs[0].cfs.h_nr_delayed, k.rqs[1].cfs.h_nr_delayed), (0, 1));
         // CPU 1's pick finishes the delayed dequeue and finds nothing to run.
-        k.schedule(CpuId(1), SwitchReason::Preempt, 10_000_000);
+        k.schedule(CpuId(1), SwitchReason::Preempt, 10_000_000, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[1].curr, None);
         assert!(!k.tasks[sleeper.idx()].se.on_rq && !k.tasks[sleeper.idx()].se.sched_delayed);
         assert_eq!(k.rqs[1].cfs.h_nr_delayed, 0);
@@ -1520,18 +1526,18 @@ mod tests {
     fn v3_10_loads_are_instantaneous() {
         let mut k = Kernel::new(&flat(2), profile("v3.10").unwrap());
         let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-        k.wake_up_new_task(p, CpuId(0), 0);
-        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         assert_eq!(k.weighted_cpuload(CpuId(0)), 1024);
         let tick = k.tun.tick_ns;
-        k.scheduler_tick(CpuId(0), tick);
+        k.scheduler_tick(CpuId(0), tick, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[0].cpu_load, [1024, 512, 256, 128, 64]);
-        k.scheduler_tick(CpuId(0), 2 * tick);
+        k.scheduler_tick(CpuId(0), 2 * tick, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[0].cpu_load[1], (512 + 1024 + 1) >> 1);
         assert_eq!(k.source_load(CpuId(0), 2), k.rqs[0].cpu_load[1]);
         assert_eq!(k.target_load(CpuId(0), 2), 1024);
         // The task blocks: the instantaneous load is 0 at once, PELT's is not.
-        k.schedule(CpuId(0), SwitchReason::Block, 2 * tick + 1);
+        k.schedule(CpuId(0), SwitchReason::Block, 2 * tick + 1, &mut crate::core::Effects::default());
         assert_eq!(k.weighted_cpuload(CpuId(0)), 0);
         assert!(k.rqs[0].cfs.avg.load_avg > 0);
     }
@@ -1543,13 +1549,13 @@ mod tests {
     fn v3_10_group_at_capacity_is_not_busiest() {
         let mut k = Kernel::new(&flat(2), profile("v3.10").unwrap());
         let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), nice: -10, ..Default::default() }, None, CpuId(0), 0);
-        k.wake_up_new_task(p, CpuId(0), 0);
+        k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
         k.tasks[p.idx()].cpus_allowed = None;
-        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         let mut now = 0;
         for _ in 0..20 {
             now += k.tun.tick_ns;
-            k.scheduler_tick(CpuId(0), now);
+            k.scheduler_tick(CpuId(0), now, &mut crate::core::Effects::default());
         }
         let sd = k.sd.per_cpu[1][0] as usize;
         let mut env = LbEnv {
@@ -1566,7 +1572,7 @@ mod tests {
         assert!(k.find_busiest_group(sd, &mut env, &mut out).is_none());
         // A second task puts CPU 0 above its capacity of 1: now it is busiest.
         let q = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), now);
-        k.wake_up_new_task(q, CpuId(0), now);
+        k.wake_up_new_task(q, CpuId(0), now, &mut crate::core::Effects::default());
         let mut env = LbEnv {
             dst: CpuId(1),
             lvl: 0,
@@ -1618,19 +1624,42 @@ mod tests {
         let mut k = Kernel::new(&flat(2), profile(kernel).unwrap());
         for _ in 0..n {
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
             k.tasks[p.idx()].cpus_allowed = None;
         }
-        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         let mut now = 0;
         for _ in 0..50 {
             now += 4_000_000;
-            k.scheduler_tick(CpuId(0), now);
+            k.scheduler_tick(CpuId(0), now, &mut crate::core::Effects::default());
             if k.rqs[0].need_resched {
-                k.schedule(CpuId(0), SwitchReason::Preempt, now);
+                k.schedule(CpuId(0), SwitchReason::Preempt, now, &mut crate::core::Effects::default());
             }
         }
         (k, now)
+    }
+
+    // An entry point hands its effects to the caller's Effects, appended to
+    // what is there: the runqueue balancing locked to detach tasks and, only
+    // when recording, each migration (task, from, to); nothing stays behind.
+    #[test]
+    fn nohz_idle_balance_hands_over_locks_and_migrations() {
+        for record in [false, true] {
+            let (mut k, now) = overloaded_cpu0("v6.6", 4);
+            k.record_migrations(record);
+            let mut fx = crate::core::Effects { locked: vec![CpuId(7)], migrations: Vec::new() };
+            let r = k.nohz_idle_balance(CpuId(1), now + 10_000_000, &mut fx);
+            assert!(r.pulled >= 1, "record {record}: nothing pulled");
+            assert_eq!(fx.locked[0], CpuId(7), "appended after what the caller had");
+            assert!(fx.locked.len() >= 2 && fx.locked[1..].iter().all(|&c| c == CpuId(0)), "{:?}", fx.locked);
+            if record {
+                assert_eq!(fx.migrations.len(), r.pulled as usize);
+                assert!(fx.migrations.iter().all(|&(p, from, to)| from == CpuId(0) && to == CpuId(1) && k.task_cpu(p) == CpuId(1)));
+            } else {
+                assert!(fx.migrations.is_empty());
+            }
+            assert!(k.lb_locked.is_empty() && k.migration_log.as_ref().is_none_or(|l| l.is_empty()));
+        }
     }
 
     // The one-pass walk of a domain of one-CPU groups (a flat LLC) gathers
@@ -1649,10 +1678,10 @@ mod tests {
                     let nice = if c % 8 == 3 { (i as i8 * 5) - 5 } else { 0 };
                     let params = TaskParams { nice, cpus_allowed: Some(vec![CpuId(c)]), ..Default::default() };
                     let p = k.sched_fork(&params, None, CpuId(c), 0);
-                    k.wake_up_new_task(p, CpuId(c), 0);
+                    k.wake_up_new_task(p, CpuId(c), 0, &mut crate::core::Effects::default());
                 }
                 if tasks > 0 {
-                    k.schedule(CpuId(c), SwitchReason::Preempt, 0);
+                    k.schedule(CpuId(c), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
                 }
             }
             let mut now = 0;
@@ -1661,9 +1690,9 @@ mod tests {
                 for c in 0..n {
                     let c = CpuId(c);
                     if k.rqs[c.idx()].curr.is_some() {
-                        k.scheduler_tick(c, now);
+                        k.scheduler_tick(c, now, &mut crate::core::Effects::default());
                         if k.rqs[c.idx()].need_resched {
-                            k.schedule(c, SwitchReason::Preempt, now);
+                            k.schedule(c, SwitchReason::Preempt, now, &mut crate::core::Effects::default());
                         }
                     }
                 }
@@ -1692,7 +1721,7 @@ mod tests {
         let mut ts = Vec::new();
         for _ in 0..3 {
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
             k.tasks[p.idx()].cpus_allowed = None;
             ts.push(p);
         }
@@ -1700,7 +1729,7 @@ mod tests {
         for _ in 0..3 {
             now += 1_000_000;
             k.rqs[0].need_resched = true;
-            k.schedule(CpuId(0), SwitchReason::Preempt, now);
+            k.schedule(CpuId(0), SwitchReason::Preempt, now, &mut crate::core::Effects::default());
         }
         (k, ts, now)
     }
@@ -1714,7 +1743,7 @@ mod tests {
         for (kernel, hot) in [("v3.10", true), ("v5.11", false), ("v6.12", false)] {
             let mut k = Kernel::new(&topo, profile(kernel).unwrap());
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
             k.tasks[p.idx()].se.exec_start = 1_000_000;
             let lvl0 = k.sd.domains[k.sd.per_cpu[1][0] as usize].flags;
             assert_ne!(lvl0 & SD_SHARE_CPUCAPACITY, 0, "level 0 is SMT");
@@ -1741,7 +1770,7 @@ mod tests {
             .unwrap();
         k.sd_lb[1][0].nr_balance_failed = 5;
         k.rqs[0].active_balance = Some(CpuId(1));
-        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000);
+        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000, &mut crate::core::Effects::default());
         assert_eq!(r.kick, Some(CpuId(1)));
         assert_eq!(k.tasks[tail.idx()].cpu, CpuId(1), "the least recently run task moved");
         assert_eq!(k.tasks[running.idx()].cpu, CpuId(0), "the preempted task stays");
@@ -1754,7 +1783,7 @@ mod tests {
         }
         k.sd_lb[1][0].nr_balance_failed = 5;
         k.rqs[0].active_balance = Some(CpuId(1));
-        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000);
+        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000, &mut crate::core::Effects::default());
         assert_eq!(r.kick, None);
         assert_eq!((k.sd_lb[1][0].nr_balance_failed, k.sd_stats[1][0].alb_failed), (5, 1));
     }
@@ -1811,11 +1840,11 @@ mod tests {
             let mut ts = Vec::new();
             for _ in 0..2 {
                 let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-                k.wake_up_new_task(p, CpuId(0), 0);
+                k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
                 k.tasks[p.idx()].cpus_allowed = None;
                 ts.push(p);
             }
-            k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+            k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
             let queued = ts.iter().copied().find(|&t| k.rqs[0].curr != Some(t)).unwrap();
             k.mark_delayed(queued);
             let mut env = LbEnv {
@@ -1843,11 +1872,11 @@ mod tests {
             // Two tasks on cpu0, one on cpu1; cpus 2 and 3 idle; ILB = cpu2.
             for c in [0u16, 0, 1] {
                 let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(c)]), ..Default::default() }, None, CpuId(c), 0);
-                k.wake_up_new_task(p, CpuId(c), 0);
+                k.wake_up_new_task(p, CpuId(c), 0, &mut crate::core::Effects::default());
                 k.tasks[p.idx()].cpus_allowed = None;
-                k.schedule(CpuId(c), SwitchReason::Preempt, 0);
+                k.schedule(CpuId(c), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
             }
-            let r = k.nohz_idle_balance(CpuId(2), 100_000_000);
+            let r = k.nohz_idle_balance(CpuId(2), 100_000_000, &mut crate::core::Effects::default());
             assert!(r.pulled >= 1, "{kernel}");
             assert_eq!(k.rqs[first_puller.idx()].nr_running(), 1, "{kernel}: {first_puller:?} pulled first");
         }
