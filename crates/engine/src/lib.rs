@@ -2,7 +2,7 @@
 //! kernel model, charges the machine model and executes the workload.
 //!
 //! Architecture invariant: sole owner of simulated time and of randomness.
-//! Events are ordered by `(at, seq)`; `seq` is a global insertion counter, so
+//! Events are ordered by `(at, seq)`; `seq` is the queue's insertion counter, so
 //! simultaneous events run in the order they were scheduled, identically on
 //! every run. An operation that neither blocks nor wakes anyone costs no event:
 //! the interpreter runs zero-time ops inline and only schedules an event when a
@@ -216,7 +216,6 @@ pub struct Sim<'a> {
     stop: Option<&'a std::sync::atomic::AtomicBool>,
     wl: &'a Workload,
     now: u64,
-    seq: u64,
     queue: queue::EventQueue,
     nr_cpus_slots: u32,
     /// Number of CPUs: segment-end slots are `0..nr_cpus`.
@@ -332,7 +331,6 @@ impl<'a> Sim<'a> {
             machine,
             wl,
             now: 0,
-            seq: 0,
             // Segment ends (slots 0..n) go to the queue's tournament tree.
             queue: queue::EventQueue::new((1 + PER_CPU_SLOTS as usize) * n + wl.tasks.len(), n),
             nr_cpus_slots: (1 + PER_CPU_SLOTS) * n as u32,
@@ -457,7 +455,6 @@ impl<'a> Sim<'a> {
 
     #[inline]
     fn push(&mut self, at: u64, kind: EvKind) {
-        self.seq += 1;
         let slot = self.slot_of(kind);
         self.queue.schedule(slot, at);
     }
