@@ -185,20 +185,21 @@ impl Sim<'_> {
     /// the busiest rq's lock (after waiting for it). Returns the time `c`
     /// spent waiting and holding.
     pub(crate) fn lb_locks(&mut self, c: CpuId) -> u64 {
-        if self.kernel.lb_locked.is_empty() {
+        if self.fx.locked.is_empty() {
             return 0;
         }
         let mut spent = 0;
-        let locked = std::mem::take(&mut self.kernel.lb_locked);
+        let locked = std::mem::take(&mut self.fx.locked);
         for &src in &locked {
             let hold = self.cost.rq_lock_hold(c, src);
             let wait = self.cost.rq_lock(src, c, self.now, hold);
             self.rq_lock_wait_ns += wait;
             spent += wait + hold;
         }
+        // Hand the buffer back so the effects do not reallocate.
         let mut l = locked;
         l.clear();
-        self.kernel.lb_locked = l;
+        self.fx.locked = l;
         spent
     }
 }

@@ -2,7 +2,7 @@
 //! kernel model, charges the machine model and executes the workload.
 //!
 //! Architecture invariant: sole owner of simulated time and of randomness.
-//! Events are ordered by `(at, seq)`; `seq` is a global insertion counter, so
+//! Events are ordered by `(at, seq)`; `seq` is the queue's insertion counter, so
 //! simultaneous events run in the order they were scheduled, identically on
 //! every run. An operation that neither blocks nor wakes anyone costs no event:
 //! the interpreter runs zero-time ops inline and only schedules an event when a
@@ -27,7 +27,7 @@ pub use arrivals::ArrivalStats;
 use metrics::Histogram;
 pub use noise::NoiseStats;
 use rng::Pcg32;
-use schedlab_kernel::{CpuId, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
+use schedlab_kernel::{CpuId, Effects, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
 use schedlab_machine::cost::{Component, CostModel, ModelSwitches, TaskMem};
 use schedlab_machine::Machine;
 use schedlab_workload::{ChannelKind, MetricSpec, Op, Workload};
@@ -207,12 +207,15 @@ struct SemRt {
 /// A simulation in progress.
 pub struct Sim<'a> {
     pub kernel: Kernel,
+    /// What the kernel's entry points did besides their answers (locked
+    /// runqueues, migrations when tracing), appended by each call and taken
+    /// out by what charges (`lb_locks`) or records (`tr_migrations`) them.
+    fx: Effects,
     machine: &'a Machine,
     /// Set from outside (another thread) to end the run early (`run_stoppable`).
     stop: Option<&'a std::sync::atomic::AtomicBool>,
     wl: &'a Workload,
     now: u64,
-    seq: u64,
     queue: queue::EventQueue,
     nr_cpus_slots: u32,
     /// Number of CPUs: segment-end slots are `0..nr_cpus`.
@@ -309,7 +312,7 @@ impl<'a> Sim<'a> {
             kernel.create_group(&g.name, g.parent, g.shares).expect("validated task group");
         }
         if cfg.trace {
-            kernel.migration_log = Some(Vec::new());
+            kernel.record_migrations(true);
         }
         // Channels some op reads tags from (one pass over the ops: a scan per
         // channel was quadratic in the size of hackbench-like workloads).
@@ -324,10 +327,10 @@ impl<'a> Sim<'a> {
         let mut s = Sim {
             stop: None,
             kernel,
+            fx: Effects::default(),
             machine,
             wl,
             now: 0,
-            seq: 0,
             // Segment ends (slots 0..n) go to the queue's tournament tree.
             queue: queue::EventQueue::new((1 + PER_CPU_SLOTS as usize) * n + wl.tasks.len(), n),
             nr_cpus_slots: (1 + PER_CPU_SLOTS) * n as u32,
@@ -452,7 +455,6 @@ impl<'a> Sim<'a> {
 
     #[inline]
     fn push(&mut self, at: u64, kind: EvKind) {
-        self.seq += 1;
         let slot = self.slot_of(kind);
         self.queue.schedule(slot, at);
     }
@@ -515,7 +517,7 @@ impl<'a> Sim<'a> {
                     if self.cpus[c.idx()].running.is_none() {
                         continue; // NOHZ: an idle CPU stops its tick
                     }
-                    let tr = self.kernel.scheduler_tick(c, self.now);
+                    let tr = self.kernel.scheduler_tick(c, self.now, &mut self.fx);
                     if let Some(t) = self.cpus[c.idx()].running {
                         self.noise_tick(c, t);
                     }
@@ -565,7 +567,7 @@ impl<'a> Sim<'a> {
                     let c = CpuId(cpu);
                     self.ilb_pending = false;
                     if self.cpus[c.idx()].running.is_none() {
-                        let r = self.kernel.nohz_idle_balance(c, self.now);
+                        let r = self.kernel.nohz_idle_balance(c, self.now, &mut self.fx);
                         if self.trace.is_some() {
                             self.tr_migrations(c);
                         }
@@ -592,7 +594,7 @@ impl<'a> Sim<'a> {
                     let hold = self.machine.costs.rq_lock_hold_ns;
                     self.rq_lock_wait_ns += self.cost.rq_lock(c, c, self.now, hold);
                     let woken = self.trace.as_ref().map(|_| self.kernel.rqs[c.idx()].wake_list.clone());
-                    let resched = self.kernel.sched_ttwu_pending(c, self.now);
+                    let resched = self.kernel.sched_ttwu_pending(c, self.now, &mut self.fx);
                     if let Some(w) = woken {
                         self.tr_wake_list(c, &w);
                     }
@@ -665,7 +667,7 @@ impl<'a> Sim<'a> {
         }
         self.alive += 1;
         self.created += 1;
-        let r = self.kernel.wake_up_new_task(p, cpu, self.now);
+        let r = self.kernel.wake_up_new_task(p, cpu, self.now, &mut self.fx);
         if self.trace.is_some() {
             self.tr_new_task(p, spec, parent, cpu, &r);
         }
@@ -675,7 +677,7 @@ impl<'a> Sim<'a> {
 
     /// Wake `p` from `this_cpu` (waker = the task running there, if any).
     fn wake(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags) {
-        let r = self.kernel.try_to_wake_up(p, this_cpu, waker, wf, self.now);
+        let r = self.kernel.try_to_wake_up(p, this_cpu, waker, wf, self.now, &mut self.fx);
         if self.trace.is_some() {
             self.tr_wake(p, this_cpu, &r);
         }
@@ -741,7 +743,7 @@ impl<'a> Sim<'a> {
                 r.remaining = r.remaining.saturating_sub(done);
             }
         }
-        let res = self.kernel.schedule(c, reason, now);
+        let res = self.kernel.schedule(c, reason, now, &mut self.fx);
         if self.trace.is_some() {
             self.tr_schedule(c, reason, &res);
         }

@@ -199,7 +199,7 @@ impl Sim<'_> {
         });
         self.noise.kthread[c.idx()] = Some(p);
         self.kthread_ids.push(p);
-        let r = self.kernel.wake_up_new_task(p, c, self.now);
+        let r = self.kernel.wake_up_new_task(p, c, self.now, &mut self.fx);
         if self.trace.is_some() {
             self.tr_new_kthread(p, c, &r);
         }

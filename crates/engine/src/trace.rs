@@ -236,18 +236,17 @@ impl Sim<'_> {
     #[cold]
     #[inline(never)]
     pub(crate) fn tr_migrations(&mut self, cpu: CpuId) {
-        let Some(log) = self.kernel.migration_log.as_mut() else { return };
-        if log.is_empty() {
+        if self.fx.migrations.is_empty() {
             return;
         }
-        let mut log = std::mem::take(log);
+        let mut log = std::mem::take(&mut self.fx.migrations);
         let current = self.cpus[cpu.idx()].running;
         for &(t, from, to) in &log {
             self.tr_push(cpu, current, EventKind::Migrate { task: t.0, orig_cpu: from.0, dest_cpu: to.0 });
         }
         // Hand the buffer back so the log does not reallocate.
         log.clear();
-        self.kernel.migration_log = Some(log);
+        self.fx.migrations = log;
     }
 
     /// `try_to_wake_up(p)` called from `this_cpu` returned `r`.
@@ -257,7 +256,7 @@ impl Sim<'_> {
         let current = self.cpus[this_cpu.idx()].running;
         // sched_waking fires before select_task_rq(): target_cpu is the CPU
         // the task had then (the migration's origin if it moved).
-        let moved = self.kernel.migration_log.as_ref().and_then(|l| l.iter().find(|m| m.0 == p).map(|m| m.1));
+        let moved = self.fx.migrations.iter().find(|m| m.0 == p).map(|m| m.1);
         let old = moved.unwrap_or(r.cpu);
         self.tr_push(this_cpu, current, EventKind::Waking { task: p.0, target_cpu: old.0 });
         self.tr_migrations(this_cpu);

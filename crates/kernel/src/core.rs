@@ -111,6 +111,23 @@ pub struct SwitchResult {
     pub next_run_delay: Option<u64>,
 }
 
+/// What the entry points did besides their answer, for the engine to charge
+/// or record: each entry point (`try_to_wake_up`, `wake_up_new_task`,
+/// `sched_ttwu_pending`, `schedule`, `scheduler_tick`, `nohz_idle_balance`)
+/// appends its effects here before it returns. The caller owns the value,
+/// reuses it (no allocation once its buffers have grown) and takes out what
+/// it has charged or recorded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Runqueues whose lock a load-balance pass took to detach tasks
+    /// (`rq_lock(busiest)` in sched_balance_rq()), in order: the hardware
+    /// charges the lock sections.
+    pub locked: Vec<CpuId>,
+    /// (task, from, to) of every `set_task_cpu()` (the `sched_migrate_task`
+    /// tracepoint), in order; recorded only after `record_migrations(true)`.
+    pub migrations: Vec<(TaskId, CpuId, CpuId)>,
+}
+
 /// The modelled kernel: runqueues, tasks, sched domains, for one profile.
 pub struct Kernel {
     pub profile: KernelProfile,
@@ -168,13 +185,12 @@ pub struct Kernel {
     /// size (a simulator index: the kernel's walk reads every rq).
     pub(crate) idle_hint: CpuMask,
     nr_cpus: usize,
-    /// Runqueues whose lock a load-balance pass took to detach tasks
-    /// (`rq_lock(busiest)` in sched_balance_rq()), in order; the engine drains
-    /// it after each entry point and charges the lock sections.
-    pub lb_locked: Vec<CpuId>,
-    /// When Some, `set_task_cpu()` appends (task, from, to) here: the
-    /// `sched_migrate_task` tracepoint, for the engine's trace recorder to drain.
-    pub migration_log: Option<Vec<(TaskId, CpuId, CpuId)>>,
+    /// Runqueues locked by balancing during the current entry point, handed
+    /// over in its [`Effects`].
+    pub(crate) lb_locked: Vec<CpuId>,
+    /// When Some (`record_migrations`), `set_task_cpu()` appends (task, from,
+    /// to) here during the current entry point, handed over in its [`Effects`].
+    pub(crate) migration_log: Option<Vec<(TaskId, CpuId, CpuId)>>,
     /// Decision records (issue 20), when `enable_explain()` asked for them; None costs one branch per hook.
     pub explain: Option<Box<crate::explain::Explain>>,
     /// NUMA balancing and process memory (fair/numa.rs); None when the
@@ -384,7 +400,13 @@ impl Kernel {
 
     /// `wake_up_new_task()`: fork balancing through `select_task_rq(WF_FORK)`
     /// (the slow path), enqueue, and the wakeup preemption check.
-    pub fn wake_up_new_task(&mut self, p: TaskId, this_cpu: CpuId, now: u64) -> WakeResult {
+    pub fn wake_up_new_task(&mut self, p: TaskId, this_cpu: CpuId, now: u64, fx: &mut Effects) -> WakeResult {
+        let r = self.wake_up_new_task_inner(p, this_cpu, now);
+        self.hand_over(fx);
+        r
+    }
+
+    fn wake_up_new_task_inner(&mut self, p: TaskId, this_cpu: CpuId, now: u64) -> WakeResult {
         debug_assert_eq!(self.tasks[p.idx()].state, TaskState::New);
         let prev = self.tasks[p.idx()].cpu;
         self.last_scan = 0;
@@ -422,6 +444,23 @@ impl Kernel {
         match &self.tasks[p.idx()].cpus_allowed {
             Some(m) if !m.test(cpu) => m.first().expect("validated non-empty affinity"),
             _ => cpu,
+        }
+    }
+
+    /// Record every migration into [`Effects::migrations`] (the tracepoint
+    /// recorder); off by default (one branch per migration).
+    pub fn record_migrations(&mut self, on: bool) {
+        self.migration_log = on.then(Vec::new);
+    }
+
+    /// The end of an entry point: its effects go to the caller's `fx`.
+    #[inline]
+    pub(crate) fn hand_over(&mut self, fx: &mut Effects) {
+        if !self.lb_locked.is_empty() {
+            fx.locked.append(&mut self.lb_locked);
+        }
+        if let Some(log) = &mut self.migration_log {
+            fx.migrations.append(log);
         }
     }
 
@@ -474,7 +513,21 @@ impl Kernel {
     /// wake list and the target activates it after the IPI
     /// (`sched_ttwu_pending()`); otherwise the waker enqueues it at once under
     /// the target's rq lock. F-004: the ttwu_pending visibility window.
-    pub fn try_to_wake_up(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
+    pub fn try_to_wake_up(
+        &mut self,
+        p: TaskId,
+        this_cpu: CpuId,
+        waker: Option<TaskId>,
+        wf: WakeFlags,
+        now: u64,
+        fx: &mut Effects,
+    ) -> WakeResult {
+        let r = self.try_to_wake_up_inner(p, this_cpu, waker, wf, now);
+        self.hand_over(fx);
+        r
+    }
+
+    fn try_to_wake_up_inner(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
         let t = &self.tasks[p.idx()];
         debug_assert_eq!(t.state, TaskState::Sleeping, "waking a task that is not asleep");
         let prev = t.cpu;
@@ -611,7 +664,13 @@ impl Kernel {
 
     /// `sched_ttwu_pending()`: the target CPU (after the IPI) activates the tasks
     /// on its wake list. Returns true if it must reschedule.
-    pub fn sched_ttwu_pending(&mut self, cpu: CpuId, now: u64) -> bool {
+    pub fn sched_ttwu_pending(&mut self, cpu: CpuId, now: u64, fx: &mut Effects) -> bool {
+        let r = self.sched_ttwu_pending_inner(cpu, now);
+        self.hand_over(fx);
+        r
+    }
+
+    fn sched_ttwu_pending_inner(&mut self, cpu: CpuId, now: u64) -> bool {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
         let list = std::mem::take(&mut self.rqs[cpu.idx()].wake_list);
@@ -652,7 +711,13 @@ impl Kernel {
 
     /// `__schedule()` on `cpu`: handle `prev` according to `reason`, pick the
     /// next task, switch. Returns prev and next (None = idle).
-    pub fn schedule(&mut self, cpu: CpuId, reason: SwitchReason, now: u64) -> SwitchResult {
+    pub fn schedule(&mut self, cpu: CpuId, reason: SwitchReason, now: u64, fx: &mut Effects) -> SwitchResult {
+        let r = self.schedule_inner(cpu, reason, now);
+        self.hand_over(fx);
+        r
+    }
+
+    fn schedule_inner(&mut self, cpu: CpuId, reason: SwitchReason, now: u64) -> SwitchResult {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
         let prev = self.rqs[cpu.idx()].curr;
@@ -762,7 +827,13 @@ impl Kernel {
     }
 
     /// `scheduler_tick()` → `task_tick_fair()`. Returns true if the current task must be preempted.
-    pub fn scheduler_tick(&mut self, cpu: CpuId, now: u64) -> TickResult {
+    pub fn scheduler_tick(&mut self, cpu: CpuId, now: u64, fx: &mut Effects) -> TickResult {
+        let r = self.scheduler_tick_inner(cpu, now);
+        self.hand_over(fx);
+        r
+    }
+
+    fn scheduler_tick_inner(&mut self, cpu: CpuId, now: u64) -> TickResult {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
         self.task_tick_fair(cpu, now);
@@ -830,11 +901,15 @@ impl Kernel {
     #[inline]
     pub fn idle_cpu(&self, c: CpuId) -> bool {
         let rq = &self.rqs[c.idx()];
+        rq.curr.is_none() && rq.nr_running() == 0 && !self.ttwu_pending_seen(rq)
+    }
+
+    /// `rq->ttwu_pending` as the current CPU sees it now.
+    #[inline]
+    pub(crate) fn ttwu_pending_seen(&self, rq: &Rq) -> bool {
         // FIDELITY(F-004): ttwu_pending set by another CPU less than the
         // visibility window ago is not seen yet (the stacking race).
-        let pending_seen =
-            rq.ttwu_pending > 0 && (self.cur_now >= rq.ttwu_pending_visible_at || self.cur_this_cpu == rq.ttwu_pending_owner);
-        rq.curr.is_none() && rq.nr_running() == 0 && !pending_seen
+        rq.ttwu_pending > 0 && (self.cur_now >= rq.ttwu_pending_visible_at || self.cur_this_cpu == rq.ttwu_pending_owner)
     }
 
     /// `task_cpu(p)`

@@ -19,6 +19,6 @@ pub mod schedstat;
 pub mod stats;
 pub mod topology;
 
-pub use crate::core::{Kernel, SwitchReason, SwitchResult, TaskParams, TickResult, WakeFlags, WakeResult};
+pub use crate::core::{Effects, Kernel, SwitchReason, SwitchResult, TaskParams, TickResult, WakeFlags, WakeResult};
 pub use crate::sched::{TaskId, TaskState};
 pub use schedlab_topology::CpuId;

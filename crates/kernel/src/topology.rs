@@ -128,6 +128,13 @@ impl SchedDomain {
         &self.group_list[self.group_off[i] as usize..self.group_off[i + 1] as usize]
     }
 
+    /// Every group is a single CPU (the lowest level, and a flat LLC without
+    /// SMT): group `i` is `group_cpus_from(0)[i]`.
+    #[inline]
+    pub fn singleton_groups(&self) -> bool {
+        self.group_list.len() == self.groups.len()
+    }
+
     /// The CPUs of groups `i..`, one group after the other (a walk of the
     /// groups in order visits them in this order).
     #[inline]

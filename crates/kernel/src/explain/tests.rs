@@ -29,8 +29,8 @@ fn kernel(topo: &CpuTopology, name: &str) -> Kernel {
 /// A task running on `cpu`.
 fn occupy(k: &mut Kernel, cpu: u16) -> TaskId {
     let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(cpu)]), ..Default::default() }, None, CpuId(cpu), 0);
-    k.wake_up_new_task(p, CpuId(cpu), 0);
-    k.schedule(CpuId(cpu), SwitchReason::Preempt, 0);
+    k.wake_up_new_task(p, CpuId(cpu), 0, &mut crate::core::Effects::default());
+    k.schedule(CpuId(cpu), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
     k.tasks[p.idx()].cpus_allowed = None;
     p
 }
@@ -63,7 +63,7 @@ fn last_balance(k: &Kernel) -> BalanceRecord {
 
 /// Wake `p` from `waker` on cpu0 and return the record.
 fn wake(k: &mut Kernel, p: TaskId, waker: Option<TaskId>, wf: WakeFlags) -> WakeRecord {
-    let r = k.try_to_wake_up(p, CpuId(0), waker, wf, 1000);
+    let r = k.try_to_wake_up(p, CpuId(0), waker, wf, 1000, &mut crate::core::Effects::default());
     let w = last_wake(k);
     assert_eq!(w.cpu, r.cpu.0, "the record names the CPU the wakeup chose");
     assert_eq!(w.wake_list, r.queued);
@@ -193,7 +193,7 @@ fn fork_slow_path() {
     let mut k = kernel(&flat(4), "v6.6");
     let parent = occupy(&mut k, 0);
     let c = k.sched_fork(&TaskParams::default(), Some(parent), CpuId(0), 10);
-    let res = k.wake_up_new_task(c, CpuId(0), 10);
+    let res = k.wake_up_new_task(c, CpuId(0), 10, &mut crate::core::Effects::default());
     let r = last_wake(&k);
     assert_eq!((r.kind, r.path, r.slow_why, r.slow_level), (WakeKind::Fork, Path::SlowPath, SlowWhy::Descended, 0));
     assert_ne!(res.cpu, CpuId(0));
@@ -374,7 +374,7 @@ fn refusal_delayed() {
 fn refusal_too_big() {
     let mut k = kernel(&flat(2), "v6.6");
     let light = k.sched_fork(&TaskParams { nice: 19, cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-    k.wake_up_new_task(light, CpuId(0), 0);
+    k.wake_up_new_task(light, CpuId(0), 0, &mut crate::core::Effects::default());
     k.tasks[light.idx()].cpus_allowed = None;
     for _ in 0..3 {
         occupy(&mut k, 0);
@@ -400,7 +400,7 @@ fn counts_partition() {
     let mut n = 0;
     for cpu in 1..4 {
         let p = sleeper_on(&mut k, cpu);
-        k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::SYNC, 1000);
+        k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::SYNC, 1000, &mut crate::core::Effects::default());
         n += 1;
     }
     let mut out = BalanceResult::default();

@@ -59,7 +59,7 @@ enum MigrationType {
 }
 
 /// `struct sg_lb_stats`
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct SgStats {
     group_load: u64,
     group_util: u64,
@@ -149,6 +149,40 @@ struct SgStatsV3 {
 /// How many CPUs ahead of the balancer's group-statistics walk the runqueues
 /// are prefetched.
 const LB_PREFETCH_AHEAD: usize = 6;
+
+/// What the v5.5+ balancer's per-CPU reads ask of the profile, asked once per
+/// pass instead of once per CPU.
+#[derive(Clone, Copy)]
+struct LbRead {
+    /// `--patch delayed-accounting`: delayed tasks are not counted as running.
+    delayed: bool,
+    /// UTIL_EST: util_est of the enqueued tasks bounds the utilization below.
+    util_est: bool,
+}
+
+/// What `update_sd_lb_stats()` gathers from a domain's groups.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct LbWalk {
+    local: Option<SgStats>,
+    /// (group index, statistics, type) of the busiest non-local group.
+    busiest: Option<(usize, SgStats, GroupType)>,
+    total_load: u64,
+    total_cap: u64,
+    /// Some CPU runs more than one task (`sg_overloaded`).
+    overloaded: bool,
+    /// CPUs read.
+    examined: u64,
+}
+
+/// One CPU's part of `update_sg_lb_stats()`.
+#[derive(Clone, Copy)]
+struct CpuLb {
+    nr: u32,
+    load: u64,
+    util: u64,
+    runnable: u64,
+    idle: bool,
+}
 
 impl Kernel {
     /// `weighted_cpuload()`: v2.6.x-v3.10 the instantaneous `rq->load.weight`;
@@ -259,12 +293,35 @@ impl Kernel {
         }
     }
 
+    fn lb_read(&self) -> LbRead {
+        LbRead { delayed: self.profile.has_patch(crate::profile::Patch::DelayedAccounting), util_est: self.feats.has(UTIL_EST) }
+    }
+
+    /// What `update_sg_lb_stats()` reads of CPU `c` (the v5.5+ balancer): the
+    /// runqueue's first cache line, with few branches (idle and busy CPUs
+    /// alternate unpredictably in a walk). Same values as `nr_running() -
+    /// lb_delayed()`, `lb_cpu_load()`, `cpu_util_cfs()` and `idle_cpu()`.
+    #[inline(always)]
+    fn lb_cpu(&self, rd: LbRead, c: CpuId, env_dst: CpuId) -> CpuLb {
+        let rq = &self.rqs[c.idx()];
+        let cfs = &rq.cfs;
+        let nr = cfs.h_nr_running - if rd.delayed { cfs.h_nr_delayed } else { 0 };
+        let load = cfs.avg.load_avg.max((cfs.nr_running > 0) as u64);
+        let util = cfs.avg.util_avg.max(if rd.util_est { cfs.util_est_enqueued } else { 0 }).min(1024);
+        // idle_cpu() (its ttwu_pending test reads further lines only when a
+        // wakeup is pending); the balancing CPU itself counts as idle when newly idle.
+        let no_task = rq.curr.is_none() & (cfs.h_nr_running == 0);
+        let idle = (no_task && !self.ttwu_pending_seen(rq)) | (rq.curr.is_none() & (c == env_dst) & (nr == 0));
+        CpuLb { nr, load, util, runnable: cfs.avg.runnable_avg, idle }
+    }
+
     /// `update_sg_lb_stats()` of group `g`; `walk` is the rest of the domain's
     /// walk from `g`'s first CPU on, whose runqueues are prefetched
     /// [`LB_PREFETCH_AHEAD`] CPUs ahead.
+    #[inline]
     fn lb_group_stats(
-        &mut self,
-        sd_pct: u64,
+        &self,
+        rd: LbRead,
         g: &[CpuId],
         walk: &[CpuId],
         env_dst: CpuId,
@@ -276,26 +333,121 @@ impl Kernel {
             if let Some(&n) = walk.get(j + LB_PREFETCH_AHEAD) {
                 self.prefetch_rq_stats(n);
             }
-            *examined += 1;
-            let rq = &self.rqs[c.idx()];
-            let nr = rq.nr_running() - self.lb_delayed(c);
-            s.group_load += self.lb_cpu_load(c);
-            s.group_util += self.cpu_util_cfs(c);
-            s.group_runnable += rq.cfs.avg.runnable_avg;
-            s.sum_nr_running += nr;
-            if nr > 1 {
-                s.overloaded_cpu = true;
-                *sg_overloaded = true;
-            }
-            // idle_cpu(): the balancing CPU itself counts as idle when newly idle.
-            if self.idle_cpu(c) || (c == env_dst && rq.curr.is_none() && nr == 0) {
-                s.idle_cpus += 1;
-            }
+            let x = self.lb_cpu(rd, c, env_dst);
+            s.group_load += x.load;
+            s.group_util += x.util;
+            s.group_runnable += x.runnable;
+            s.sum_nr_running += x.nr;
+            s.overloaded_cpu |= x.nr > 1;
+            s.idle_cpus += x.idle as u32;
         }
+        *examined += g.len() as u64;
+        *sg_overloaded |= s.overloaded_cpu;
         s.group_weight = g.len() as u32;
         s.group_capacity = 1024 * s.group_weight as u64;
-        let _ = sd_pct;
         s
+    }
+
+    /// `update_sd_lb_stats()`'s walk of `sd`'s groups: every group's
+    /// statistics, the local group's kept, the busiest other group picked
+    /// (`update_sd_pick_busiest()`).
+    fn lb_group_walk(&self, rd: LbRead, sd: &crate::topology::SchedDomain, pct: u64, local_gi: Option<usize>, env_dst: CpuId) -> LbWalk {
+        let mut w = LbWalk::default();
+        for gi in 0..sd.groups.len() {
+            let g = sd.group_cpus(gi);
+            let s = self.lb_group_stats(rd, g, sd.group_cpus_from(gi), env_dst, &mut w.examined, &mut w.overloaded);
+            w.total_load += s.group_load;
+            w.total_cap += s.group_capacity;
+            if Some(gi) == local_gi {
+                w.local = Some(s);
+                continue;
+            }
+            if s.sum_nr_running == 0 {
+                continue;
+            }
+            let t = Self::group_classify(pct, &s);
+            let better = match &w.busiest {
+                None => true,
+                Some((_, b, bt)) => {
+                    if t != *bt {
+                        t > *bt
+                    } else {
+                        match t {
+                            GroupType::Overloaded | GroupType::FullyBusy => Self::sg_avg_load(&s) > Self::sg_avg_load(b),
+                            GroupType::HasSpare => {
+                                s.idle_cpus < b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.sum_nr_running > b.sum_nr_running)
+                            }
+                        }
+                    }
+                }
+            };
+            if better {
+                w.busiest = Some((gi, s, t));
+            }
+        }
+        w
+    }
+
+    /// [`Self::lb_group_walk`] of a domain whose groups are single CPUs
+    /// (`singleton_groups()`, e.g. a flat LLC of hundreds of CPUs), with the
+    /// same result, in one pass with no branch that depends on the CPU (idle
+    /// and busy CPUs alternate unpredictably). A one-CPU group that runs a
+    /// task has no idle CPU, so among candidates (not local,
+    /// `sum_nr_running > 0`) "busier" is the group type, then the load
+    /// (overloaded, fully busy) or the number of tasks (has spare): one key,
+    /// and of equal keys the first wins, as the group walk keeps the first.
+    /// The local and the busiest group's statistics are read again at the
+    /// end (nothing changed meanwhile).
+    fn lb_singleton_walk(
+        &self,
+        rd: LbRead,
+        sd: &crate::topology::SchedDomain,
+        pct: u64,
+        local_gi: Option<usize>,
+        env_dst: CpuId,
+    ) -> LbWalk {
+        let list = sd.group_cpus_from(0);
+        let local = local_gi.unwrap_or(usize::MAX);
+        let mut total_load = 0u64;
+        let mut overloaded = false;
+        let mut best_key = 0u128;
+        let mut best = usize::MAX;
+        for (gi, &c) in list.iter().enumerate() {
+            if let Some(&n) = list.get(gi + LB_PREFETCH_AHEAD) {
+                self.prefetch_rq_stats(n);
+            }
+            let x = self.lb_cpu(rd, c, env_dst);
+            total_load += x.load;
+            overloaded |= x.nr > 1;
+            // group_classify() of a one-CPU group (capacity 1024, weight 1).
+            let over = (x.nr > 1) & ((102_400 < x.util * pct) | (1024 * pct < x.runnable * 100));
+            let spare = (x.nr < 1) | ((1024 * pct >= x.runnable * 100) & (102_400 > x.util * pct));
+            let t = if over {
+                GroupType::Overloaded
+            } else if spare {
+                GroupType::HasSpare
+            } else {
+                GroupType::FullyBusy
+            };
+            let metric = if t == GroupType::HasSpare { x.nr as u64 } else { x.load };
+            let key = ((t as u128) << 64) | metric as u128;
+            let better = (gi != local) & (x.nr > 0) & (key > best_key);
+            best_key = if better { key } else { best_key };
+            best = if better { gi } else { best };
+        }
+        let mut scratch = (0u64, false);
+        let mut group = |gi: usize| self.lb_group_stats(rd, sd.group_cpus(gi), &[], env_dst, &mut scratch.0, &mut scratch.1);
+        LbWalk {
+            local: local_gi.map(&mut group),
+            busiest: (best != usize::MAX).then(|| {
+                let s = group(best);
+                (best, s, Self::group_classify(pct, &s))
+            }),
+            total_load,
+            total_cap: 1024 * list.len() as u64,
+            overloaded,
+            examined: list.len() as u64,
+        }
     }
 
     /// `sgs->avg_load = group_load * SCHED_CAPACITY_SCALE / group_capacity`;
@@ -565,49 +717,21 @@ impl Kernel {
             return self.find_busiest_group_v3(sd, env, out);
         }
         let pct = sd.imbalance_pct as u64;
-        let mut sg_overloaded = false;
-        let mut local: Option<SgStats> = None;
-        let mut busiest: Option<(usize, SgStats, GroupType)> = None;
-        let mut total_load = 0u64;
-        let mut total_cap = 0u64;
+        let rd = self.lb_read();
         if !sd.groups.is_empty() {
             for &c in sd.group_cpus_from(0).iter().take(LB_PREFETCH_AHEAD) {
                 self.prefetch_rq_stats(c);
             }
         }
         let local_gi = sd.group_of(env.dst);
-        for gi in 0..sd.groups.len() {
-            let g = sd.group_cpus(gi);
-            let s = self.lb_group_stats(pct, g, sd.group_cpus_from(gi), env.dst, &mut out.examined, &mut sg_overloaded);
-            total_load += s.group_load;
-            total_cap += s.group_capacity;
-            if Some(gi) == local_gi {
-                local = Some(s);
-                continue;
-            }
-            if s.sum_nr_running == 0 {
-                continue;
-            }
-            let t = Self::group_classify(pct, &s);
-            let better = match &busiest {
-                None => true,
-                Some((_, b, bt)) => {
-                    if t != *bt {
-                        t > *bt
-                    } else {
-                        match t {
-                            GroupType::Overloaded | GroupType::FullyBusy => Self::sg_avg_load(&s) > Self::sg_avg_load(b),
-                            GroupType::HasSpare => {
-                                s.idle_cpus < b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.sum_nr_running > b.sum_nr_running)
-                            }
-                        }
-                    }
-                }
-            };
-            if better {
-                busiest = Some((gi, s, t));
-            }
-        }
+        let w = if sd.singleton_groups() {
+            self.lb_singleton_walk(rd, sd, pct, local_gi, env.dst)
+        } else {
+            self.lb_group_walk(rd, sd, pct, local_gi, env.dst)
+        };
+        out.examined += w.examined;
+        let (sg_overloaded, total_load, total_cap) = (w.overloaded, w.total_load, w.total_cap);
+        let (local, busiest) = (w.local, w.busiest);
         // Root domain: refresh rd->overload.
         if self.sd.per_cpu[env.dst.idx()].len() == env.lvl + 1 {
             self.rd_overload = sg_overloaded;
@@ -1236,7 +1360,13 @@ impl Kernel {
     /// idle CPUs get the first chance to pull (7a82e5f52a35); v3.x
     /// run_rebalance_domains() balanced the ILB first, then the others from
     /// CPU 0 up.
-    pub fn nohz_idle_balance(&mut self, ilb: CpuId, now: u64) -> BalanceResult {
+    pub fn nohz_idle_balance(&mut self, ilb: CpuId, now: u64, fx: &mut crate::core::Effects) -> BalanceResult {
+        let r = self.nohz_idle_balance_inner(ilb, now);
+        self.hand_over(fx);
+        r
+    }
+
+    fn nohz_idle_balance_inner(&mut self, ilb: CpuId, now: u64) -> BalanceResult {
         self.cur_now = now;
         self.cur_this_cpu = ilb;
         let mut all = BalanceResult::default();
@@ -1334,13 +1464,13 @@ mod tests {
         let mut k = Kernel::new(&flat(2), profile("v6.12").unwrap());
         for _ in 0..2 {
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
             k.tasks[p.idx()].cpus_allowed = None;
         }
-        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         let sleeper = k.rqs[0].curr.unwrap();
         // It ran 10 ms ahead of the other: ineligible when it blocks, so delayed.
-        k.schedule(CpuId(0), SwitchReason::Block, 10_000_000);
+        k.schedule(CpuId(0), SwitchReason::Block, 10_000_000, &mut crate::core::Effects::default());
         assert!(k.tasks[sleeper.idx()].se.sched_delayed && k.tasks[sleeper.idx()].se.on_rq);
         assert_ne!(k.rqs[0].curr, Some(sleeper));
         k.migrate_queued_task(sleeper, CpuId(0), CpuId(1), 10_000_000);
@@ -1349,7 +1479,7 @@ mod tests {
         assert!(t.se.sched_delayed && t.se.on_rq && t.cpu == CpuId(1));
         assert_eq!((k.rqs[0].cfs.h_nr_delayed, k.rqs[1].cfs.h_nr_delayed), (0, 1));
         // CPU 1's pick finishes the delayed dequeue and finds nothing to run.
-        k.schedule(CpuId(1), SwitchReason::Preempt, 10_000_000);
+        k.schedule(CpuId(1), SwitchReason::Preempt, 10_000_000, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[1].curr, None);
         assert!(!k.tasks[sleeper.idx()].se.on_rq && !k.tasks[sleeper.idx()].se.sched_delayed);
         assert_eq!(k.rqs[1].cfs.h_nr_delayed, 0);
@@ -1396,18 +1526,18 @@ mod tests {
     fn v3_10_loads_are_instantaneous() {
         let mut k = Kernel::new(&flat(2), profile("v3.10").unwrap());
         let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-        k.wake_up_new_task(p, CpuId(0), 0);
-        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         assert_eq!(k.weighted_cpuload(CpuId(0)), 1024);
         let tick = k.tun.tick_ns;
-        k.scheduler_tick(CpuId(0), tick);
+        k.scheduler_tick(CpuId(0), tick, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[0].cpu_load, [1024, 512, 256, 128, 64]);
-        k.scheduler_tick(CpuId(0), 2 * tick);
+        k.scheduler_tick(CpuId(0), 2 * tick, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[0].cpu_load[1], (512 + 1024 + 1) >> 1);
         assert_eq!(k.source_load(CpuId(0), 2), k.rqs[0].cpu_load[1]);
         assert_eq!(k.target_load(CpuId(0), 2), 1024);
         // The task blocks: the instantaneous load is 0 at once, PELT's is not.
-        k.schedule(CpuId(0), SwitchReason::Block, 2 * tick + 1);
+        k.schedule(CpuId(0), SwitchReason::Block, 2 * tick + 1, &mut crate::core::Effects::default());
         assert_eq!(k.weighted_cpuload(CpuId(0)), 0);
         assert!(k.rqs[0].cfs.avg.load_avg > 0);
     }
@@ -1419,13 +1549,13 @@ mod tests {
     fn v3_10_group_at_capacity_is_not_busiest() {
         let mut k = Kernel::new(&flat(2), profile("v3.10").unwrap());
         let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), nice: -10, ..Default::default() }, None, CpuId(0), 0);
-        k.wake_up_new_task(p, CpuId(0), 0);
+        k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
         k.tasks[p.idx()].cpus_allowed = None;
-        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         let mut now = 0;
         for _ in 0..20 {
             now += k.tun.tick_ns;
-            k.scheduler_tick(CpuId(0), now);
+            k.scheduler_tick(CpuId(0), now, &mut crate::core::Effects::default());
         }
         let sd = k.sd.per_cpu[1][0] as usize;
         let mut env = LbEnv {
@@ -1442,7 +1572,7 @@ mod tests {
         assert!(k.find_busiest_group(sd, &mut env, &mut out).is_none());
         // A second task puts CPU 0 above its capacity of 1: now it is busiest.
         let q = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), now);
-        k.wake_up_new_task(q, CpuId(0), now);
+        k.wake_up_new_task(q, CpuId(0), now, &mut crate::core::Effects::default());
         let mut env = LbEnv {
             dst: CpuId(1),
             lvl: 0,
@@ -1494,19 +1624,95 @@ mod tests {
         let mut k = Kernel::new(&flat(2), profile(kernel).unwrap());
         for _ in 0..n {
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
             k.tasks[p.idx()].cpus_allowed = None;
         }
-        k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+        k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         let mut now = 0;
         for _ in 0..50 {
             now += 4_000_000;
-            k.scheduler_tick(CpuId(0), now);
+            k.scheduler_tick(CpuId(0), now, &mut crate::core::Effects::default());
             if k.rqs[0].need_resched {
-                k.schedule(CpuId(0), SwitchReason::Preempt, now);
+                k.schedule(CpuId(0), SwitchReason::Preempt, now, &mut crate::core::Effects::default());
             }
         }
         (k, now)
+    }
+
+    // An entry point hands its effects to the caller's Effects, appended to
+    // what is there: the runqueue balancing locked to detach tasks and, only
+    // when recording, each migration (task, from, to); nothing stays behind.
+    #[test]
+    fn nohz_idle_balance_hands_over_locks_and_migrations() {
+        for record in [false, true] {
+            let (mut k, now) = overloaded_cpu0("v6.6", 4);
+            k.record_migrations(record);
+            let mut fx = crate::core::Effects { locked: vec![CpuId(7)], migrations: Vec::new() };
+            let r = k.nohz_idle_balance(CpuId(1), now + 10_000_000, &mut fx);
+            assert!(r.pulled >= 1, "record {record}: nothing pulled");
+            assert_eq!(fx.locked[0], CpuId(7), "appended after what the caller had");
+            assert!(fx.locked.len() >= 2 && fx.locked[1..].iter().all(|&c| c == CpuId(0)), "{:?}", fx.locked);
+            if record {
+                assert_eq!(fx.migrations.len(), r.pulled as usize);
+                assert!(fx.migrations.iter().all(|&(p, from, to)| from == CpuId(0) && to == CpuId(1) && k.task_cpu(p) == CpuId(1)));
+            } else {
+                assert!(fx.migrations.is_empty());
+            }
+            assert!(k.lb_locked.is_empty() && k.migration_log.as_ref().is_none_or(|l| l.is_empty()));
+        }
+    }
+
+    // The one-pass walk of a domain of one-CPU groups (a flat LLC) gathers
+    // what the group-by-group walk gathers: same local and busiest group,
+    // sums and count, for every balancing CPU, with idle, busy, overloaded
+    // and tied CPUs (HasSpare ties on the task count, equal loads).
+    #[test]
+    fn singleton_walk_matches_group_walk() {
+        for kernel in ["v5.13", "v6.6", "v6.12"] {
+            let n = 24u16;
+            let mut k = Kernel::new(&flat(n as u32), profile(kernel).unwrap());
+            for c in 0..n {
+                // 0, 1, 2 or 3 tasks; CPUs 4k+1 have one nice-0 task each (ties).
+                let tasks = [0, 1, 3, 2][c as usize % 4];
+                for i in 0..tasks {
+                    let nice = if c % 8 == 3 { (i as i8 * 5) - 5 } else { 0 };
+                    let params = TaskParams { nice, cpus_allowed: Some(vec![CpuId(c)]), ..Default::default() };
+                    let p = k.sched_fork(&params, None, CpuId(c), 0);
+                    k.wake_up_new_task(p, CpuId(c), 0, &mut crate::core::Effects::default());
+                }
+                if tasks > 0 {
+                    k.schedule(CpuId(c), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
+                }
+            }
+            let mut now = 0;
+            for _ in 0..20 {
+                now += 4_000_000;
+                for c in 0..n {
+                    let c = CpuId(c);
+                    if k.rqs[c.idx()].curr.is_some() {
+                        k.scheduler_tick(c, now, &mut crate::core::Effects::default());
+                        if k.rqs[c.idx()].need_resched {
+                            k.schedule(c, SwitchReason::Preempt, now, &mut crate::core::Effects::default());
+                        }
+                    }
+                }
+            }
+            let rd = k.lb_read();
+            let mut compared = 0;
+            for dst in 0..n {
+                let dst = CpuId(dst);
+                let sd = &k.sd.domains[k.sd.per_cpu[dst.idx()][0] as usize];
+                assert!(sd.singleton_groups(), "{kernel}: a flat LLC's groups are single CPUs");
+                let pct = sd.imbalance_pct as u64;
+                let local = sd.group_of(dst);
+                let one = k.lb_singleton_walk(rd, sd, pct, local, dst);
+                let groups = k.lb_group_walk(rd, sd, pct, local, dst);
+                assert_eq!(one, groups, "{kernel}: dst {}", dst.0);
+                assert!(one.busiest.is_some() && one.overloaded);
+                compared += 1;
+            }
+            assert_eq!(compared, n);
+        }
     }
 
     /// Three tasks queued on cpu0 of a flat 2-CPU machine, run in order, the last running.
@@ -1515,7 +1721,7 @@ mod tests {
         let mut ts = Vec::new();
         for _ in 0..3 {
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
             k.tasks[p.idx()].cpus_allowed = None;
             ts.push(p);
         }
@@ -1523,7 +1729,7 @@ mod tests {
         for _ in 0..3 {
             now += 1_000_000;
             k.rqs[0].need_resched = true;
-            k.schedule(CpuId(0), SwitchReason::Preempt, now);
+            k.schedule(CpuId(0), SwitchReason::Preempt, now, &mut crate::core::Effects::default());
         }
         (k, ts, now)
     }
@@ -1537,7 +1743,7 @@ mod tests {
         for (kernel, hot) in [("v3.10", true), ("v5.11", false), ("v6.12", false)] {
             let mut k = Kernel::new(&topo, profile(kernel).unwrap());
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
+            k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
             k.tasks[p.idx()].se.exec_start = 1_000_000;
             let lvl0 = k.sd.domains[k.sd.per_cpu[1][0] as usize].flags;
             assert_ne!(lvl0 & SD_SHARE_CPUCAPACITY, 0, "level 0 is SMT");
@@ -1564,7 +1770,7 @@ mod tests {
             .unwrap();
         k.sd_lb[1][0].nr_balance_failed = 5;
         k.rqs[0].active_balance = Some(CpuId(1));
-        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000);
+        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000, &mut crate::core::Effects::default());
         assert_eq!(r.kick, Some(CpuId(1)));
         assert_eq!(k.tasks[tail.idx()].cpu, CpuId(1), "the least recently run task moved");
         assert_eq!(k.tasks[running.idx()].cpu, CpuId(0), "the preempted task stays");
@@ -1577,7 +1783,7 @@ mod tests {
         }
         k.sd_lb[1][0].nr_balance_failed = 5;
         k.rqs[0].active_balance = Some(CpuId(1));
-        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000);
+        let r = k.schedule(CpuId(0), SwitchReason::Preempt, now + 1000, &mut crate::core::Effects::default());
         assert_eq!(r.kick, None);
         assert_eq!((k.sd_lb[1][0].nr_balance_failed, k.sd_stats[1][0].alb_failed), (5, 1));
     }
@@ -1634,11 +1840,11 @@ mod tests {
             let mut ts = Vec::new();
             for _ in 0..2 {
                 let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-                k.wake_up_new_task(p, CpuId(0), 0);
+                k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
                 k.tasks[p.idx()].cpus_allowed = None;
                 ts.push(p);
             }
-            k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+            k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
             let queued = ts.iter().copied().find(|&t| k.rqs[0].curr != Some(t)).unwrap();
             k.mark_delayed(queued);
             let mut env = LbEnv {
@@ -1666,11 +1872,11 @@ mod tests {
             // Two tasks on cpu0, one on cpu1; cpus 2 and 3 idle; ILB = cpu2.
             for c in [0u16, 0, 1] {
                 let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(c)]), ..Default::default() }, None, CpuId(c), 0);
-                k.wake_up_new_task(p, CpuId(c), 0);
+                k.wake_up_new_task(p, CpuId(c), 0, &mut crate::core::Effects::default());
                 k.tasks[p.idx()].cpus_allowed = None;
-                k.schedule(CpuId(c), SwitchReason::Preempt, 0);
+                k.schedule(CpuId(c), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
             }
-            let r = k.nohz_idle_balance(CpuId(2), 100_000_000);
+            let r = k.nohz_idle_balance(CpuId(2), 100_000_000, &mut crate::core::Effects::default());
             assert!(r.pulled >= 1, "{kernel}");
             assert_eq!(k.rqs[first_puller.idx()].nr_running(), 1, "{kernel}: {first_puller:?} pulled first");
         }

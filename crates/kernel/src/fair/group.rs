@@ -177,7 +177,7 @@ mod tests {
         let mut ids = [TaskId(0); 3];
         for (i, g) in [a, a, b].into_iter().enumerate() {
             let p = k.sched_fork(&TaskParams { group: g, ..Default::default() }, None, C0, 0);
-            k.wake_up_new_task(p, C0, 0);
+            k.wake_up_new_task(p, C0, 0, &mut crate::core::Effects::default());
             ids[i] = p;
         }
         (k, ids)
@@ -210,7 +210,7 @@ mod tests {
         set_v(&mut k, ga, min + 5 * MS, 0);
         set_v(&mut k, gb, min + MS, 0);
         set_v(&mut k, Ent::task(a0), 0, 0); // tiny, but inside the losing group
-        k.schedule(C0, SwitchReason::Preempt, MS);
+        k.schedule(C0, SwitchReason::Preempt, MS, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[0].curr, Some(b0));
         assert_eq!(k.rqs[0].cfs.curr, Some(gb), "the group entity is curr at the root");
         // Now A's entity is leftmost: the next pick goes into A and takes its leftmost task.
@@ -218,7 +218,7 @@ mod tests {
         let av0 = k.se(Ent::task(a0)).vruntime;
         set_v(&mut k, Ent::task(a1), av0 + MS, 0);
         k.rqs[0].need_resched = true;
-        k.schedule(C0, SwitchReason::Preempt, 2 * MS);
+        k.schedule(C0, SwitchReason::Preempt, 2 * MS, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[0].curr, Some(a0));
     }
 
@@ -232,7 +232,7 @@ mod tests {
         // Both eligible (equal vruntime); B's entity has the earlier deadline.
         set_v(&mut k, ga, min, min + 3 * MS);
         set_v(&mut k, gb, min, min + MS);
-        k.schedule(C0, SwitchReason::Preempt, 0);
+        k.schedule(C0, SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[0].curr, Some(b0));
         // An ineligible entity (vruntime right of V) is skipped despite its earlier deadline.
         let mut k = two_groups("v6.6").0;
@@ -241,7 +241,7 @@ mod tests {
         set_v(&mut k, ga, min, min + 9 * MS);
         set_v(&mut k, gb, min + 4 * MS, min + 5 * MS);
         assert!(!k.entity_eligible(C0, gb));
-        k.schedule(C0, SwitchReason::Preempt, 0);
+        k.schedule(C0, SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         assert_eq!(k.tasks[a0.idx()].group, 1);
         assert_eq!(k.tasks[k.rqs[0].curr.unwrap().idx()].group, 1);
     }
@@ -274,7 +274,7 @@ mod tests {
         let min = k.rqs[0].cfs.min_vruntime;
         set_v(&mut k, ga, min, 0);
         set_v(&mut k, gb, min + 50 * MS, 0);
-        k.schedule(C0, SwitchReason::Preempt, 0);
+        k.schedule(C0, SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         let curr = k.rqs[0].curr.unwrap();
         assert_eq!(k.tasks[curr.idx()].group, 1);
         // b0 sleeps... it is queued; take it off and wake it with a tiny task vruntime:
@@ -283,7 +283,7 @@ mod tests {
         k.tasks[b0.idx()].state = TaskState::Sleeping;
         k.tasks[b0.idx()].se.vruntime = 0;
         k.gse[gb.slot().unwrap()].vruntime = min + 50 * MS;
-        k.try_to_wake_up(b0, C0, None, WakeFlags::default(), 0);
+        k.try_to_wake_up(b0, C0, None, WakeFlags::default(), 0, &mut crate::core::Effects::default());
         assert!(!k.rqs[0].need_resched, "B's entity is far right of A's: no preemption");
     }
 
@@ -299,15 +299,15 @@ mod tests {
             let mut ids = Vec::new();
             for g in [a, a, b] {
                 let p = k.sched_fork(&TaskParams { group: g, ..Default::default() }, None, C0, 0);
-                k.wake_up_new_task(p, C0, 0);
+                k.wake_up_new_task(p, C0, 0, &mut crate::core::Effects::default());
                 ids.push(p);
             }
-            k.schedule(C0, SwitchReason::Preempt, 0);
+            k.schedule(C0, SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
             let curr = k.rqs[0].curr.unwrap();
             let g = k.tasks[curr.idx()].group;
             assert_eq!(g, a, "{kernel}: group A's entity was enqueued first and runs first");
             // Runs 0.5 ms (within wakeup_gran of B's entity), then sleeps.
-            k.schedule(C0, SwitchReason::Block, MS / 2);
+            k.schedule(C0, SwitchReason::Block, MS / 2, &mut crate::core::Effects::default());
             let next_group = k.tasks[k.rqs[0].curr.unwrap().idx()].group;
             assert_eq!(next_group == a, expect, "{kernel} {patch}: the next pick stays in the sleeper's group");
         }

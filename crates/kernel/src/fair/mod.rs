@@ -1433,7 +1433,7 @@ mod tests {
         }
         k.set_next_entity(CpuId(0).into(), p.into(), now);
         k.rqs[0].curr = Some(p);
-        k.schedule(CpuId(0), SwitchReason::Block, now);
+        k.schedule(CpuId(0), SwitchReason::Block, now, &mut crate::core::Effects::default());
     }
 
     // place_entity() (v6.6+): lag is kept across sleep: after PLACE_LAG placement the entity's
@@ -1448,7 +1448,7 @@ mod tests {
         assert_eq!(vlag, 4 * MS as i64, "lag at dequeue = V - v");
         k.tasks[ids[0].idx()].state = TaskState::Sleeping;
         // Wake it: placed at V' - inflated lag; afterwards V'' - v == stored lag.
-        k.try_to_wake_up(ids[0], CpuId(0), None, crate::core::WakeFlags::default(), 0);
+        k.try_to_wake_up(ids[0], CpuId(0), None, crate::core::WakeFlags::default(), 0, &mut crate::core::Effects::default());
         let v_after = k.avg_vruntime(CpuId(0));
         let lag_after = vdiff(v_after, k.tasks[ids[0].idx()].se.vruntime);
         assert!((lag_after - vlag).abs() <= 2, "lag after placement {lag_after} vs stored {vlag}");
@@ -1459,7 +1459,7 @@ mod tests {
         run_then_sleep(&mut k2, ids2[0], 0);
         k2.tasks[ids2[0].idx()].state = TaskState::Sleeping;
         let v_before = k2.avg_vruntime(CpuId(0));
-        k2.try_to_wake_up(ids2[0], CpuId(0), None, crate::core::WakeFlags::default(), 0);
+        k2.try_to_wake_up(ids2[0], CpuId(0), None, crate::core::WakeFlags::default(), 0, &mut crate::core::Effects::default());
         assert_eq!(k2.tasks[ids2[0].idx()].se.vruntime, v_before);
     }
 
@@ -1483,7 +1483,7 @@ mod tests {
         assert_eq!(k.rqs[0].cfs.util_est_enqueued, 300, "the delayed sleeper's estimate left at the sleep");
         assert_eq!(k.tasks[ids[1].idx()].se.avg.util_est, 300, "EWMA updated at the sleep (fast-up to util_avg)");
         k.tasks[ids[1].idx()].state = TaskState::Sleeping;
-        k.try_to_wake_up(ids[1], CpuId(0), None, crate::core::WakeFlags::default(), 0);
+        k.try_to_wake_up(ids[1], CpuId(0), None, crate::core::WakeFlags::default(), 0, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[0].cfs.util_est_enqueued, 600, "requeue adds it back");
         // A second sleep of the same task does not remove it twice.
         k.util_est_dequeue(ids[1]);
@@ -1543,16 +1543,16 @@ mod tests {
             run_then_sleep(&mut k, b, 0);
             assert!(k.tasks[b.idx()].se.sched_delayed, "B blocked 1 us ahead: not eligible, delayed");
             assert_eq!(k.rqs[0].curr, Some(a));
-            let w = k.try_to_wake_up(b, CpuId(0), Some(a), crate::core::WakeFlags::SYNC, 3 * US);
+            let w = k.try_to_wake_up(b, CpuId(0), Some(a), crate::core::WakeFlags::SYNC, 3 * US, &mut crate::core::Effects::default());
             assert!(!k.tasks[b.idx()].se.sched_delayed);
             assert_eq!(k.tasks[b.idx()].se.vruntime, base + US, "lag -0.5 us against the stale V: B stays in place");
             assert_eq!(k.tasks[a.idx()].se.vruntime, base + 3 * US, "A charged by the wakeup-preemption check");
             assert_eq!(k.avg_vruntime(CpuId(0)), base + 2 * US);
             assert!(!k.entity_eligible(CpuId(0), a), "A (+3 us) is past V (+2 us)");
             assert!(w.resched, "B preempts A");
-            k.schedule(CpuId(0), SwitchReason::Preempt, 3 * US);
+            k.schedule(CpuId(0), SwitchReason::Preempt, 3 * US, &mut crate::core::Effects::default());
             assert_eq!(k.rqs[0].curr, Some(b));
-            k.schedule(CpuId(0), SwitchReason::Block, 3 * US + r);
+            k.schedule(CpuId(0), SwitchReason::Block, 3 * US + r, &mut crate::core::Effects::default());
             assert_eq!(k.rqs[0].curr, Some(a));
             (k, b)
         };

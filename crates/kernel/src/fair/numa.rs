@@ -1984,8 +1984,8 @@ mod tests {
         let mut ts = Vec::new();
         for _ in 0..3 {
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(0)]), ..Default::default() }, None, CpuId(0), 0);
-            k.wake_up_new_task(p, CpuId(0), 0);
-            k.schedule(CpuId(0), SwitchReason::Preempt, 0);
+            k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default());
+            k.schedule(CpuId(0), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
             k.tasks[p.idx()].cpus_allowed = None;
             ts.push(p);
         }
@@ -2033,8 +2033,8 @@ mod tests {
         for (cpu, nid, count) in [(0u16, 0u32, 3), (1, 1, 2)] {
             for _ in 0..count {
                 let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(cpu)]), ..Default::default() }, None, CpuId(cpu), 0);
-                k.wake_up_new_task(p, CpuId(cpu), 0);
-                k.schedule(CpuId(cpu), SwitchReason::Preempt, 0);
+                k.wake_up_new_task(p, CpuId(cpu), 0, &mut crate::core::Effects::default());
+                k.schedule(CpuId(cpu), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
                 k.tasks[p.idx()].cpus_allowed = None;
                 ts.push((p, nid));
             }
@@ -2104,8 +2104,8 @@ mod tests {
         let mut ts = Vec::new();
         for &(cpu, _, keep_bound) in placed {
             let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(cpu)]), ..Default::default() }, None, CpuId(cpu), 0);
-            k.wake_up_new_task(p, CpuId(cpu), 0);
-            k.schedule(CpuId(cpu), SwitchReason::Preempt, 0);
+            k.wake_up_new_task(p, CpuId(cpu), 0, &mut crate::core::Effects::default());
+            k.schedule(CpuId(cpu), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
             if !keep_bound {
                 k.tasks[p.idx()].cpus_allowed = None;
             }

@@ -1238,10 +1238,10 @@ mod tests {
             for i in 0..12u64 {
                 let now = i * 1000;
                 let p = k.sched_fork(&TaskParams::default(), None, CpuId(0), now);
-                let r = k.wake_up_new_task(p, CpuId(0), now);
+                let r = k.wake_up_new_task(p, CpuId(0), now, &mut crate::core::Effects::default());
                 // The child starts running there (the CPU was idle).
                 assert!(r.resched, "{kernel}: child {i} on busy cpu{}", r.cpu.0);
-                k.schedule(r.cpu, SwitchReason::Preempt, now);
+                k.schedule(r.cpu, SwitchReason::Preempt, now, &mut crate::core::Effects::default());
                 seen.push(r.cpu.0);
             }
             let mut s = seen.clone();
@@ -1256,7 +1256,7 @@ mod tests {
     fn affinity_is_respected() {
         let mut k = Kernel::new(&x86_12(), profile("v6.6").unwrap());
         let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(7)]), ..Default::default() }, None, CpuId(0), 0);
-        assert_eq!(k.wake_up_new_task(p, CpuId(0), 0).cpu, CpuId(7));
+        assert_eq!(k.wake_up_new_task(p, CpuId(0), 0, &mut crate::core::Effects::default()).cpu, CpuId(7));
     }
 }
 
@@ -1282,9 +1282,9 @@ mod placement_tests {
     /// A task running on `cpu` (created pinned there, then unpinned).
     fn occupy(k: &mut Kernel, cpu: u16) -> TaskId {
         let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(cpu)]), ..Default::default() }, None, CpuId(cpu), 0);
-        let r = k.wake_up_new_task(p, CpuId(cpu), 0);
+        let r = k.wake_up_new_task(p, CpuId(cpu), 0, &mut crate::core::Effects::default());
         assert_eq!(r.cpu, CpuId(cpu));
-        k.schedule(CpuId(cpu), SwitchReason::Preempt, 0);
+        k.schedule(CpuId(cpu), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
         k.tasks[p.idx()].cpus_allowed = None;
         p
     }
@@ -1314,7 +1314,7 @@ mod placement_tests {
             // every core has one busy thread: no idle core
             k.llc_shared[0].has_idle_cores = false;
             let p = sleeper_on(&mut k, 1);
-            let r = k.try_to_wake_up(p, CpuId(0), Some(waker), WakeFlags::default(), 0);
+            let r = k.try_to_wake_up(p, CpuId(0), Some(waker), WakeFlags::default(), 0, &mut crate::core::Effects::default());
             picks.push(r.cpu.0);
         }
         assert_eq!(picks, vec![4, 5], "v5.12 scans to cpu4 (first idle from target 0); v5.13 takes prev(1)'s sibling 5");
@@ -1467,7 +1467,7 @@ mod placement_tests {
         k.tasks[p.idx()].wakee_flips = 1_000;
         assert!(!k.wake_wide(p, Some(w), CpuId(0)));
         let before = k.tasks[w.idx()].wakee_flips;
-        k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::SYNC, 0);
+        k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::SYNC, 0, &mut crate::core::Effects::default());
         assert_eq!(k.tasks[w.idx()].wakee_flips, before, "no record_wakee in v3.10");
         assert_eq!(k.tasks[w.idx()].last_wakee, None);
     }
@@ -1506,7 +1506,7 @@ mod placement_tests {
         k.rqs[0].idle_stamp = 39 * tick + tick / 2;
         k.rqs[0].wake_stamp = 3; // a stale stamp from long ago
         let p = sleeper_on(&mut k, 0);
-        k.try_to_wake_up(p, CpuId(0), None, WakeFlags::default(), now);
+        k.try_to_wake_up(p, CpuId(0), None, WakeFlags::default(), now, &mut crate::core::Effects::default());
         assert_eq!(k.rqs[0].idle_stamp, 0);
         assert_eq!(k.rqs[0].wake_stamp, 40, "wake_stamp set with wake_avg_idle");
         assert_eq!(k.rqs[0].wake_avg_idle, k.rqs[0].avg_idle / 2);
@@ -1540,7 +1540,7 @@ mod placement_tests {
         k.rqs[1].idle_stamp = 1000;
         let avg = k.rqs[1].avg_idle;
         let c = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(1)]), ..Default::default() }, None, CpuId(0), 0);
-        k.wake_up_new_task(c, CpuId(0), 5_000_000);
+        k.wake_up_new_task(c, CpuId(0), 5_000_000, &mut crate::core::Effects::default());
         assert_eq!((k.rqs[1].idle_stamp, k.rqs[1].avg_idle), (1000, avg), "fork leaves avg_idle alone");
         for (kernel, want) in [("v3.10", 1_000_000u64), ("v6.6", 1_000_000 + (50_000_000 - 1_000_000) / 8)] {
             let mut k = Kernel::new(&flat_llc(2), profile(kernel).unwrap());
@@ -1549,11 +1549,11 @@ mod placement_tests {
             k.rqs[1].idle_stamp = 1;
             let p = sleeper_on(&mut k, 1);
             k.tasks[p.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(2, [CpuId(1)])));
-            let r = k.try_to_wake_up(p, CpuId(0), None, WakeFlags::default(), 50_000_001);
+            let r = k.try_to_wake_up(p, CpuId(0), None, WakeFlags::default(), 50_000_001, &mut crate::core::Effects::default());
             assert_eq!(r.cpu, CpuId(1));
             if r.queued {
                 // v6.0+ wake list to an idle same-LLC CPU: activated by the target.
-                k.sched_ttwu_pending(CpuId(1), 50_000_001);
+                k.sched_ttwu_pending(CpuId(1), 50_000_001, &mut crate::core::Effects::default());
             }
             assert_eq!(k.rqs[1].avg_idle, want, "{kernel}");
         }
@@ -1599,7 +1599,7 @@ mod placement_tests {
             let d = sleeper_on(&mut k, 0);
             k.tasks[d.idx()].state = TaskState::New;
             k.tasks[d.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(2, [CpuId(0)])));
-            k.wake_up_new_task(d, CpuId(0), 0);
+            k.wake_up_new_task(d, CpuId(0), 0, &mut crate::core::Effects::default());
             k.mark_delayed(d);
             k.tasks[d.idx()].state = TaskState::Sleeping;
             assert_eq!(k.rqs[0].nr_running(), 2);
@@ -1615,7 +1615,7 @@ mod placement_tests {
         let t = occupy(&mut k, 0);
         k.llc_shared[0].has_idle_cores = false;
         // cpu0 blocks; its sibling 2 is idle -> set
-        k.schedule(CpuId(0), SwitchReason::Block, 10);
+        k.schedule(CpuId(0), SwitchReason::Block, 10, &mut crate::core::Effects::default());
         assert!(k.llc_shared[0].has_idle_cores);
         let _ = t;
         // Occupy one thread of each core; a core scan then finds nothing and clears it.
@@ -1641,7 +1641,7 @@ mod placement_tests {
             let w = occupy(&mut k, 0);
             let p = sleeper_on(&mut k, target);
             k.tasks[p.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(4, [CpuId(target)])));
-            let r = k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::default(), 0);
+            let r = k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::default(), 0, &mut crate::core::Effects::default());
             r.queued
         };
         assert!(!queued("v2.6.38", 2), "no wake lists before v3.0");
@@ -1699,8 +1699,8 @@ mod placement_tests {
         for i in 0..4u64 {
             let now = i * 1000;
             let p = k.sched_fork(&TaskParams::default(), None, CpuId(0), now);
-            let r = k.wake_up_new_task(p, CpuId(0), now);
-            k.schedule(r.cpu, SwitchReason::Preempt, now);
+            let r = k.wake_up_new_task(p, CpuId(0), now, &mut crate::core::Effects::default());
+            k.schedule(r.cpu, SwitchReason::Preempt, now, &mut crate::core::Effects::default());
             nodes.push(r.cpu.0 / 6);
         }
         assert_eq!(nodes, [0, 0, 0, 1]);
