@@ -13,9 +13,15 @@
 //! pairs with the oldest open `ReqStart`. `--set metric=latency_p99` (or
 //! `latency_avg`, `latency_p50`, ...) reports it instead of requests/s.
 //!
-//! FIDELITY(F-105): all connections of client thread t are
-//! served by worker t mod threads, where memcached dispatches connections
-//! round-robin one by one; workers that get no connection are left out.
+//! Connections are dispatched to the workers round robin in connection order
+//! (memcached's dispatch_conn_new() hands each accepted connection to the next
+//! worker): connection j of client thread t is served by worker
+//! (t x connections + j) mod threads.
+//! FIDELITY(F-105): a client thread's request after a reply goes to the next
+//! worker in that order, not to the worker of the connection that replied
+//! (the model cannot tell which connection a reply came on): each worker gets
+//! its round-robin share of the requests, but a connection does not keep its
+//! worker when connections is not a multiple of threads.
 
 use super::costs::{TCP_RECV_NS, TCP_SEND_NS};
 use super::{pick_metric, push_prog, start_task, Builtin, COUNTER_OPS, HIST_REQUEST};
@@ -74,7 +80,12 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         return Err(WorkloadError(format!("client_threads={ct} x connections={k}: at most 1000000 connections")));
     }
     // A worker without connections sleeps in epoll_wait for good: not modelled.
-    let s = s.min(ct);
+    let s = s.min(ct * k);
+    if ct as u64 * s as u64 > 1_000_000 {
+        return Err(WorkloadError(format!(
+            "client_threads={ct} x threads={s}: each client thread's program cycles through every worker; at most 1000000 pairs"
+        )));
+    }
     let cap = ct * k + 1;
     let sock = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Socket };
     let requests = MetricSpec::Rate { name: "requests".into(), unit: "req/s".into(), counter: COUNTER_OPS, start: None, end: None };
@@ -115,19 +126,34 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         w.tasks.push(start_task(format!("memcached-w{wi}"), pi, 0));
     }
     for t in 0..ct {
-        let req = Op::WriteTag { chan: t % s, cost: TCP_SEND_NS, tag: t };
+        // Request n of thread t goes to worker (t x k + n) mod s: the first k
+        // open the thread's connections in order, each later one follows a reply.
+        let req = |n: u64| Op::WriteTag { chan: ((t as u64 * k as u64 + n) % s as u64) as u32, cost: TCP_SEND_NS, tag: t };
         let start = Op::ReqStart { hist: HIST_REQUEST };
-        let mut prog = vec![Op::Loop { count: k as u64 }, Op::Run { ns: CLIENT_REQ_NS }, start, req, Op::EndLoop];
-        prog.extend([
-            Op::Loop { count: u64::MAX },
-            Op::Read { chan: resp0 + t, cost: TCP_RECV_NS },
-            Op::ReqEnd { hist: HIST_REQUEST },
-            Op::Count { id: COUNTER_OPS, n: 1 },
-            Op::Run { ns: CLIENT_REQ_NS },
-            start,
-            req,
-            Op::EndLoop,
-        ]);
+        let (s64, k64) = (s as u64, k as u64);
+        let mut prog = Vec::new();
+        if k64 / s64 > 0 {
+            prog.push(Op::Loop { count: k64 / s64 });
+            for n in 0..s64 {
+                prog.extend([Op::Run { ns: CLIENT_REQ_NS }, start, req(n)]);
+            }
+            prog.push(Op::EndLoop);
+        }
+        for n in k64 - k64 % s64..k64 {
+            prog.extend([Op::Run { ns: CLIENT_REQ_NS }, start, req(n)]);
+        }
+        prog.push(Op::Loop { count: u64::MAX });
+        for n in k64..k64 + s64 {
+            prog.extend([
+                Op::Read { chan: resp0 + t, cost: TCP_RECV_NS },
+                Op::ReqEnd { hist: HIST_REQUEST },
+                Op::Count { id: COUNTER_OPS, n: 1 },
+                Op::Run { ns: CLIENT_REQ_NS },
+                start,
+                req(n),
+            ]);
+        }
+        prog.push(Op::EndLoop);
         let pi = push_prog(&mut w, prog);
         w.tasks.push(start_task(format!("memtier-{t}"), pi, 1));
     }
@@ -202,10 +228,26 @@ mod tests {
         assert!(w.channels.iter().all(|c| c.sync && c.capacity > 15));
         assert_eq!(w.tasks[0].mm, w.tasks[1].mm);
         assert_ne!(w.tasks[0].mm, w.tasks[2].mm);
-        // client thread 2 sends to worker 0, replies come back on channel 2 + 2
+        // Client thread 2's connections are 10..14, dispatched round robin:
+        // workers 0, 1, 0, 1, 0; replies come back on channel 2 + 2.
         let c = &w.programs[w.tasks[4].program as usize];
-        assert!(c.contains(&Op::WriteTag { chan: 0, cost: TCP_SEND_NS, tag: 2 }));
+        let sends = |ops: &[Op]| {
+            ops.iter()
+                .filter_map(|o| match o {
+                    Op::WriteTag { chan, tag: 2, .. } => Some(*chan),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let steady = c.iter().position(|o| *o == Op::Loop { count: u64::MAX }).unwrap();
+        // Two connections per pass of the opening loop (2 passes), then the fifth.
+        assert_eq!(c[0], Op::Loop { count: 2 });
+        assert_eq!(sends(&c[..steady]), [0, 1, 0]);
+        // After a reply: the next requests continue the order (15, 16: workers 1, 0).
+        assert_eq!(sends(&c[steady..]), [1, 0]);
         assert!(c.contains(&Op::Read { chan: 4, cost: TCP_RECV_NS }));
-        assert_eq!(c[0], Op::Loop { count: 5 }, "5 requests in flight");
+        // Both workers serve even with one client thread (memcached -t 2, memtier -t 1).
+        let one = crate::build("memcached", &Params::parse("threads=2,client_threads=1,connections=8").unwrap(), 2, &[]).unwrap();
+        assert_eq!(one.tasks.iter().filter(|t| t.name.starts_with("memcached-w")).count(), 2);
     }
 }
