@@ -1596,7 +1596,7 @@ mod tests {
             assert!(k.tasks[c.idx()].se.sched_delayed, "C blocked 6,757 ns ahead of W: not eligible, delayed");
             assert_eq!(k.rqs[0].curr, Some(w));
             assert_eq!(k.tasks[w.idx()].se.vlag, dw as i64, "set_next_entity() stashed W's deadline: protected");
-            let r = k.try_to_wake_up(c, CpuId(0), Some(w), crate::core::WakeFlags::SYNC, t0 + x);
+            let r = k.try_to_wake_up(c, CpuId(0), Some(w), crate::core::WakeFlags::SYNC, t0 + x, &mut crate::core::Effects::default());
             assert_eq!(k.tasks[c.idx()].se.vruntime, vc, "negative lag: requeued in place");
             assert_eq!(k.tasks[w.idx()].se.vruntime, vw + x, "W charged by check_preempt_wakeup_fair()'s update_curr()");
             (k, w, r.resched)
