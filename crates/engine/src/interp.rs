@@ -55,6 +55,10 @@ impl Sim<'_> {
                             j = self.numa_run_ns(t, c, j);
                         }
                         let r = &mut self.rt[t.idx()];
+                        if r.held_locks == 0 {
+                            // A refill owed from a switch-in at a lock (Sim::owe_refill).
+                            j += std::mem::take(&mut r.owed_refill);
+                        }
                         r.remaining = j;
                         r.stage = 1;
                     } else {
@@ -132,6 +136,9 @@ impl Sim<'_> {
                     }
                     if s.count > 0 {
                         s.count -= 1;
+                        if wl.sems[sem as usize].initial == 1 {
+                            self.rt[t.idx()].held_locks += 1;
+                        }
                         self.advance(t);
                     } else {
                         s.waiters.push_back(t);
@@ -143,6 +150,11 @@ impl Sim<'_> {
                     self.advance(t);
                     let sync = if wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
                     let s = &mut self.sems[sem as usize];
+                    let lock = wl.sems[sem as usize].initial == 1;
+                    if lock {
+                        let r = &mut self.rt[t.idx()];
+                        r.held_locks = r.held_locks.saturating_sub(1);
+                    }
                     if wl.sems[sem as usize].barging {
                         // LWLockRelease() before 9.5: release, then wake the first
                         // waiter unless one woken earlier has not re-tried yet; the
@@ -171,6 +183,9 @@ impl Sim<'_> {
                     for &w in &ws {
                         // futex/semaphore hand-off: the woken waiter owns the count it waited for.
                         self.advance(w);
+                        if lock {
+                            self.rt[w.idx()].held_locks += 1;
+                        }
                         self.wake(w, c, Some(t), sync);
                     }
                     ws.clear();

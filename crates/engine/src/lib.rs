@@ -176,6 +176,12 @@ struct TaskRt {
     unreaped: u32,
     waiting_child: bool,
     live_children: u32,
+    /// Locks (semaphores with an initial count of 1: mutexes, LWLocks) this
+    /// task acquired or was handed and has not posted.
+    held_locks: u32,
+    /// Cache refill owed from a switch-in that found the task at or inside a
+    /// lock section: paid by its next `Run` outside one (`Sim::owe_refill`).
+    owed_refill: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -661,6 +667,8 @@ impl<'a> Sim<'a> {
             unreaped: 0,
             waiting_child: false,
             live_children: 0,
+            held_locks: 0,
+            owed_refill: 0,
         });
         if let Some(pp) = parent {
             self.rt[pp.idx()].live_children += 1;
@@ -843,7 +851,7 @@ impl<'a> Sim<'a> {
                     self.llc_misses += refill.llc_misses;
                     self.dram_bytes += refill.dram_bytes;
                     self.remote_bytes += refill.remote_bytes;
-                    self.rt[nx.idx()].remaining += refill.ns;
+                    self.owe_refill(nx, refill.ns);
                 }
                 self.cpus[c.idx()].running = Some(nx);
                 if self.rt[nx.idx()].mem {
@@ -860,6 +868,27 @@ impl<'a> Sim<'a> {
         }
         if was_idle != next.is_none() {
             self.smt_changed(c);
+        }
+    }
+
+    /// Charge a switch-in's cache refill. A real task misses on its working
+    /// set while it computes, not before its first instruction: a task at a
+    /// lock (a semaphore with an initial count of 1: a woken LWLock waiter
+    /// re-trying, a mutex waiter) takes the lock word and its own wait entry
+    /// first, and a task inside a lock section (it holds the lock, taken or
+    /// handed over) touches the section's few lines, so for those the refill
+    /// is owed and paid by the task's next `Run` outside any lock (interp.rs);
+    /// every other switch-in pays it at once, in the op it resumes.
+    // FIDELITY(F-025): a refill is one lump of CPU time, paid at the switch-in or at the next compute outside a lock.
+    fn owe_refill(&mut self, t: TaskId, ns: u64) {
+        let r = &self.rt[t.idx()];
+        let at_lock = r.pc < r.code_len
+            && matches!(self.code[(r.code_at + r.pc) as usize], Op::SemWait { sem } if self.wl.sems[sem as usize].initial == 1);
+        let r = &mut self.rt[t.idx()];
+        if at_lock || r.held_locks > 0 {
+            r.owed_refill += ns;
+        } else {
+            r.remaining += ns;
         }
     }
 

@@ -196,6 +196,8 @@ impl Sim<'_> {
             unreaped: 0,
             waiting_child: false,
             live_children: 0,
+            held_locks: 0,
+            owed_refill: 0,
         });
         self.noise.kthread[c.idx()] = Some(p);
         self.kthread_ids.push(p);

@@ -860,3 +860,42 @@ fn halt_eviction_costs_grow_with_the_declared_footprint() {
     assert!((201 * 1024..=202 * 1024).contains(&vm), "64 KiB, first fetch + 200 refills: {vm}");
     assert!(vm_big > 2 * vm && vm_big > 200 * 4096, "1 MiB declared: {vm_big} against {vm}");
 }
+
+/// A task that wakes while it holds a lock (a semaphore with an initial count
+/// of 1) owes its cache refill and pays it in its first `run` after the post,
+/// not in the lock section: one task pinned to a guest-like CPU (every halt
+/// evicts) takes the lock, sleeps 1 ms inside it, runs 10 us and posts, then
+/// runs 10 us outside. The section (histogram 1: sleep + wakeup + 10 us) is as
+/// long as on bare metal; the run after the post (histogram 2) carries the
+/// refill. A task that wakes outside any lock still pays at once.
+#[test]
+fn refill_at_a_lock_is_paid_after_the_section() {
+    let text = |lock: &str| {
+        format!(
+            "format = 1\nname = \"holder\"\njitter_pct = 0\n[metric]\nkind = \"elapsed\"\nname = \"time\"\nstart = 0\nend = 1\n\
+             [[sem]]\ninitial = {lock}\nsync = false\n\
+             [[program]]\nops = [\"mark id=0\", \"loop count=50\", \"sem_wait sem=0\", \"req_start hist=1\", \"sleep ns=1ms\", \
+             \"run ns=10us\", \"req_end hist=1\", \"sem_post sem=0 n=1\", \"req_start hist=2\", \"run ns=10us\", \"req_end hist=2\", \
+             \"end_loop\", \"mark id=1\"]\n\
+             [[task]]\nname = \"t\"\nprogram = 0\nmm = 0\ncpus = [0]\nfootprint_kib = 256\n"
+        )
+    };
+    let means = |rate: u64, lock: &str| {
+        let mut m = schedlab_machine::load("x86-12").unwrap();
+        m.costs.halt_evict_mbps = rate;
+        let w = schedlab_workload::file::from_toml_str(&text(lock), "holder.toml").unwrap();
+        let r = go_quiet(&m, "v6.12", &w, 1, None);
+        let mean = |h: u32| r.latencies.iter().find(|l| l.hist == h).map(|l| l.mean).unwrap();
+        (mean(1), mean(2))
+    };
+    let (bare_in, bare_out) = means(0, "1");
+    let (vm_in, vm_out) = means(7000, "1");
+    assert_eq!(bare_out, 10_000, "bare metal: nothing to refill");
+    // 256 KiB from the LLC and DRAM after a 1 ms halt: several us.
+    assert!(vm_out > bare_out + 2_000, "the refill is paid after the post: {vm_out} ns");
+    assert_eq!(vm_in, bare_in, "the lock section is not stretched by the refill");
+    // The same program with a counting semaphore of 2 (not a lock): paid at the wakeup, inside.
+    let (gate_in, gate_out) = means(7000, "2");
+    assert_eq!(gate_out, 10_000);
+    assert_eq!(gate_in - bare_in, vm_out - bare_out, "paid at once, the same refill");
+}
