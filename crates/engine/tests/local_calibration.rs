@@ -265,9 +265,9 @@ fn checks(bench: &str, cfg: &BTreeMap<String, String>) -> Vec<Check> {
 /// all appear, figure, reason). Each is printed, not failed; one that comes
 /// within tolerance fails the test so that the list stays true.
 const OPEN: &[(&str, &[&str], &str, &str)] = &[
-    ("hackbench", &["pipe=0", "groups=1", "threads=1"], "client CPU us/op", "follows the switch count below"),
+    ("hackbench", &["pipe=0", "groups=1"], "client CPU us/op", "follows the switch count below (threads=0 agreed with halt eviction at c2c 40 ns and moved out again with the measured 32 ns: it sits at the tolerance's edge)"),
     ("hackbench", &["pipe=0"], "client switches/op", "the model's receivers find their socket empty 1.3-2.7x as often"),
-    ("hackbench", &["pipe=0", "groups=1"], "wakeups/op", "as the switches"),
+    ("hackbench", &["pipe=0"], "wakeups/op", "as the switches (2 groups: in tolerance at c2c 40 ns, out at the measured 32 ns)"),
     ("hackbench", &["pipe=1"], "client switches/op", "the model's pipe receivers sleep 26 % less often"),
     ("hackbench", &["pipe=1"], "wakeups/op", "as the switches"),
     ("tbench", &["clients=2"], "wakeups/op", "1.2 real wakeups per op against 2 modelled: a reader still running when its data arrives"),

@@ -424,6 +424,11 @@ pub const GUEST_HLT_EXIT_NS: u64 = 15_000;
 /// the LLC loss at 1-10 ms within 0.1 (docs/CALIBRATION.md "local").
 pub const GUEST_HALT_EVICT_MBPS: u64 = 7_000;
 
+/// One-way cache-line transfer between two vCPUs of the EPYC KVM guest (one
+/// CCX): a token passed through one line, 64 ns per round trip
+/// (scripts/calib-src/c2c.c; docs/CALIBRATION.md "local").
+pub const GUEST_C2C_LLC_NS: u64 = 32;
+
 pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
     Costs {
         freq_mhz,
@@ -433,7 +438,7 @@ pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
         ipi_send_ns: if guest { GUEST_IPI_SEND_NS } else { 0 },
         halt_evict_mbps: if guest { GUEST_HALT_EVICT_MBPS } else { 0 },
         c2c_smt_ns: 8,
-        c2c_llc_ns: 40,
+        c2c_llc_ns: if guest { GUEST_C2C_LLC_NS } else { 40 },
         c2c_cross_llc_ns: 110,
         c2c_cross_package_ns: 140,
         llc_hit_ns: 20,

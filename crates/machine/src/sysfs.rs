@@ -304,7 +304,7 @@ pub(crate) fn from_sysfs(root: &Path) -> Result<Machine, MachineError> {
             "Linux sysfs under {}{note}; costs are generic [assumed] values{} (docs/CALIBRATION.md, local)",
             root.display(),
             if guest {
-                ", except the context switch, IPI send, halt exit and halt cache eviction measured on a 2-vCPU EPYC KVM guest"
+                ", except the context switch, IPI send, halt exit, halt cache eviction and vCPU-to-vCPU line transfer measured on a 2-vCPU EPYC KVM guest"
             } else {
                 ", not measured"
             }
