@@ -10,22 +10,27 @@ fn run(args: &[&str]) -> (bool, String, String) {
     (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
-// sysbench instances on numa-2n-96 under v5.2: per-cgroup CPU and memory per node, NUMA counters.
-#[test]
-fn sysbench_instances_print_numa_tables() {
-    let base = [
+/// `run` of two sysbench instances on numa-2n-96 for 300 ms under `kernel`.
+fn sysbench_numa(kernel: &str) -> Vec<&str> {
+    vec![
         "run",
         "--machine",
         "numa-2n-96",
         "--kernel",
-        "v5.2",
+        kernel,
         "--workload",
         "sysbench",
         "--set",
         "instances=2,threads=2,db_mib=64",
         "--duration",
         "300ms",
-    ];
+    ]
+}
+
+// sysbench instances on numa-2n-96 under v5.2: per-cgroup CPU and memory per node, NUMA counters.
+#[test]
+fn sysbench_instances_print_numa_tables() {
+    let base = sysbench_numa("v5.2");
     let (ok, out, err) = run(&base);
     assert!(ok, "{err}");
     for needle in ["NUMA balancing         on", "CPU usage per node", "memory ratio per node", "inst0", "inst1", "hint_faults"] {
@@ -144,22 +149,9 @@ fn v6_12_numa_balancing_form_shown_and_runs() {
     }
     let (_, out, _) = run(&["kernel", "show", "v6.12"]);
     assert!(out.contains("<= imb_numa_nr") && out.contains("F-776"), "{out}");
-    let (ok, out, err) = run(&[
-        "run",
-        "--machine",
-        "numa-2n-96",
-        "--kernel",
-        "v6.12",
-        "--workload",
-        "sysbench",
-        "--set",
-        "instances=2,threads=2,db_mib=64",
-        "--duration",
-        "300ms",
-        "--sysctl",
-        "numa_balancing=1,numa_balancing_scan_delay_ms=100",
-        "--json",
-    ]);
+    let mut args = sysbench_numa("v6.12");
+    args.extend(["--sysctl", "numa_balancing=1,numa_balancing_scan_delay_ms=100", "--json"]);
+    let (ok, out, err) = run(&args);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["numa"]["balancing"], true);

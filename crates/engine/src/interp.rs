@@ -136,7 +136,7 @@ impl Sim<'_> {
                     }
                     if s.count > 0 {
                         s.count -= 1;
-                        if wl.sems[sem as usize].initial == 1 {
+                        if s.lock {
                             self.rt[t.idx()].held_locks += 1;
                         }
                         self.advance(t);
@@ -150,7 +150,7 @@ impl Sim<'_> {
                     self.advance(t);
                     let sync = if wl.sems[sem as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
                     let s = &mut self.sems[sem as usize];
-                    let lock = wl.sems[sem as usize].initial == 1;
+                    let lock = s.lock;
                     if lock {
                         let r = &mut self.rt[t.idx()];
                         r.held_locks = r.held_locks.saturating_sub(1);

@@ -176,8 +176,8 @@ struct TaskRt {
     unreaped: u32,
     waiting_child: bool,
     live_children: u32,
-    /// Locks (semaphores with an initial count of 1: mutexes, LWLocks) this
-    /// task acquired or was handed and has not posted.
+    /// Locks (`lock_sems`: mutexes, LWLocks) this task acquired or was
+    /// handed and has not posted.
     held_locks: u32,
     /// Cache refill owed from a switch-in that found the task at or inside a
     /// lock section: paid by its next `Run` outside one (`Sim::owe_refill`).
@@ -208,6 +208,31 @@ struct SemRt {
     /// Barging semaphores: the waiter woken by the last post that has not yet
     /// re-tried (PostgreSQL's !releaseOK); no other waiter is woken meanwhile.
     woken: Option<TaskId>,
+    /// A lock (`lock_sems`): its holder owes a switch-in's refill until it posts (F-025).
+    lock: bool,
+}
+
+/// Which semaphores are locks: an initial count of 1, and every program that
+/// waits on it also posts it (a mutex or LWLock taken and released by the same
+/// task), so a consumer that only waits on a gate never counts as a holder.
+fn lock_sems(wl: &Workload) -> Vec<bool> {
+    let mut waits = vec![false; wl.sems.len()];
+    let mut lock: Vec<bool> = wl.sems.iter().map(|s| s.initial == 1).collect();
+    for prog in &wl.programs {
+        waits.iter_mut().for_each(|w| *w = false);
+        let mut posts = vec![false; wl.sems.len()];
+        for op in prog {
+            match *op {
+                Op::SemWait { sem } => waits[sem as usize] = true,
+                Op::SemPost { sem, .. } => posts[sem as usize] = true,
+                _ => {}
+            }
+        }
+        for (s, l) in lock.iter_mut().enumerate() {
+            *l &= !waits[s] || posts[s];
+        }
+    }
+    lock
 }
 
 /// A simulation in progress.
@@ -235,6 +260,8 @@ pub struct Sim<'a> {
     code_of: Vec<(u32, u32)>,
     chans: Vec<ChanRt>,
     sems: Vec<SemRt>,
+    /// Some semaphore is a lock (`lock_sems`): switch-ins check whether the task resumes at one.
+    has_locks: bool,
     marks: Vec<Option<u64>>,
     counters: Vec<u64>,
     rng: Pcg32,
@@ -363,7 +390,13 @@ impl<'a> Sim<'a> {
                     stamps: Default::default(),
                 })
                 .collect(),
-            sems: wl.sems.iter().map(|s| SemRt { count: s.initial as u64, waiters: Default::default(), woken: None }).collect(),
+            sems: wl
+                .sems
+                .iter()
+                .zip(lock_sems(wl))
+                .map(|(s, lock)| SemRt { count: s.initial as u64, waiters: Default::default(), woken: None, lock })
+                .collect(),
+            has_locks: false,
             marks: vec![None; 8],
             counters: vec![0; 8],
             rng: Pcg32::new(cfg.seed, 0x5c4ed1ab),
@@ -406,6 +439,7 @@ impl<'a> Sim<'a> {
             kthread_ids: Vec::new(),
             arrivals: wl.arrivals.as_ref().map(|a| Box::new(arrivals::ArrivalRt::new(a, n, cfg))),
         };
+        s.has_locks = s.sems.iter().any(|x| x.lock);
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
             cpu.rate = 1000;
@@ -873,8 +907,7 @@ impl<'a> Sim<'a> {
 
     /// Charge a switch-in's cache refill. A real task misses on its working
     /// set while it computes, not before its first instruction: a task at a
-    /// lock (a semaphore with an initial count of 1: a woken LWLock waiter
-    /// re-trying, a mutex waiter) takes the lock word and its own wait entry
+    /// lock (`lock_sems`: a woken LWLock waiter re-trying, a mutex waiter) takes the lock word and its own wait entry
     /// first, and a task inside a lock section (it holds the lock, taken or
     /// handed over) touches the section's few lines, so for those the refill
     /// is owed and paid by the task's next `Run` outside any lock (interp.rs);
@@ -882,8 +915,9 @@ impl<'a> Sim<'a> {
     // FIDELITY(F-025): a refill is one lump of CPU time, paid at the switch-in or at the next compute outside a lock.
     fn owe_refill(&mut self, t: TaskId, ns: u64) {
         let r = &self.rt[t.idx()];
-        let at_lock = r.pc < r.code_len
-            && matches!(self.code[(r.code_at + r.pc) as usize], Op::SemWait { sem } if self.wl.sems[sem as usize].initial == 1);
+        let at_lock = self.has_locks
+            && r.pc < r.code_len
+            && matches!(self.code[(r.code_at + r.pc) as usize], Op::SemWait { sem } if self.sems[sem as usize].lock);
         let r = &mut self.rt[t.idx()];
         if at_lock || r.held_locks > 0 {
             r.owed_refill += ns;

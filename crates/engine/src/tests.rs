@@ -899,3 +899,17 @@ fn refill_at_a_lock_is_paid_after_the_section() {
     assert_eq!(gate_out, 10_000);
     assert_eq!(gate_in - bare_in, vm_out - bare_out, "paid at once, the same refill");
 }
+
+/// Only a semaphore with an initial count of 1 that every waiting program
+/// also posts is a lock (F-025): a gate a consumer only waits on is not, so
+/// its waiter never holds anything and pays its refills at once.
+#[test]
+fn lock_sems_are_taken_and_released_by_the_same_program() {
+    let text = "format = 1\nname = \"locks\"\n[metric]\nkind = \"elapsed\"\nname = \"time\"\nstart = 0\nend = 1\n\
+        [[sem]]\ninitial = 1\nsync = false\n[[sem]]\ninitial = 1\nsync = false\n[[sem]]\ninitial = 2\nsync = false\n\
+        [[program]]\nops = [\"mark id=0\", \"sem_wait sem=0\", \"run ns=1us\", \"sem_post sem=0 n=1\", \"sem_wait sem=1\", \"sem_wait sem=2\", \"sem_post sem=2 n=1\", \"mark id=1\"]\n\
+        [[program]]\nops = [\"sem_post sem=1 n=1\"]\n\
+        [[task]]\nname = \"t\"\nprogram = 0\nmm = 0\n[[task]]\nname = \"u\"\nprogram = 1\nmm = 0\n";
+    let w = schedlab_workload::file::from_toml_str(text, "locks.toml").unwrap();
+    assert_eq!(crate::lock_sems(&w), [true, false, false], "mutex; gate posted by another program; count of 2");
+}
