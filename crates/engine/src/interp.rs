@@ -287,16 +287,33 @@ impl Sim<'_> {
                 }
                 Op::WakeQueued { chan, sem_base, cost } => {
                     if stage == 0 {
-                        let k = self.wake_queued(c, t, chan, sem_base);
-                        let j = self.jitter(cost * k);
-                        let r = &mut self.rt[t.idx()];
-                        r.remaining = j;
-                        r.stage = 1;
-                        if k > 0 && self.preempt_point(c) {
+                        // xlist_splice() and one timestamp for the whole list.
+                        let woke = self.splice_queued(c, t, chan, sem_base);
+                        if self.rt[t.idx()].posts.is_empty() {
+                            self.advance(t);
+                        } else {
+                            let j = self.jitter(cost);
+                            let r = &mut self.rt[t.idx()];
+                            r.remaining += j;
+                            r.stage = 1;
+                        }
+                        if woke && self.preempt_point(c) {
                             return;
                         }
                     } else {
-                        self.advance(t);
+                        // The fpost() whose syscall has run: wake its worker, then
+                        // (back in user space, a preemption point) the next one.
+                        let sem = self.rt[t.idx()].posts.pop().expect("stage 1 has a post left");
+                        let woke = self.post_queued(c, t, sem);
+                        if self.rt[t.idx()].posts.is_empty() {
+                            self.advance(t);
+                        } else {
+                            let j = self.jitter(cost);
+                            self.rt[t.idx()].remaining += j;
+                        }
+                        if woke && self.preempt_point(c) {
+                            return;
+                        }
                     }
                 }
                 Op::SemWake { sem, n } => {
@@ -489,38 +506,50 @@ impl Sim<'_> {
         self.barrier_arrive(c, t, id, parties)
     }
 
-    /// `Op::WakeQueued`: drain `chan`, posting `sem_base + tag` per message
-    /// (stamped now) and waking blocked writers; returns the number drained.
-    pub(crate) fn wake_queued(&mut self, c: CpuId, t: TaskId, chan: u32, sem_base: u32) -> u64 {
+    /// `Op::WakeQueued`, first step (schbench's xlist_wake_all(), both
+    /// versions): take every message of `chan` at once (xlist_splice()), stamp
+    /// each message's semaphore `sem_base + tag` with the one time read before
+    /// the loop, queue the posts on the task (`TaskRt::posts`) and wake
+    /// blocked writers. Returns whether a writer was woken.
+    pub(crate) fn splice_queued(&mut self, c: CpuId, t: TaskId, chan: u32, sem_base: u32) -> bool {
         let ch = &mut self.chans[chan as usize];
-        let k = ch.count as u64;
         ch.count = 0;
-        let mut tags = std::mem::take(&mut self.tag_buf);
-        tags.extend(ch.tags.drain(..));
+        let mut posts = std::mem::take(&mut self.rt[t.idx()].posts);
+        posts.clear();
+        posts.extend(ch.tags.drain(..).map(|tag| sem_base + tag));
         let mut writers = std::mem::take(&mut self.wake_buf);
         writers.extend(ch.writers.drain(..));
         let wf = if self.wl.channels[chan as usize].sync { WakeFlags::SYNC } else { WakeFlags::default() };
         for &w in &writers {
             self.wake(w, c, Some(t), wf);
         }
+        let woke = !writers.is_empty();
         writers.clear();
         self.wake_buf = writers;
-        for &tag in &tags {
-            let sem = (sem_base + tag) as usize;
-            self.sem_stamp[sem] = self.now;
-            let sf = if self.wl.sems[sem].sync { WakeFlags::SYNC } else { WakeFlags::default() };
-            let s = &mut self.sems[sem];
-            if s.waiters.is_empty() {
+        for &sem in &posts {
+            self.sem_stamp[sem as usize] = self.now;
+        }
+        self.rt[t.idx()].posts = posts;
+        woke
+    }
+
+    /// `Op::WakeQueued`, one fpost(): post `sem`, waking its waiter if one
+    /// waits (futex_wake() of one). Returns whether a task was woken.
+    pub(crate) fn post_queued(&mut self, c: CpuId, t: TaskId, sem: u32) -> bool {
+        let sem = sem as usize;
+        let sf = if self.wl.sems[sem].sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        let s = &mut self.sems[sem];
+        match s.waiters.pop_front() {
+            None => {
                 s.count += 1;
-            } else {
-                let w = s.waiters.pop_front().expect("not empty");
+                false
+            }
+            Some(w) => {
                 self.advance(w);
                 self.wake(w, c, Some(t), sf);
+                true
             }
         }
-        tags.clear();
-        self.tag_buf = tags;
-        k
     }
 
     /// `Op::SemWake`: wake up to `n` current waiters of `sem` (futex_wake);

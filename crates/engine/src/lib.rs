@@ -172,6 +172,9 @@ struct TaskRt {
     spec: u32,
     /// `Op::ReqStart` stamps not yet ended: (histogram, time), oldest first.
     req_stamps: std::collections::VecDeque<(u32, u64)>,
+    /// Semaphores an `Op::WakeQueued` splice has still to post, in queue order
+    /// (posted from the back: the list is a LIFO stack).
+    posts: Vec<u32>,
     parent: Option<TaskId>,
     unreaped: u32,
     waiting_child: bool,
@@ -309,8 +312,6 @@ pub struct Sim<'a> {
     trace: Option<Box<trace::Trace>>,
     /// Reused list of tasks an op wakes (no allocation per wakeup).
     wake_buf: Vec<TaskId>,
-    /// Reused list of message tags `Op::WakeQueued` drains.
-    tag_buf: Vec<u32>,
     /// Memory behaviour of processes that declare memory (numa.rs).
     numa_mem: Option<Box<numa::EngineNuma>>,
     /// The machine's background (noise.rs).
@@ -433,7 +434,6 @@ impl<'a> Sim<'a> {
             node_streams: vec![0; machine.topology.nr_nodes()],
             trace: cfg.trace.then(|| Box::new(trace::Trace::new(n))),
             wake_buf: Vec::new(),
-            tag_buf: Vec::new(),
             numa_mem: None,
             noise: noise::NoiseRt::new(machine, cfg),
             kthread_ids: Vec::new(),
@@ -696,6 +696,7 @@ impl<'a> Sim<'a> {
             loops: LoopStack::default(),
             reg: 0,
             req_stamps: Default::default(),
+            posts: Vec::new(),
             mem: false,
             parent,
             unreaped: 0,

@@ -913,3 +913,28 @@ fn lock_sems_are_taken_and_released_by_the_same_program() {
     let w = schedlab_workload::file::from_toml_str(text, "locks.toml").unwrap();
     assert_eq!(crate::lock_sems(&w), [true, false, false], "mutex; gate posted by another program; count of 2");
 }
+
+/// schbench's message thread wakes its queued workers one fpost() after
+/// another, all stamped with the one time read before the loop
+/// (xlist_wake_all()): the k-th worker's wakeup latency includes the k - 1
+/// posts before its own, so the mean grows by about half a post per worker.
+/// (Before session 10 every post happened at one instant and the latency did
+/// not depend on the number of workers while idle CPUs remained.)
+#[test]
+fn queued_workers_are_woken_one_post_after_another() {
+    let m = machine("zen3-2s-nps1");
+    let mean = |t: u32| {
+        let w = wl(&m, "schbench", &format!("version=2016,message_threads=1,threads={t}"));
+        let r = go_quiet(&m, "v6.12", &w, 1, Some(400 * MS));
+        let h = r.latencies.iter().find(|l| l.hist == 0).expect("wakeup latencies recorded").clone();
+        (h.mean as f64, h.count)
+    };
+    let (one, n1) = mean(1);
+    let (sixteen, n16) = mean(16);
+    assert!(n1 > 0 && n16 > 8 * n1, "samples {n1} / {n16}");
+    let post = schedlab_workload::builtin::costs::FUTEX_WAKE_NS as f64;
+    // 15 extra posts, each at least FUTEX_WAKE_NS less the 10 % jitter: mean + 7.5 posts.
+    assert!(sixteen - one > 7.5 * 0.9 * post, "mean wakeup latency {one:.0} -> {sixteen:.0} ns with 16 workers");
+    // ...and not much more than the posts and their ttwu cost (the CPUs stay idle).
+    assert!(sixteen - one < 7.5 * 2.0 * post, "mean wakeup latency {one:.0} -> {sixteen:.0} ns with 16 workers");
+}

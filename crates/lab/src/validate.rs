@@ -178,7 +178,12 @@ pub struct Case {
     pub line: usize,
     pub source: Source,
     pub quick: bool,
+    /// The machine as the case file names it (a preset, or a file path
+    /// relative to the case file's directory).
     pub machine: String,
+    /// What `plan_case` loads: `machine`, with a relative file path joined to
+    /// the case directory by `load_dir`.
+    pub machine_load: String,
     pub workload: String,
     pub set: Option<String>,
     pub axis: Option<String>,
@@ -379,6 +384,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Case>> {
             source: doc.source.clone(),
             quick: d.quick,
             machine: d.machine.clone(),
+            machine_load: d.machine.clone(),
             workload: d.workload.clone(),
             set: d.set.clone(),
             axis: d.axis.clone(),
@@ -432,6 +438,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Case>> {
                 bail!("{}:{}: case name {:?} is already used at {}:{}; rename one", c.file, c.line, c.name, o.file, o.line);
             }
             c.file = format!("{stem}.toml");
+            let lower = c.machine.to_ascii_lowercase();
+            if (lower.ends_with(".toml") || lower.ends_with(".xml")) && Path::new(&c.machine).is_relative() {
+                c.machine_load = dir.join(&c.machine).display().to_string();
+            }
             all.push(c);
         }
     }
@@ -1027,7 +1037,7 @@ pub fn plan_case(case: &Case, seed: u64) -> std::result::Result<Vec<Prepared>, V
                 set.push(format!("{a}={}", case.points[i]));
             }
             let spec = ScenarioSpec {
-                machine: case.machine.clone(),
+                machine: case.machine_load.clone(),
                 kernel: side.kernel.clone(),
                 features: side.features.clone(),
                 patch: (!side.patches.is_empty()).then(|| side.patches.join(",")),
@@ -1098,6 +1108,35 @@ impl Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Case machine files under validation/machines are presets with a stated
+    /// change: numa-2n-96-c6-off is numa-2n-96 without its C6 state, nothing else.
+    #[test]
+    fn case_machine_files_differ_from_their_preset_only_as_stated() {
+        let dir = cases_dir(None);
+        let file = dir.join("machines/numa-2n-96-c6-off.toml");
+        let m = schedlab_machine::load(&file.display().to_string()).unwrap();
+        let mut p = schedlab_machine::load("numa-2n-96").unwrap();
+        assert!(p.idle_states.iter().any(|s| s.name == "C6"), "the preset has C6");
+        p.idle_states.retain(|s| s.name != "C6");
+        assert_eq!(m.idle_states, p.idle_states);
+        assert_eq!(
+            m.to_toml().split("[[idle_states]]").next(),
+            {
+                let t = p
+                    .to_toml()
+                    .replace("name = \"numa-2n-96\"", "name = \"numa-2n-96-c6-off\"")
+                    .replace("SLIT 10/21\"", "SLIT 10/21; C6 disabled (deepest state C1E)\"");
+                t.split("[[idle_states]]").next().map(str::to_string)
+            }
+            .as_deref()
+        );
+        // The case that uses it loads it relative to the case directory.
+        let cases = load_dir(&dir).unwrap();
+        let c = cases.iter().find(|c| c.name == "sis-filter-v4-schbench").unwrap();
+        assert_eq!(c.machine, "machines/numa-2n-96-c6-off.toml");
+        assert!(Path::new(&c.machine_load).is_file(), "{}", c.machine_load);
+    }
 
     const GOOD: &str = r#"
 [source]

@@ -135,9 +135,11 @@ pub enum Op {
         chan: u32,
     },
     /// A hub's "wake everyone queued" (schbench `xlist_wake_all`): take every
-    /// message of `chan` (never blocks; none is fine), post one count to
-    /// semaphore `sem_base + tag` of each, stamping those semaphores with the
-    /// current time (one timestamp for the batch), then spend `cost` ns per message.
+    /// message of `chan` at once (never blocks; none is fine) and stamp their
+    /// semaphores `sem_base + tag` with the current time (one timestamp for the
+    /// batch); then, last message first, spend `cost` ns and post one count to
+    /// its semaphore (waking its waiter, whose wakeup the waker pays before
+    /// the next post), one after another.
     WakeQueued {
         chan: u32,
         sem_base: u32,
