@@ -247,6 +247,8 @@ pub struct Sim<'a> {
     stop: Option<&'a std::sync::atomic::AtomicBool>,
     wl: &'a Workload,
     now: u64,
+    /// The simulated time `run` stops at (`SimConfig::duration_ns`).
+    limit: u64,
     queue: queue::EventQueue,
     nr_cpus_slots: u32,
     /// Number of CPUs: segment-end slots are `0..nr_cpus`.
@@ -364,6 +366,7 @@ impl<'a> Sim<'a> {
             machine,
             wl,
             now: 0,
+            limit: INF,
             // Segment ends (slots 0..n) go to the queue's tournament tree.
             queue: queue::EventQueue::new((1 + PER_CPU_SLOTS as usize) * n + wl.tasks.len(), n),
             nr_cpus_slots: (1 + PER_CPU_SLOTS) * n as u32,
@@ -512,6 +515,7 @@ impl<'a> Sim<'a> {
     /// Run to completion (every task exited) or to the duration limit.
     pub fn run(&mut self, cfg: &SimConfig) -> RunResult {
         let limit = cfg.duration_ns.unwrap_or(INF);
+        self.limit = limit;
         let mut cut = false;
         // Only the machine's background left (noise.rs re-arms one event per
         // source and CPU forever): nothing can wake the workload any more.

@@ -279,6 +279,41 @@ impl EventQueue {
         }
     }
 
+    /// The smallest key of every pending event other than tree slot `leaf`:
+    /// the heap's minimum and the sibling subtrees along `leaf`'s path.
+    #[inline]
+    fn min_other_than(&self, leaf: u32) -> u128 {
+        let mut m = self.heap.first().map_or(EMPTY, |e| e.key);
+        let mut node = self.cap + leaf as usize;
+        while node > 1 {
+            m = min_key(self.tree[node ^ 1], m);
+            node >>= 1;
+        }
+        m
+    }
+
+    /// Schedule the popped tree slot `slot` at `at` and pop it at once, when it
+    /// would be the next event popped (strictly before every other pending
+    /// event in `(at, seq)` order); true if so. The queue is then as
+    /// `schedule(slot, at)` followed by `pop()` leaves it: the sequence
+    /// number is spent and the slot stays popped (its entry, now standing for
+    /// the event at `at`, is removed by the next `pop` or replaced by the next
+    /// `schedule`). False (and nothing changed) otherwise, or when `slot` is
+    /// not the popped one.
+    #[inline]
+    pub fn repop_if_next(&mut self, slot: u32, at: u64) -> bool {
+        if self.popped != Some(slot) || slot >= self.leaves {
+            return false;
+        }
+        let key = make_key(at, self.seq + 1, slot);
+        if key >= self.min_other_than(slot) {
+            return false;
+        }
+        self.seq += 1;
+        assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
+        true
+    }
+
     /// Remove and return the earliest event: (slot, at).
     pub fn pop(&mut self) -> Option<(u32, u64)> {
         if let Some(s) = self.popped.take() {
@@ -366,6 +401,64 @@ mod tests {
             q.schedule(3, 10);
             q.schedule(7, 9);
             assert_eq!((q.pop(), q.pop(), q.pop(), q.pop()), (Some((7, 9)), Some((5, 10)), Some((3, 10)), None), "leaves={leaves}");
+        }
+    }
+
+    /// `repop_if_next` is `schedule` + `pop` when the rescheduled popped slot
+    /// comes first (ties lose to earlier-scheduled events) and a no-op
+    /// otherwise: a queue using it pops exactly as one that never does.
+    #[test]
+    fn repop_if_next_matches_schedule_then_pop() {
+        for leaves in [1, 6, 16, 40] {
+            let (mut a, mut b) = (EventQueue::new(40, leaves), EventQueue::new(40, leaves));
+            let mut r = Pcg32::new(11, leaves as u64);
+            for s in 0..40 {
+                let at = r.below(20) as u64;
+                a.schedule(s, at);
+                b.schedule(s, at);
+            }
+            let (mut taken, mut refused) = (0, 0);
+            let mut cur = a.pop();
+            assert_eq!(cur, b.pop());
+            while let Some((slot, now)) = cur {
+                let mut next = None;
+                if r.below(3) > 0 {
+                    let at = now + r.below(4) as u64;
+                    a.schedule(slot, at);
+                    let want = a.pop();
+                    if b.repop_if_next(slot, at) {
+                        assert_eq!(want, Some((slot, at)), "repop took an event that is not next (leaves={leaves})");
+                        taken += 1;
+                        next = want;
+                    } else {
+                        // Only tree slots (segment ends) are ever repopped.
+                        assert!(slot >= leaves as u32 || want.map(|w| w.0) != Some(slot), "repop refused the next event (leaves={leaves})");
+                        refused += 1;
+                        b.schedule(slot, at);
+                        assert_eq!(want, b.pop());
+                        next = want;
+                    }
+                } else {
+                    // Another slot is scheduled; the popped one is not repopped.
+                    let other = r.below(40);
+                    let at = now + r.below(30) as u64;
+                    a.schedule(other, at);
+                    b.schedule(other, at);
+                    if other != slot {
+                        assert!(!b.repop_if_next(other, at), "only the popped slot can be repopped");
+                    }
+                }
+                if next.is_none() {
+                    next = a.pop();
+                    assert_eq!(next, b.pop(), "leaves={leaves}");
+                }
+                assert_eq!(a.len(), b.len());
+                cur = next;
+                if taken + refused > 5000 {
+                    break;
+                }
+            }
+            assert!(taken > 50 && refused > 50, "both outcomes exercised: {taken} taken, {refused} refused (leaves={leaves})");
         }
     }
 
