@@ -530,21 +530,26 @@ impl<'a> Sim<'a> {
             if self.events & 0x3fff == 0 && self.stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
                 break; // stopped from outside: the caller discards this result
             }
-            match self.kind_of(slot) {
-                EvKind::SegEnd { cpu, gen } => {
-                    let c = CpuId(cpu);
-                    if self.cpus[c.idx()].seg_gen != gen {
-                        continue;
-                    }
-                    if let Some(t) = self.cpus[c.idx()].running {
-                        // The segment is done: a preemption at this op boundary
-                        // (do_schedule() -> seg_done()) must not take it again
-                        // off the costs the next ops add (a waker's enqueue).
-                        self.rt[t.idx()].remaining = 0;
-                        self.cpus[c.idx()].seg_start = self.now;
-                        self.run_ops(c, t);
-                    }
+            if slot < self.nr_cpus {
+                // A segment end, nearly every event: handled without the
+                // dispatch on `EvKind` (its gen is current: a moved or
+                // cancelled segment end replaced or removed its event).
+                let c = CpuId(slot as u16);
+                if let Some(t) = self.cpus[c.idx()].running {
+                    // The segment is done: a preemption at this op boundary
+                    // (do_schedule() -> seg_done()) must not take it again
+                    // off the costs the next ops add (a waker's enqueue).
+                    self.rt[t.idx()].remaining = 0;
+                    self.cpus[c.idx()].seg_start = self.now;
+                    self.run_ops(c, t);
                 }
+                if self.alive == 0 {
+                    break;
+                }
+                continue;
+            }
+            match self.kind_of(slot) {
+                EvKind::SegEnd { .. } => unreachable!("segment-end slots are below nr_cpus"),
                 EvKind::Resched { cpu } => {
                     let c = CpuId(cpu);
                     self.cpus[c.idx()].resched_pending = false;
