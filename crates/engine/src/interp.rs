@@ -27,6 +27,19 @@ impl Sim<'_> {
                 self.cpus[c.idx()].seg_start = self.now;
                 let at = self.now + wall_for(self.rt[t.idx()].remaining, self.cpus[c.idx()].rate);
                 self.push(at, EvKind::SegEnd { cpu: c.0, gen });
+                // The segment's end is the next event (no other CPU or timer
+                // comes first, ties included): handle it here as `Sim::run`
+                // would after popping it, without the return to the loop.
+                // `run_ops` runs only from `c`'s `SegEnd` handler, as its last
+                // step; not past the run's limit, nor on an event where `run`
+                // polls its stop flag.
+                if at <= self.limit && (self.events + 1) & 0x3fff != 0 && self.queue.pop_if_next(c.0 as u32).is_some() {
+                    self.now = at;
+                    self.events += 1;
+                    self.rt[t.idx()].remaining = 0;
+                    self.cpus[c.idx()].seg_start = at;
+                    continue;
+                }
                 return;
             }
             let r = &self.rt[t.idx()];

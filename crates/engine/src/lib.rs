@@ -250,6 +250,8 @@ pub struct Sim<'a> {
     stop: Option<&'a std::sync::atomic::AtomicBool>,
     wl: &'a Workload,
     now: u64,
+    /// The simulated time `run` stops at (`SimConfig::duration_ns`).
+    limit: u64,
     queue: queue::EventQueue,
     nr_cpus_slots: u32,
     /// Number of CPUs: segment-end slots are `0..nr_cpus`.
@@ -365,6 +367,7 @@ impl<'a> Sim<'a> {
             machine,
             wl,
             now: 0,
+            limit: INF,
             // Segment ends (slots 0..n) go to the queue's tournament tree.
             queue: queue::EventQueue::new((1 + PER_CPU_SLOTS as usize) * n + wl.tasks.len(), n),
             nr_cpus_slots: (1 + PER_CPU_SLOTS) * n as u32,
@@ -512,6 +515,7 @@ impl<'a> Sim<'a> {
     /// Run to completion (every task exited) or to the duration limit.
     pub fn run(&mut self, cfg: &SimConfig) -> RunResult {
         let limit = cfg.duration_ns.unwrap_or(INF);
+        self.limit = limit;
         let mut cut = false;
         // Only the machine's background left (noise.rs re-arms one event per
         // source and CPU forever): nothing can wake the workload any more.
@@ -526,21 +530,26 @@ impl<'a> Sim<'a> {
             if self.events & 0x3fff == 0 && self.stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
                 break; // stopped from outside: the caller discards this result
             }
-            match self.kind_of(slot) {
-                EvKind::SegEnd { cpu, gen } => {
-                    let c = CpuId(cpu);
-                    if self.cpus[c.idx()].seg_gen != gen {
-                        continue;
-                    }
-                    if let Some(t) = self.cpus[c.idx()].running {
-                        // The segment is done: a preemption at this op boundary
-                        // (do_schedule() -> seg_done()) must not take it again
-                        // off the costs the next ops add (a waker's enqueue).
-                        self.rt[t.idx()].remaining = 0;
-                        self.cpus[c.idx()].seg_start = self.now;
-                        self.run_ops(c, t);
-                    }
+            if slot < self.nr_cpus {
+                // A segment end, nearly every event: handled without the
+                // dispatch on `EvKind` (its gen is current: a moved or
+                // cancelled segment end replaced or removed its event).
+                let c = CpuId(slot as u16);
+                if let Some(t) = self.cpus[c.idx()].running {
+                    // The segment is done: a preemption at this op boundary
+                    // (do_schedule() -> seg_done()) must not take it again
+                    // off the costs the next ops add (a waker's enqueue).
+                    self.rt[t.idx()].remaining = 0;
+                    self.cpus[c.idx()].seg_start = self.now;
+                    self.run_ops(c, t);
                 }
+                if self.alive == 0 {
+                    break;
+                }
+                continue;
+            }
+            match self.kind_of(slot) {
+                EvKind::SegEnd { .. } => unreachable!("segment-end slots are below nr_cpus"),
                 EvKind::Resched { cpu } => {
                     let c = CpuId(cpu);
                     self.cpus[c.idx()].resched_pending = false;

@@ -145,7 +145,11 @@ pub struct CostModel {
     core_of: Vec<u32>,
     llc_of: Vec<u32>,
     node_of: Vec<u32>,
-    pkg_of: Vec<u32>,
+    /// `(core, llc, package)` of each CPU side by side: `c2c_ns` reads one
+    /// entry per CPU instead of one from each of three arrays.
+    place: Vec<[u32; 4]>,
+    /// `c2c_ns` by distance: same CPU, SMT siblings, same LLC, same package, other package.
+    c2c_by_level: [u64; 5],
     l2_cap: u64,
     llc_cap: u64,
     llc_inclusive: bool,
@@ -183,12 +187,16 @@ impl CostModel {
         let llc_of = dense(cpus.iter().map(|c| c.llc).collect());
         let nr_cores = core_of.iter().max().map_or(0, |x| x + 1) as usize;
         let nr_llcs = llc_of.iter().max().map_or(0, |x| x + 1) as usize;
+        let pkg_of: Vec<u32> = cpus.iter().map(|c| c.package).collect();
+        let place = (0..cpus.len()).map(|i| [core_of[i], llc_of[i], pkg_of[i], 0]).collect();
+        let k = &m.costs;
         CostModel {
             sw,
             core_of,
             llc_of,
             node_of: cpus.iter().map(|c| c.node).collect(),
-            pkg_of: cpus.iter().map(|c| c.package).collect(),
+            place,
+            c2c_by_level: [0, k.c2c_smt_ns, k.c2c_llc_ns, k.c2c_cross_llc_ns, k.c2c_cross_package_ns],
             l2_cap: m.caches.l2_kib as u64 * 1024,
             llc_cap: m.caches.llc_kib as u64 * 1024,
             llc_inclusive: m.caches.llc_inclusive,
@@ -293,18 +301,16 @@ impl CostModel {
     }
 
     /// One-way cache-line transfer latency between two CPUs.
+    /// The first level (core, LLC, package) the two CPUs share decides, as
+    /// in `a == b ? 0 : same core ? smt : same LLC ? llc : same package ?
+    /// cross-LLC : cross-package`, computed without branches (which CPUs
+    /// talk is unpredictable).
+    #[inline]
     pub fn c2c_ns(&self, a: CpuId, b: CpuId) -> u64 {
-        if a == b {
-            0
-        } else if self.core_of[a.idx()] == self.core_of[b.idx()] {
-            self.c.c2c_smt_ns
-        } else if self.llc_of[a.idx()] == self.llc_of[b.idx()] {
-            self.c.c2c_llc_ns
-        } else if self.pkg_of[a.idx()] == self.pkg_of[b.idx()] {
-            self.c.c2c_cross_llc_ns
-        } else {
-            self.c.c2c_cross_package_ns
-        }
+        let (pa, pb) = (self.place[a.idx()], self.place[b.idx()]);
+        let d = |i: usize| (pa[i] != pb[i]) as usize;
+        let level = (a != b) as usize * (1 + d(0) * (1 + d(1) * (1 + d(2))));
+        self.c2c_by_level[level]
     }
 
     /// A reader on `reader` consumes a `bytes` message written on `writer`:
@@ -529,6 +535,40 @@ mod tests {
         assert!(cm.c2c_ns(CpuId(0), CpuId(1)) < cm.c2c_ns(CpuId(0), CpuId(8)));
         assert!(cm.c2c_ns(CpuId(0), CpuId(8)) < cm.c2c_ns(CpuId(0), CpuId(64)));
         assert!(cm.dram_ns(0, 0) < cm.dram_ns(0, 1) && cm.dram_ns(0, 1) < cm.dram_ns(0, 4));
+    }
+
+    /// `c2c_ns` is the first level the CPUs share, for every pair of CPUs of
+    /// machines with SMT, several LLCs per package and several packages.
+    #[test]
+    fn c2c_ns_is_the_first_shared_level() {
+        for name in ["zen3-2s-nps4", "skylake-2s", "x86-12", "laptop-4c8t"] {
+            let m = crate::load(name).unwrap();
+            let cm = CostModel::new(&m, ModelSwitches::default());
+            let cpus = m.topology.cpus();
+            let k = &m.costs;
+            let mut seen = [false; 5];
+            for a in 0..cpus.len() {
+                for b in 0..cpus.len() {
+                    let (x, y) = (&cpus[a], &cpus[b]);
+                    let (want, level) = if a == b {
+                        (0, 0)
+                    } else if x.core == y.core {
+                        (k.c2c_smt_ns, 1)
+                    } else if x.llc == y.llc {
+                        (k.c2c_llc_ns, 2)
+                    } else if x.package == y.package {
+                        (k.c2c_cross_llc_ns, 3)
+                    } else {
+                        (k.c2c_cross_package_ns, 4)
+                    };
+                    seen[level] = true;
+                    assert_eq!(cm.c2c_ns(CpuId(a as u16), CpuId(b as u16)), want, "{name}: CPUs {a} and {b}");
+                }
+            }
+            if name == "zen3-2s-nps4" {
+                assert_eq!(seen, [true; 5], "every level met");
+            }
+        }
     }
 
     // Skylake-SP's victim L3: after a move within the socket the data is found in L3.
