@@ -263,6 +263,9 @@ pub struct Sim<'a> {
     code: Vec<Op>,
     /// Per program: where its ops start in `code`, and how many.
     code_of: Vec<(u32, u32)>,
+    /// Per task spec: its shared working set as (set index, bytes), sets
+    /// numbered in order of first appearance (`TaskSpec::shared`).
+    shared_of: Vec<Option<(u32, u64)>>,
     chans: Vec<ChanRt>,
     sems: Vec<SemRt>,
     /// Some semaphore is a lock (`lock_sems`): switch-ins check whether the task resumes at one.
@@ -375,6 +378,21 @@ impl<'a> Sim<'a> {
             cpus: vec![Cpu::default(); n],
             rt: Vec::with_capacity(wl.tasks.len()),
             code: wl.programs.iter().flatten().copied().collect(),
+            shared_of: {
+                let mut names: Vec<&str> = Vec::new();
+                wl.tasks
+                    .iter()
+                    .map(|t| {
+                        t.shared.as_ref().map(|sh| {
+                            let i = names.iter().position(|n| *n == sh.name).unwrap_or_else(|| {
+                                names.push(&sh.name);
+                                names.len() - 1
+                            });
+                            (i as u32, sh.kib as u64 * 1024)
+                        })
+                    })
+                    .collect()
+            },
             code_of: wl
                 .programs
                 .iter()
@@ -693,7 +711,7 @@ impl<'a> Sim<'a> {
         // A timer slot for every task (a spec forked more than once, kernel threads first).
         self.queue.ensure_slots(self.nr_cpus_slots as usize + p.idx() + 1);
         let footprint = ts.footprint_kib.map_or(DEFAULT_FOOTPRINT, |k| k as u64 * 1024);
-        self.mem.push(TaskMem { footprint, ..Default::default() });
+        self.mem.push(TaskMem { footprint, shared: self.shared_of[spec as usize], ..Default::default() });
         self.rt.push(TaskRt {
             spec,
             program: ts.program,
@@ -865,7 +883,9 @@ impl<'a> Sim<'a> {
                     let mm_switch = mm != noise::KTHREAD_MM && cpu.last_mm != Some(mm);
                     // Before v4.14 the kernel does not use PCID (the machine model charges the re-walk).
                     let pcid = self.kernel.profile.version >= (4, 14);
-                    cost = self.cost.switch_cost(mm_switch, pcid, self.mem[nx.idx()].footprint);
+                    // The TLB re-walk covers the shared pages too (mapped in each process).
+                    let m = &self.mem[nx.idx()];
+                    cost = self.cost.switch_cost(mm_switch, pcid, m.footprint + m.shared.map_or(0, |(_, b)| b));
                     if mm_switch {
                         if cpu.last_mm.is_some() {
                             self.mm_switches += 1;

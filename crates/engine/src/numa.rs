@@ -219,6 +219,7 @@ mod tests {
                     start: true,
                     group: p + 1,
                     footprint_kib: None,
+                    shared: None,
                 });
             }
             w.memory.push(MemSpec {

@@ -119,6 +119,10 @@ impl ModelSwitches {
 pub struct TaskMem {
     /// Private working set (bytes).
     pub footprint: u64,
+    /// A working set shared with other tasks (program text, shared memory):
+    /// (set index, bytes). Its warmth is kept per cache instance for every
+    /// task that touches it (`CostModel::switch_in`).
+    pub shared: Option<(u32, u64)>,
     /// Warm bytes in one L2 (dense core index), with the L2's traffic counter when last updated.
     pub l2: Option<(u32, u64, u64)>,
     /// Warm bytes in one LLC (dense LLC index), likewise.
@@ -156,6 +160,9 @@ pub struct CostModel {
     /// Bytes brought into each L2 / LLC so far.
     l2_traffic: Vec<u64>,
     llc_traffic: Vec<u64>,
+    /// Shared working sets: warm bytes and traffic stamp per L2 (dense core
+    /// index) and per LLC, grown on first use.
+    shared: Vec<SharedWarmth>,
     dist: Vec<Vec<u32>>,
     max_dist: u32,
     c: crate::Costs,
@@ -163,6 +170,14 @@ pub struct CostModel {
     lock_free_at: Vec<u64>,
     lock_owner: Vec<u16>,
     idle_states: Vec<crate::IdleState>,
+}
+
+/// Where one shared working set is warm: (warm bytes, traffic stamp) per L2
+/// and per LLC instance.
+#[derive(Clone, Debug, Default)]
+struct SharedWarmth {
+    l2: Vec<(u64, u64)>,
+    llc: Vec<(u64, u64)>,
 }
 
 /// Working set assumed for every task until workloads declare footprints
@@ -202,6 +217,7 @@ impl CostModel {
             llc_inclusive: m.caches.llc_inclusive,
             l2_traffic: vec![0; nr_cores],
             llc_traffic: vec![0; nr_llcs],
+            shared: Vec::new(),
             dist,
             max_dist,
             c: m.costs.clone(),
@@ -340,39 +356,71 @@ impl CostModel {
         self.llc_traffic[llc] = self.llc_traffic[llc].saturating_add(bytes);
     }
 
+    /// What of a `bytes`-byte part of a working set must come from the LLC and
+    /// from DRAM, given what survived of it in this L2 and LLC, and what of it
+    /// the caches hold at most (`in_l2`, `in_llc`): (from LLC, from DRAM).
+    fn cold_part(&self, warm_l2: u64, warm_llc: u64, in_l2: u64, in_llc: u64) -> (u64, u64) {
+        let warm_llc = if self.llc_inclusive {
+            warm_llc.max(warm_l2)
+        } else {
+            // Victim LLC: what left the L2 landed in the LLC.
+            (warm_llc + warm_l2).min(in_llc.max(warm_l2))
+        };
+        // Bytes of the working set not present in this LLC come from DRAM; of
+        // those missing from the L2, the rest are served by the LLC.
+        let from_dram = in_llc.saturating_sub(warm_llc.max(warm_l2));
+        let need_l2 = in_l2.saturating_sub(warm_l2);
+        (need_l2 - need_l2.min(from_dram), from_dram)
+    }
+
     /// Switch task `m` in on `cpu`: the cold part of its working set is refilled
-    /// from the LLC or from DRAM (local or remote), then it is warm there.
-    // FIDELITY(F-018): warmth kept for the last L2 and the last LLC only.
+    /// from the LLC or from DRAM (local or remote), then it is warm there. A
+    /// shared part (`TaskMem::shared`) is cold only where no task touching it
+    /// ran recently; private and shared parts split the caches in proportion.
+    // FIDELITY(F-018): warmth kept for the last L2 and the last LLC only (per instance for shared sets).
     pub fn switch_in(&mut self, m: &mut TaskMem, cpu: CpuId) -> Refill {
         let node = self.node_of[cpu.idx()];
         let home = *m.home_node.get_or_insert(node);
-        if !self.sw.on(Component::CACHE) || m.footprint == 0 {
+        let shared = m.shared.filter(|&(_, b)| b > 0);
+        if !self.sw.on(Component::CACHE) || (m.footprint == 0 && shared.is_none()) {
             return Refill::default();
         }
         let core = self.core_of[cpu.idx()];
         let llc = self.llc_of[cpu.idx()];
         let fp = m.footprint;
-        let in_l2 = fp.min(self.l2_cap);
-        let in_llc = fp.min(self.llc_cap);
+        let total = fp + shared.map_or(0, |(_, b)| b);
+        // The part of a cache a set of `bytes` gets: all of it when everything fits.
+        let share = |bytes: u64, cap: u64| if total <= cap { bytes } else { (bytes as u128 * cap as u128 / total as u128) as u64 };
+        let (in_l2, in_llc) = (share(fp, self.l2_cap), share(fp, self.llc_cap));
         let warm_l2 = match m.l2 {
             Some((c, w, stamp)) if c == core => Self::surviving(w, self.l2_traffic[c as usize] - stamp, self.l2_cap),
             _ => 0,
         };
-        let mut warm_llc = match m.llc {
+        let warm_llc = match m.llc {
             Some((l, w, stamp)) if l == llc => Self::surviving(w, self.llc_traffic[l as usize] - stamp, self.llc_cap),
             _ => 0,
         };
-        if self.llc_inclusive {
-            warm_llc = warm_llc.max(warm_l2);
-        } else {
-            // Victim LLC: what left the L2 landed in the LLC.
-            warm_llc = (warm_llc + warm_l2).min(in_llc.max(warm_l2));
+        let (mut from_llc, mut from_dram) = self.cold_part(warm_l2, warm_llc, in_l2, in_llc);
+        let mut sh_in = (0, 0);
+        if let Some((set, bytes)) = shared {
+            let (nc, nl) = (self.l2_traffic.len(), self.llc_traffic.len());
+            if self.shared.len() <= set as usize {
+                self.shared.resize_with(set as usize + 1, SharedWarmth::default);
+            }
+            let w = &mut self.shared[set as usize];
+            if w.l2.is_empty() {
+                w.l2 = vec![(0, 0); nc];
+                w.llc = vec![(0, 0); nl];
+            }
+            let (wl2, sl2) = w.l2[core as usize];
+            let (wllc, sllc) = w.llc[llc as usize];
+            let warm_l2 = Self::surviving(wl2, self.l2_traffic[core as usize] - sl2, self.l2_cap);
+            let warm_llc = Self::surviving(wllc, self.llc_traffic[llc as usize] - sllc, self.llc_cap);
+            sh_in = (share(bytes, self.l2_cap), share(bytes, self.llc_cap));
+            let (a, b) = self.cold_part(warm_l2, warm_llc, sh_in.0, sh_in.1);
+            from_llc += a;
+            from_dram += b;
         }
-        // Bytes of the working set not present in this LLC come from DRAM; of
-        // those missing from the L2, the rest are served by the LLC.
-        let from_dram = in_llc.saturating_sub(warm_llc.max(warm_l2));
-        let need_l2 = in_l2.saturating_sub(warm_l2);
-        let from_llc = need_l2 - need_l2.min(from_dram);
         let llc_lines = from_llc.div_ceil(LINE);
         let dram_lines = from_dram.div_ceil(LINE);
         let dram_lat = self.dram_ns(node, home);
@@ -380,8 +428,14 @@ impl CostModel {
         // The refill is traffic in these caches; the task is now warm there.
         self.l2_traffic[core as usize] += from_llc + from_dram;
         self.llc_traffic[llc as usize] += from_dram;
-        m.l2 = Some((core, in_l2, self.l2_traffic[core as usize]));
-        m.llc = Some((llc, in_llc, self.llc_traffic[llc as usize]));
+        let (t2, tl) = (self.l2_traffic[core as usize], self.llc_traffic[llc as usize]);
+        m.l2 = Some((core, in_l2, t2));
+        m.llc = Some((llc, in_llc, tl));
+        if let Some((set, _)) = shared {
+            let w = &mut self.shared[set as usize];
+            w.l2[core as usize] = (sh_in.0, t2);
+            w.llc[llc as usize] = (sh_in.1, tl);
+        }
         Refill {
             ns,
             l2_misses: llc_lines + dram_lines,
@@ -472,6 +526,34 @@ mod tests {
         let mut other = TaskMem { footprint: 4 << 20, ..Default::default() };
         cm.switch_in(&mut other, CpuId(0));
         assert!(cm.switch_in(&mut t, CpuId(0)).ns > 0);
+    }
+
+    // A shared set (program text) stays warm on a core for every task that
+    // touches it: the second of two tasks sharing it refills only its private
+    // part there; on a core in another LLC the set is cold again; a task
+    // without a shared set refills exactly what it did before sets existed.
+    #[test]
+    fn a_shared_set_is_warm_for_every_task_that_touches_it() {
+        let mut cm = model("x86-12"); // 256 KiB L2, 12 MB LLC per socket of 6 cores
+        let (p, s) = (32 * 1024, 128 * 1024);
+        let mut a = TaskMem { footprint: p, shared: Some((0, s)), ..Default::default() };
+        let mut b = TaskMem { footprint: p, shared: Some((0, s)), ..Default::default() };
+        let cold = cm.switch_in(&mut a, CpuId(0));
+        assert_eq!(cold.l2_misses, (p + s) / LINE, "first touch: both parts");
+        let second = cm.switch_in(&mut b, CpuId(0));
+        assert_eq!(second.l2_misses, p / LINE, "the set is warm on core 0: b refills only its private part");
+        // Core 6 is on the other socket (another LLC): the set is cold there.
+        let far = cm.switch_in(&mut b, CpuId(6));
+        assert_eq!((far.l2_misses, far.llc_misses), ((p + s) / LINE, (p + s) / LINE));
+        // Without a set, the private refill is the old one.
+        let mut old = TaskMem { footprint: p, ..Default::default() };
+        let mut fresh = model("x86-12");
+        assert_eq!(fresh.switch_in(&mut old, CpuId(0)).l2_misses, p / LINE);
+        // Private and shared parts split a cache they overflow in proportion.
+        let mut big = TaskMem { footprint: 256 * 1024, shared: Some((1, 256 * 1024)), ..Default::default() };
+        fresh.switch_in(&mut big, CpuId(1));
+        assert_eq!(big.l2.map(|(_, w, _)| w), Some(fresh.l2_cap / 2), "the L2 holds half of each part");
+        assert_eq!(big.llc.map(|(_, w, _)| w), Some(256 * 1024), "the LLC holds all of it");
     }
 
     // A halt evicts only where the machine says its halted CPUs lose their

@@ -289,7 +289,17 @@ pub fn import(a: &Analysis, opt: &ImportOptions) -> Result<Imported, String> {
         .map(|(i, t)| {
             let n = mm_of.len() as u32;
             let mm = *mm_of.entry(t.tgid).or_insert(n);
-            TaskSpec { name: t.comm.clone(), program: of_task[i], mm, nice: 0, cpus: None, start: starts[i], group: 0, footprint_kib: None }
+            TaskSpec {
+                name: t.comm.clone(),
+                program: of_task[i],
+                mm,
+                nice: 0,
+                cpus: None,
+                start: starts[i],
+                group: 0,
+                footprint_kib: None,
+                shared: None,
+            }
         })
         .collect();
     let sems = sync_votes.iter().map(|&(n, s)| SemSpec { initial: 0, sync: s * 2 > n, barging: false }).collect();

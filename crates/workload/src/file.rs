@@ -138,6 +138,8 @@ struct TaskDoc {
     start: bool,
     group: Option<Num>,
     footprint_kib: Option<u32>,
+    shared: Option<String>,
+    shared_kib: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -237,6 +239,7 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
     // Tasks before programs so that fork targets can be checked.
     let mut tasks = Vec::new();
     let mut task_spans = Vec::new();
+    let mut shared_sizes: Vec<(String, u32)> = Vec::new();
     for t in &doc.task {
         let d = t.get_ref();
         count(d.repeat, t.span())?;
@@ -254,6 +257,31 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 ));
             }
         }
+        let shared = match (&d.shared, d.shared_kib) {
+            (None, None) => None,
+            (Some(n), Some(k)) => {
+                if n.trim().is_empty() {
+                    return Err(cx.err(t.span(), "shared", "an empty name; name the set (e.g. \"postgres-text\")"));
+                }
+                if !(1..=MAX_FOOTPRINT_KIB).contains(&k) {
+                    return Err(cx.err(t.span(), "shared_kib", format!("{k} is out of range 1..{MAX_FOOTPRINT_KIB} (KiB)")));
+                }
+                if let Some(o) = shared_sizes.iter().find(|(o, _)| o == n) {
+                    if o.1 != k {
+                        return Err(cx.err(
+                            t.span(),
+                            "shared_kib",
+                            format!("{k} for set {n:?}, which an earlier task gives {} KiB; one set has one size", o.1),
+                        ));
+                    }
+                } else {
+                    shared_sizes.push((n.clone(), k));
+                }
+                Some(crate::SharedSet { name: n.clone(), kib: k })
+            }
+            (Some(_), None) => return Err(cx.err(t.span(), "shared", "needs shared_kib (the set's size in KiB)")),
+            (None, Some(_)) => return Err(cx.err(t.span(), "shared_kib", "needs shared = \"NAME\" (the set it sizes)")),
+        };
         for i in 0..d.repeat as i128 {
             let vars = Vars { i, j: 0 };
             let name = template(&d.name, &vars).map_err(|e| cx.err(t.span(), "name", e))?;
@@ -272,6 +300,7 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 start: d.start,
                 group,
                 footprint_kib: d.footprint_kib,
+                shared: shared.clone(),
             });
             task_spans.push(t.span());
         }
@@ -962,7 +991,7 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         k += n;
     }
     // Tasks: runs with the same text pieces, nice, cpus and start.
-    let key = |t: &TaskSpec| (name_parts(&t.name).0, t.nice, t.cpus.clone(), t.start, t.footprint_kib);
+    let key = |t: &TaskSpec| (name_parts(&t.name).0, t.nice, t.cpus.clone(), t.start, t.footprint_kib, t.shared.clone());
     k = 0;
     while k < w.tasks.len() {
         let kk = key(&w.tasks[k]);
@@ -1017,6 +1046,9 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         }
         if let Some(f) = t.footprint_kib {
             o.push_str(&format!("footprint_kib = {f}\n"));
+        }
+        if let Some(sh) = &t.shared {
+            o.push_str(&format!("shared = {:?}\nshared_kib = {}\n", sh.name, sh.kib));
         }
         k += n;
     }
@@ -1209,5 +1241,34 @@ mm = 0
         assert_eq!(from_toml_str(&text, "x.toml").unwrap().tasks, w.tasks);
         let e = from_toml_str(&MINI.replace("mm = 0\n", "mm = 0\nfootprint_kib = 0\n"), "m.toml").unwrap_err().0;
         assert!(e.contains("m.toml:") && e.contains("footprint_kib") && e.contains("default of 64"), "{e}");
+    }
+
+    // A shared working set: named, sized once, on every task that touches it;
+    // it survives an export (tasks with different sets stay apart), and a set
+    // without a size, a size without a set, or two sizes for one set are
+    // refused with the key named.
+    #[test]
+    fn shared_sets_parse_export_and_are_checked() {
+        let two = MINI.replace(
+            "mm = 0\n",
+            "mm = 0\nshared = \"text\"\nshared_kib = 768\n[[task]]\nname = \"u\"\nprogram = 0\nmm = 1\nshared = \"text\"\nshared_kib = 768\n[[task]]\nname = \"v\"\nprogram = 0\nmm = 2\n",
+        );
+        let w = from_toml_str(&two, "m.toml").unwrap();
+        let set = Some(crate::SharedSet { name: "text".into(), kib: 768 });
+        assert_eq!(w.tasks.iter().map(|t| t.shared.clone()).collect::<Vec<_>>(), [set.clone(), set, None]);
+        let text = to_toml(&w, "");
+        assert!(text.contains("shared = \"text\"\nshared_kib = 768"), "{text}");
+        assert_eq!(from_toml_str(&text, "x.toml").unwrap().tasks, w.tasks);
+        for (bad, key) in [
+            ("mm = 0\nshared = \"text\"\n", "shared"),
+            ("mm = 0\nshared_kib = 8\n", "shared_kib"),
+            ("mm = 0\nshared = \"text\"\nshared_kib = 0\n", "shared_kib"),
+        ] {
+            let e = from_toml_str(&MINI.replace("mm = 0\n", bad), "m.toml").unwrap_err().0;
+            assert!(e.contains("m.toml:") && e.contains(key), "{bad}: {e}");
+        }
+        let clash = two.replacen("shared_kib = 768", "shared_kib = 512", 1);
+        let e = from_toml_str(&clash, "m.toml").unwrap_err().0;
+        assert!(e.contains("one set has one size") && e.contains("512"), "{e}");
     }
 }

@@ -225,6 +225,18 @@ pub struct TaskSpec {
     /// refills, and the pages a TLB flush makes it re-walk); None = the
     /// machine model's default (`schedlab_machine::cost::DEFAULT_FOOTPRINT`).
     pub footprint_kib: Option<u32>,
+    /// A cache working set shared with every task naming the same set
+    /// (program text, shared memory): warm on a CPU where any of them ran
+    /// recently. None = none beyond the private one.
+    pub shared: Option<SharedSet>,
+}
+
+/// A named working set several tasks share (`TaskSpec::shared`); every task
+/// naming it gives the same size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedSet {
+    pub name: String,
+    pub kib: u32,
 }
 
 /// How the reported metric is computed.

@@ -296,6 +296,7 @@ pub fn from_json_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 start: true,
                 group: 0,
                 footprint_kib: None,
+                shared: None,
             });
         }
     }

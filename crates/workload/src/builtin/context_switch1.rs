@@ -62,6 +62,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
         start: true,
         group: 0,
         footprint_kib: None,
+        shared: None,
     });
     let mut main_ops = Vec::new();
     for i in 0..pairs {
@@ -96,6 +97,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
             start: false,
             group: 0,
             footprint_kib: None,
+            shared: None,
         });
         w.tasks.push(TaskSpec {
             name: format!("context_switch1-{i}c"),
@@ -106,6 +108,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
             start: false,
             group: 0,
             footprint_kib: None,
+            shared: None,
         });
     }
     main_ops.push(Op::WaitChild);

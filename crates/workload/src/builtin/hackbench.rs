@@ -86,6 +86,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         start: true,
         group: 0,
         footprint_kib: None,
+        shared: None,
     });
     let mut main_ops = Vec::new();
     let mut next_mm = 1;
@@ -114,6 +115,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 start: false,
                 group: 0,
                 footprint_kib: None,
+                shared: None,
             });
             main_ops.push(Op::Fork { spec, cost: fork_cost });
         }
@@ -140,6 +142,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 start: false,
                 group: 0,
                 footprint_kib: None,
+                shared: None,
             });
             main_ops.push(Op::Fork { spec, cost: fork_cost });
         }

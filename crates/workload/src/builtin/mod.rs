@@ -54,7 +54,7 @@ pub(crate) const COUNTER_OPS: u32 = 0;
 
 /// A task that exists at time 0 (no affinity, nice 0).
 pub(crate) fn start_task(name: String, program: u32, mm: u32) -> crate::TaskSpec {
-    crate::TaskSpec { name, program, mm, nice: 0, cpus: None, start: true, group: 0, footprint_kib: None }
+    crate::TaskSpec { name, program, mm, nice: 0, cpus: None, start: true, group: 0, footprint_kib: None, shared: None }
 }
 
 /// RSS for the open loops: the receive queue (= the CPU of its interrupt)

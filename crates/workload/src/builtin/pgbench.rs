@@ -460,6 +460,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             start: true,
             group: 0,
             footprint_kib: None,
+            shared: None,
         });
     }
     // Client threads: send the first statement on each own connection, then
@@ -493,6 +494,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             start: true,
             group: 0,
             footprint_kib: None,
+            shared: None,
         });
     }
     if open {

@@ -50,7 +50,17 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         params: vec![("loops".into(), loops.to_string()), ("threads".into(), (threads as u8).to_string())],
         programs: vec![main, child],
         tasks: vec![
-            TaskSpec { name: "sched-pipe".into(), program: 0, mm: 0, nice: 0, cpus: None, start: true, group: 0, footprint_kib: None },
+            TaskSpec {
+                name: "sched-pipe".into(),
+                program: 0,
+                mm: 0,
+                nice: 0,
+                cpus: None,
+                start: true,
+                group: 0,
+                footprint_kib: None,
+                shared: None,
+            },
             TaskSpec {
                 name: "sched-pipe-child".into(),
                 program: 1,
@@ -60,6 +70,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 start: false,
                 group: 0,
                 footprint_kib: None,
+                shared: None,
             },
         ],
         channels: vec![chan.clone(), chan],

@@ -51,6 +51,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
                 start: true,
                 group: 0,
                 footprint_kib: None,
+                shared: None,
             })
             .collect(),
         channels: vec![],
