@@ -379,6 +379,24 @@ impl Workload {
                 return err(format!("group {} ({:?}): shares {} out of range 2..262144", k + 1, g.name, g.shares));
             }
         }
+        let mut sets: Vec<&SharedSet> = Vec::new();
+        for (i, t) in self.tasks.iter().enumerate() {
+            if let Some(sh) = &t.shared {
+                if sh.kib == 0 {
+                    return err(format!("task {i} ({:?}): shared set {:?} of 0 KiB", t.name, sh.name));
+                }
+                match sets.iter().find(|o| o.name == sh.name) {
+                    Some(o) if o.kib != sh.kib => {
+                        return err(format!(
+                            "task {i} ({:?}): shared set {:?} is {} KiB here and {} KiB on an earlier task; one set has one size",
+                            t.name, sh.name, sh.kib, o.kib
+                        ))
+                    }
+                    Some(_) => {}
+                    None => sets.push(sh),
+                }
+            }
+        }
         for (i, m) in self.memory.iter().enumerate() {
             if !self.tasks.iter().any(|t| t.mm == m.mm) {
                 return err(format!("memory {i}: process {} has no task", m.mm));
@@ -847,5 +865,26 @@ mod arrival_tests {
         assert!(bad(&|a| a.conns.clear()).contains("no connections"));
         assert!(bad(&|a| a.conns[0].0 = 99).contains("channel 99 does not exist"));
         assert!(bad(&|a| a.hist = MAX_IDS).contains("histogram"));
+    }
+}
+
+#[cfg(test)]
+mod shared_set_tests {
+    use super::*;
+
+    // A workload built in code is held to the file's rule: one size per set.
+    #[test]
+    fn one_shared_set_has_one_size() {
+        let mut w = build("pipe", &Params::default(), 4, &[]).unwrap();
+        let set = |kib| Some(SharedSet { name: "text".into(), kib });
+        for t in w.tasks.iter_mut() {
+            t.shared = set(256);
+        }
+        assert!(w.validate().is_ok());
+        w.tasks.last_mut().unwrap().shared = set(128);
+        let e = w.validate().unwrap_err().to_string();
+        assert!(e.contains("\"text\"") && e.contains("one set has one size"), "{e}");
+        w.tasks.last_mut().unwrap().shared = set(0);
+        assert!(w.validate().unwrap_err().to_string().contains("0 KiB"));
     }
 }
