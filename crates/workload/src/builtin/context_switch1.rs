@@ -7,7 +7,7 @@
 //! pairs are already running.
 
 use super::costs::*;
-use super::{Builtin, COUNTER_OPS};
+use super::{start_task, Builtin, COUNTER_OPS};
 use crate::params::{ParamDoc, Params};
 use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, TaskSpec, Workload, WorkloadError};
 
@@ -53,17 +53,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
     // FIDELITY(F-441): ops are counted from time 0, the fork phase included.
     let main_prog = 0u32;
     w.programs.push(Vec::new());
-    w.tasks.push(TaskSpec {
-        name: "will-it-scale".into(),
-        program: main_prog,
-        mm: 2 * pairs,
-        nice: 0,
-        cpus: None,
-        start: true,
-        group: 0,
-        footprint_kib: None,
-        shared: None,
-    });
+    w.tasks.push(start_task("will-it-scale".into(), main_prog, 2 * pairs));
     let mut main_ops = Vec::new();
     for i in 0..pairs {
         let (c1, c2) = (2 * i, 2 * i + 1);

@@ -7,7 +7,7 @@
 //! child), starts the clock, reaps every child and stops the clock.
 
 use super::costs::*;
-use super::{Builtin, MARK_END, MARK_START};
+use super::{start_task, Builtin, MARK_END, MARK_START};
 use crate::params::{ParamDoc, Params};
 use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
 
@@ -77,17 +77,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     // Main task: program 0.
     w.programs.push(Vec::new());
     let main_mm = 0;
-    w.tasks.push(TaskSpec {
-        name: "hackbench".into(),
-        program: 0,
-        mm: main_mm,
-        nice: 0,
-        cpus: None,
-        start: true,
-        group: 0,
-        footprint_kib: None,
-        shared: None,
-    });
+    w.tasks.push(start_task("hackbench".into(), 0, main_mm));
     let mut main_ops = Vec::new();
     let mut next_mm = 1;
     for g in 0..groups {

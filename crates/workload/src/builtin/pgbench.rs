@@ -28,9 +28,9 @@
 //! handling (FIDELITY(F-108)). `--set metric=latency_avg` reports pgbench's
 //! "latency average" (also `latency_p50` ... `latency_p99.9`).
 
-use super::{pick_metric, Builtin, COUNTER_OPS, HIST_REQUEST};
+use super::{pick_metric, start_task, Builtin, COUNTER_OPS, HIST_REQUEST};
 use crate::params::{ParamDoc, Params};
-use crate::{Arrivals, ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
+use crate::{Arrivals, ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, Workload, WorkloadError};
 
 pub const BUILTIN: Builtin = Builtin {
     name: "pgbench",
@@ -451,17 +451,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         }
         prog.push(Op::EndLoop);
         w.programs.push(prog);
-        w.tasks.push(TaskSpec {
-            name: format!("postgres-{i}"),
-            program: w.programs.len() as u32 - 1,
-            mm: 1 + i,
-            nice: 0,
-            cpus: None,
-            start: true,
-            group: 0,
-            footprint_kib: None,
-            shared: None,
-        });
+        w.tasks.push(start_task(format!("postgres-{i}"), w.programs.len() as u32 - 1, 1 + i));
     }
     // Client threads: send the first statement on each own connection, then
     // for every reply: parse it and send the next statement on that connection.
@@ -485,17 +475,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             Op::EndLoop,
         ]);
         w.programs.push(prog);
-        w.tasks.push(TaskSpec {
-            name: format!("pgbench-{t}"),
-            program: w.programs.len() as u32 - 1,
-            mm: 0,
-            nice: 0,
-            cpus: None,
-            start: true,
-            group: 0,
-            footprint_kib: None,
-            shared: None,
-        });
+        w.tasks.push(start_task(format!("pgbench-{t}"), w.programs.len() as u32 - 1, 0));
     }
     if open {
         // RSS: a hash of the connection's 4-tuple picks its receive queue;

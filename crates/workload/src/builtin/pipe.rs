@@ -2,7 +2,7 @@
 //! over two pipes; one loop = one round trip = 2 sync wakeups.
 
 use super::costs::*;
-use super::{Builtin, MARK_END, MARK_START};
+use super::{start_task, Builtin, MARK_END, MARK_START};
 use crate::params::{ParamDoc, Params};
 use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, TaskSpec, Workload, WorkloadError};
 
@@ -50,17 +50,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         params: vec![("loops".into(), loops.to_string()), ("threads".into(), (threads as u8).to_string())],
         programs: vec![main, child],
         tasks: vec![
-            TaskSpec {
-                name: "sched-pipe".into(),
-                program: 0,
-                mm: 0,
-                nice: 0,
-                cpus: None,
-                start: true,
-                group: 0,
-                footprint_kib: None,
-                shared: None,
-            },
+            start_task("sched-pipe".into(), 0, 0),
             TaskSpec {
                 name: "sched-pipe-child".into(),
                 program: 1,

@@ -2,9 +2,9 @@
 //! (the threads of seed 002's experiment). The counter counts completed
 //! run periods; without sleep a period is 1 ms of work.
 
-use super::{Builtin, COUNTER_OPS};
+use super::{start_task, Builtin, COUNTER_OPS};
 use crate::params::{ParamDoc, Params};
-use crate::{MetricSpec, Op, TaskSpec, Workload, WorkloadError};
+use crate::{MetricSpec, Op, Workload, WorkloadError};
 
 pub const BUILTIN: Builtin = Builtin {
     name: "soaker",
@@ -41,19 +41,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             ("threads".into(), (threads as u8).to_string()),
         ],
         programs: vec![prog],
-        tasks: (0..tasks)
-            .map(|i| TaskSpec {
-                name: format!("cpu-soaker-{i}"),
-                program: 0,
-                mm: if threads { 0 } else { i },
-                nice: 0,
-                cpus: None,
-                start: true,
-                group: 0,
-                footprint_kib: None,
-                shared: None,
-            })
-            .collect(),
+        tasks: (0..tasks).map(|i| start_task(format!("cpu-soaker-{i}"), 0, if threads { 0 } else { i })).collect(),
         channels: vec![],
         sems: vec![],
         metric: MetricSpec::Rate { name: "periods_per_sec".into(), unit: "periods/s".into(), counter: COUNTER_OPS, start: None, end: None },
