@@ -4,8 +4,9 @@
 //! workers. A worker queues itself on its message thread's list and posts the
 //! message thread's futex, waits on its own futex, records its wakeup latency,
 //! usleep(100 us) (a timer wakeup), then does `n` matrix multiplies of `F` KB.
-//! The message thread wakes every queued worker at once with one timestamp
-//! (`xlist_wake_all`) and futex-waits for the next post.
+//! The message thread takes every queued worker at once, reads one timestamp
+//! and posts them one after another (`xlist_wake_all`, `Op::WakeQueued`),
+//! then futex-waits for the next post.
 //!
 //! `version=2016` (e4aa540, the one in AMD's reports, §4.2): workers spin 30 ms
 //! and then queue; the message thread wakes all queued workers, futex-waits for
@@ -20,7 +21,7 @@
 //! work done: `ReqStart`/`ReqEnd`, histogram 1) and counts requests, so
 //! `--set metric=rps` reports requests per second and `metric=request_p99`
 //! (or `wakeup_p50`, `request_p99.9`, ...) another figure.
-//! FIDELITY(F-101): no per-CPU lock; batch wakes at one instant.
+//! FIDELITY(F-101): no per-CPU lock; each fpost() a fixed cost (FUTEX_WAKE_NS) plus the modelled ttwu.
 
 use super::costs::FUTEX_WAKE_NS;
 use super::{choice, pick_metric, push_prog, start_task, Builtin, COUNTER_OPS, HIST_REQUEST, HIST_WAKEUP};
