@@ -302,7 +302,7 @@ impl Sim<'_> {
                     if stage == 0 {
                         // xlist_splice() and one timestamp for the whole list.
                         let woke = self.splice_queued(c, t, chan, sem_base);
-                        if self.rt[t.idx()].posts.is_empty() {
+                        if self.posts[t.idx()].is_empty() {
                             self.advance(t);
                         } else {
                             let j = self.jitter(cost);
@@ -316,9 +316,9 @@ impl Sim<'_> {
                     } else {
                         // The fpost() whose syscall has run: wake its worker, then
                         // (back in user space, a preemption point) the next one.
-                        let sem = self.rt[t.idx()].posts.pop().expect("stage 1 has a post left");
+                        let sem = self.posts[t.idx()].pop().expect("stage 1 has a post left");
                         let woke = self.post_queued(c, t, sem);
-                        if self.rt[t.idx()].posts.is_empty() {
+                        if self.posts[t.idx()].is_empty() {
                             self.advance(t);
                         } else {
                             let j = self.jitter(cost);
@@ -522,12 +522,15 @@ impl Sim<'_> {
     /// `Op::WakeQueued`, first step (schbench's xlist_wake_all(), both
     /// versions): take every message of `chan` at once (xlist_splice()), stamp
     /// each message's semaphore `sem_base + tag` with the one time read before
-    /// the loop, queue the posts on the task (`TaskRt::posts`) and wake
+    /// the loop, queue the posts on the task (`Sim::posts`) and wake
     /// blocked writers. Returns whether a writer was woken.
     pub(crate) fn splice_queued(&mut self, c: CpuId, t: TaskId, chan: u32, sem_base: u32) -> bool {
         let ch = &mut self.chans[chan as usize];
         ch.count = 0;
-        let mut posts = std::mem::take(&mut self.rt[t.idx()].posts);
+        if self.posts.len() <= t.idx() {
+            self.posts.resize_with(t.idx() + 1, Vec::new);
+        }
+        let mut posts = std::mem::take(&mut self.posts[t.idx()]);
         posts.clear();
         posts.extend(ch.tags.drain(..).map(|tag| sem_base + tag));
         let mut writers = std::mem::take(&mut self.wake_buf);
@@ -542,7 +545,7 @@ impl Sim<'_> {
         for &sem in &posts {
             self.sem_stamp[sem as usize] = self.now;
         }
-        self.rt[t.idx()].posts = posts;
+        self.posts[t.idx()] = posts;
         woke
     }
 

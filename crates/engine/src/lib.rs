@@ -172,9 +172,6 @@ struct TaskRt {
     spec: u32,
     /// `Op::ReqStart` stamps not yet ended: (histogram, time), oldest first.
     req_stamps: std::collections::VecDeque<(u32, u64)>,
-    /// Semaphores an `Op::WakeQueued` splice has still to post, in queue order
-    /// (posted from the back: the list is a LIFO stack).
-    posts: Vec<u32>,
     parent: Option<TaskId>,
     unreaped: u32,
     waiting_child: bool,
@@ -263,6 +260,10 @@ pub struct Sim<'a> {
     code: Vec<Op>,
     /// Per program: where its ops start in `code`, and how many.
     code_of: Vec<(u32, u32)>,
+    /// Per task: the semaphores an `Op::WakeQueued` splice has still to post,
+    /// in queue order (posted from the back: the list is a LIFO stack). Grown
+    /// for the hubs that use it, so that `TaskRt` stays small.
+    posts: Vec<Vec<u32>>,
     /// Per task spec: its shared working set as (set index, bytes), sets
     /// numbered in order of first appearance (`TaskSpec::shared`).
     shared_of: Vec<Option<(u32, u64)>>,
@@ -378,6 +379,7 @@ impl<'a> Sim<'a> {
             cpus: vec![Cpu::default(); n],
             rt: Vec::with_capacity(wl.tasks.len()),
             code: wl.programs.iter().flatten().copied().collect(),
+            posts: Vec::new(),
             shared_of: {
                 let mut names: Vec<&str> = Vec::new();
                 wl.tasks
@@ -723,7 +725,6 @@ impl<'a> Sim<'a> {
             loops: LoopStack::default(),
             reg: 0,
             req_stamps: Default::default(),
-            posts: Vec::new(),
             mem: false,
             parent,
             unreaped: 0,

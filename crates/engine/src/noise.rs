@@ -191,7 +191,6 @@ impl Sim<'_> {
             loops: LoopStack::default(),
             reg: 0,
             req_stamps: Default::default(),
-            posts: Vec::new(),
             mem: false,
             parent: None,
             unreaped: 0,

@@ -391,7 +391,11 @@ impl CostModel {
         let total = fp + shared.map_or(0, |(_, b)| b);
         // The part of a cache a set of `bytes` gets: all of it when everything fits.
         let share = |bytes: u64, cap: u64| if total <= cap { bytes } else { (bytes as u128 * cap as u128 / total as u128) as u64 };
-        let (in_l2, in_llc) = (share(fp, self.l2_cap), share(fp, self.llc_cap));
+        let (in_l2, in_llc) = match shared {
+            // Private only (every built-in): the set is capped by each cache.
+            None => (fp.min(self.l2_cap), fp.min(self.llc_cap)),
+            Some(_) => (share(fp, self.l2_cap), share(fp, self.llc_cap)),
+        };
         let warm_l2 = match m.l2 {
             Some((c, w, stamp)) if c == core => Self::surviving(w, self.l2_traffic[c as usize] - stamp, self.l2_cap),
             _ => 0,

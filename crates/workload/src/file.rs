@@ -1048,7 +1048,7 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
             o.push_str(&format!("footprint_kib = {f}\n"));
         }
         if let Some(sh) = &t.shared {
-            o.push_str(&format!("shared = {:?}\nshared_kib = {}\n", sh.name, sh.kib));
+            o.push_str(&format!("shared = {}\nshared_kib = {}\n", quote(&sh.name), sh.kib));
         }
         k += n;
     }
