@@ -1356,5 +1356,9 @@ mm = 0
             let e = from_toml_str(&text(&chans, op), "ep.toml").unwrap_err().0;
             assert!(e.contains("ep.toml") && e.contains(want), "{op}: {e}");
         }
+        // A set none of whose channels anything writes: a wait nothing can end.
+        let unfed = text(chans, "epoll_next set=0 max=2").replace(", \"write chan=3+j cost=1us repeat=2\"", "");
+        let e = from_toml_str(&unfed, "ep.toml").unwrap_err().0;
+        assert!(e.contains("epoll set 0, but nothing writes"), "{e}");
     }
 }

@@ -774,13 +774,11 @@ impl Workload {
                             )));
                         }
                     }
-                    Op::EpollNext { set, .. } => {
-                        if !set_fed.get(set as usize).copied().unwrap_or(false) {
-                            return Err(WorkloadError(format!(
-                                "workload {}: program {pi} waits on epoll set {set}, but nothing writes to any of its channels",
-                                self.name
-                            )));
-                        }
+                    Op::EpollNext { set, .. } if !set_fed.get(set as usize).copied().unwrap_or(false) => {
+                        return Err(WorkloadError(format!(
+                            "workload {}: program {pi} waits on epoll set {set}, but nothing writes to any of its channels",
+                            self.name
+                        )));
                     }
                     _ => {}
                 }

@@ -3,25 +3,30 @@
 //! The server has `threads` worker threads (memcached -t, default 4), each
 //! running an epoll loop over the connections it was given. The client has
 //! `client_threads` threads (memtier -t, default 4) with `connections` each
-//! (memtier -c, default 50), pipeline depth 1. A request wakes the worker
-//! through epoll (WF_SYNC on kernels whose ep_poll_callback passes it on,
-//! §0); the response wakes the client thread (sync). A wakeup that finds
-//! several ready sockets serves them all without blocking (epoll coalescing).
+//! (memtier -c, default 50), pipeline depth 1, each thread an epoll loop over
+//! its connections (scripts/calib-src/memload.c, the client measured on the
+//! guest). Every connection is a pair of channels, each registered in the
+//! epoll instance of the side that reads it with the connection's number as
+//! its data. A request wakes the worker through epoll (WF_SYNC on kernels
+//! whose ep_poll_callback passes it on, §0); the response wakes the client
+//! thread (sync). A wakeup takes every connection ready at that moment and
+//! serves each (read, answer on the same connection) before the next
+//! epoll_wait() (`Op::EpollNext`): libevent's event_base_loop() running
+//! memcached's drive_machine() per ready connection, memload.c's loop over
+//! the events epoll_wait() returned.
 //!
 //! Each client thread records the latency of every request (sent -> reply
-//! read) in histogram 1: its requests are answered in order, so `ReqEnd`
-//! pairs with the oldest open `ReqStart`. `--set metric=latency_p99` (or
-//! `latency_avg`, `latency_p50`, ...) reports it instead of requests/s.
+//! read) in histogram 1. FIDELITY(F-109): `ReqEnd` pairs with the thread's
+//! oldest open `ReqStart` although replies come back in the order their
+//! connections became ready (the mean is exact, percentiles are smoothed);
+//! epoll_wait() has no cost of its own (it is inside the per-request costs).
+//! `--set metric=latency_p99` (or `latency_avg`, `latency_p50`, ...) reports
+//! the latency instead of requests/s.
 //!
 //! Connections are dispatched to the workers round robin in connection order
 //! (memcached's dispatch_conn_new() hands each accepted connection to the next
 //! worker): connection j of client thread t is served by worker
-//! (t x connections + j) mod threads.
-//! FIDELITY(F-105): a client thread's request after a reply goes to the next
-//! worker in that order, not to the worker of the connection that replied
-//! (the model cannot tell which connection a reply came on): each worker gets
-//! its round-robin share of the requests, but a connection does not keep its
-//! worker when connections is not a multiple of threads.
+//! (t x connections + j) mod threads, for good (F-105, closed in session 11).
 
 use super::costs::{TCP_RECV_NS, TCP_SEND_NS};
 use super::{pick_metric, push_prog, start_task, Builtin, COUNTER_OPS, HIST_REQUEST};
