@@ -120,9 +120,15 @@ impl Sim<'_> {
         ch.stamps.push_back(self.now);
         // The request's lines were written by this CPU's receive path.
         self.chan_writer[chan as usize] = Some(c);
-        let Some(r) = ch.readers.pop_front() else { return };
-        self.arrivals.as_mut().expect("checked").stats.wakeups += 1;
-        self.wake(r, c, current, WakeFlags::default());
+        let reader = ch.readers.pop_front();
+        let ep_waiter = self.epoll_ready(chan);
+        if reader.is_none() && ep_waiter.is_none() {
+            return;
+        }
+        for r in reader.into_iter().chain(ep_waiter) {
+            self.arrivals.as_mut().expect("checked").stats.wakeups += 1;
+            self.wake(r, c, current, WakeFlags::default());
+        }
         self.irq_exit_preempt(c);
     }
 

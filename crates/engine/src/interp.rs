@@ -115,8 +115,9 @@ impl Sim<'_> {
                         }
                     }
                 }
-                Op::Read { chan, cost } | Op::ReadTag { chan, cost } => {
+                Op::Read { chan, cost } | Op::ReadTag { chan, cost } | Op::ReadReg { chan_base: chan, cost } => {
                     if stage == 0 {
+                        let chan = if let Op::ReadReg { .. } = op { chan + self.rt[t.idx()].reg } else { chan };
                         match self.chan_read(c, t, chan, matches!(op, Op::ReadTag { .. })) {
                             ChanOutcome::Blocked => return,
                             ChanOutcome::Done { woke } => {
@@ -298,6 +299,15 @@ impl Sim<'_> {
                         return;
                     }
                 }
+                Op::EpollNext { set, max } => {
+                    if self.epoll_next(t, set, max) {
+                        self.advance(t);
+                    } else {
+                        self.epolls[set as usize].waiters.push_back(t);
+                        self.block(c);
+                        return;
+                    }
+                }
                 Op::WakeQueued { chan, sem_base, cost } => {
                     if stage == 0 {
                         // xlist_splice() and one timestamp for the whole list.
@@ -373,9 +383,10 @@ impl Sim<'_> {
         let next_writer = (matches!(spec.kind, ChannelKind::Pipe { .. }) && ch.count < spec.capacity && !ch.writers.is_empty())
             .then(|| ch.writers.pop_front().expect("not empty"));
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
+        let ep_waiter = if spec.epoll.is_some() { self.epoll_ready(chan) } else { None };
         self.advance(t);
         let mut woke = false;
-        for w in reader.into_iter().chain(next_writer) {
+        for w in reader.into_iter().chain(next_writer).chain(ep_waiter) {
             self.wake(w, c, Some(t), wf);
             woke = true;
         }
@@ -424,6 +435,63 @@ impl Sim<'_> {
         woken.clear();
         self.wake_buf = woken;
         ChanOutcome::Done { woke }
+    }
+
+    /// A message was queued on `chan`, which is registered in an epoll
+    /// instance: put the channel on the instance's ready list unless it is on
+    /// it (ep_poll_callback(): list_add_tail), and take one task blocked in
+    /// the instance's epoll_wait() (an exclusive waiter) for the caller to wake.
+    pub(crate) fn epoll_ready(&mut self, chan: u32) -> Option<TaskId> {
+        let e = self.wl.channels[chan as usize].epoll?;
+        let ch = &mut self.chans[chan as usize];
+        let ep = &mut self.epolls[e.set as usize];
+        if !ch.ep_queued {
+            ch.ep_queued = true;
+            ep.ready.push_back(chan);
+        }
+        ep.waiters.pop_front()
+    }
+
+    /// `Op::EpollNext`: put the next event of `t`'s last epoll_wait() result
+    /// on set `set` into its register; with none left, harvest a new result
+    /// (ep_send_events(): the members on the ready list that still hold a
+    /// message, at most `max`, in ready-list order; each stays on the list,
+    /// at its tail, as a level-triggered item does; members found empty
+    /// leave it). Returns false when there is no event: the caller blocks
+    /// `t` on the set.
+    pub(crate) fn epoll_next(&mut self, t: TaskId, set: u32, max: u32) -> bool {
+        if self.ep_events.len() <= t.idx() {
+            self.ep_events.resize_with(t.idx() + 1, || (u32::MAX, Default::default()));
+        }
+        let (of, evs) = &mut self.ep_events[t.idx()];
+        if *of != set {
+            // Events of another set are dropped: level triggered, their
+            // channels are still on that set's ready list.
+            evs.clear();
+            *of = set;
+        }
+        if evs.is_empty() {
+            let ep = &mut self.epolls[set as usize];
+            for _ in 0..ep.ready.len() {
+                if evs.len() >= max as usize {
+                    break;
+                }
+                let ch = ep.ready.pop_front().expect("scanning the list's length");
+                if self.chans[ch as usize].count > 0 {
+                    evs.push_back(self.wl.channels[ch as usize].epoll.expect("on an epoll ready list").data);
+                    ep.ready.push_back(ch);
+                } else {
+                    self.chans[ch as usize].ep_queued = false;
+                }
+            }
+        }
+        match evs.pop_front() {
+            Some(d) => {
+                self.rt[t.idx()].reg = d;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Stage 0 of an op with a CPU cost: `ns` of work to run before stage 1.

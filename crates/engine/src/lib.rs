@@ -194,6 +194,18 @@ struct ChanRt {
     tags: std::collections::VecDeque<u32>,
     /// Arrival times of requests queued by arrivals.rs, oldest first.
     stamps: std::collections::VecDeque<u64>,
+    /// On its epoll instance's ready list (`EpollRt::ready`).
+    ep_queued: bool,
+}
+
+/// An epoll instance (`Op::EpollNext`; its channels name it in `ChannelSpec::epoll`).
+#[derive(Clone, Debug, Default)]
+struct EpollRt {
+    /// Tasks blocked in epoll_wait() on it, woken one per ready event.
+    waiters: std::collections::VecDeque<TaskId>,
+    /// Member channels that became ready, in order (some may have been
+    /// emptied since: dropped when a harvest finds them so).
+    ready: std::collections::VecDeque<u32>,
 }
 
 enum ChanOutcome {
@@ -264,6 +276,11 @@ pub struct Sim<'a> {
     /// in queue order (posted from the back: the list is a LIFO stack). Grown
     /// for the hubs that use it, so that `TaskRt` stays small.
     posts: Vec<Vec<u32>>,
+    /// Epoll instances by set id (`Op::EpollNext`).
+    epolls: Vec<EpollRt>,
+    /// Per task: the epoll set of its last epoll_wait() and the events of it
+    /// not yet taken (their `data`), in order. Grown for the tasks that use one.
+    ep_events: Vec<(u32, std::collections::VecDeque<u32>)>,
     /// Per task spec: its shared working set as (set index, bytes), sets
     /// numbered in order of first appearance (`TaskSpec::shared`).
     shared_of: Vec<Option<(u32, u64)>>,
@@ -380,6 +397,8 @@ impl<'a> Sim<'a> {
             rt: Vec::with_capacity(wl.tasks.len()),
             code: wl.programs.iter().flatten().copied().collect(),
             posts: Vec::new(),
+            epolls: vec![EpollRt::default(); wl.channels.iter().filter_map(|c| c.epoll).map(|e| e.set as usize + 1).max().unwrap_or(0)],
+            ep_events: Vec::new(),
             shared_of: {
                 let mut names: Vec<&str> = Vec::new();
                 wl.tasks
@@ -412,6 +431,7 @@ impl<'a> Sim<'a> {
                     tagged: tagged[i],
                     tags: Default::default(),
                     stamps: Default::default(),
+                    ep_queued: false,
                 })
                 .collect(),
             sems: wl

@@ -969,3 +969,36 @@ fn shared_text_stays_warm_between_processes_taking_turns() {
     assert!((first..first + first / 4).contains(&shared), "shared text: little beyond the first fetches: {shared}");
     assert!(private > 10 * shared, "240 KiB private each: every turn refills most of it: {private} against {shared}");
 }
+
+/// `Op::EpollNext`: a client writes a request on each of three connections,
+/// sleeps 100 us and reads the three replies; the server sleeps in epoll_wait on
+/// the three request channels. One wakeup returns all three (the server,
+/// nice 19, does not preempt the nice -20 client before it has written them),
+/// the server answers each on the connection it read (`read_reg`,
+/// `write_reg` with the event's data) and sleeps once per round; with
+/// `max=1` it takes one event per epoll_wait() but finds the others still
+/// ready (level triggered): the same sleeps. A workload whose replies went
+/// to the wrong connection would leave the client blocked.
+#[test]
+fn epoll_wakeup_serves_every_ready_connection() {
+    let text = |max: u32| {
+        format!(
+            "format = 1\nname = \"ep\"\njitter_pct = 0\n[metric]\nkind = \"elapsed\"\nname = \"time\"\nstart = 0\nend = 1\n\
+             [[channel]]\nrepeat = 3\ncapacity = 4\nsync = true\nkind = \"socket\"\nepoll = 0\n\
+             [[channel]]\nrepeat = 3\ncapacity = 4\nsync = true\nkind = \"socket\"\n\
+             [[program]]\nops = [\"mark id=0\", \"loop count=200\", \"write chan=j cost=2us repeat=3\", \"sleep ns=100us\", \"read chan=3+j cost=1us repeat=3\", \"end_loop\", \"mark id=1\", \"exit cost=0\"]\n\
+             [[program]]\nops = [\"loop count=inf\", \"epoll_next set=0 max={max}\", \"read_reg chan_base=0 cost=1us\", \"run ns=5us\", \"write_reg chan_base=3 cost=2us\", \"count id=0 n=1\", \"end_loop\"]\n\
+             [[task]]\nname = \"client\"\nprogram = 0\nmm = 0\nnice = -20\n\
+             [[task]]\nname = \"server\"\nprogram = 1\nmm = 1\nnice = 19\n"
+        )
+    };
+    let m = one_cpu_machine();
+    for max in [8, 1] {
+        let w = schedlab_workload::file::from_toml_str(&text(max), "ep.toml").unwrap();
+        let (r, k) = run_with(&m, schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap()), &w, 1_000 * MS);
+        assert!(r.metric_missing.is_none(), "max={max}: the client got every reply: {:?}", r.metric_missing);
+        let server = &k.tasks[1];
+        assert_eq!(server.nvcsw, 200, "max={max}: one sleep per round of three requests");
+        assert!(r.wakeups <= 4 * 200 + 2, "max={max}: the server is woken once per round: {} wakeups", r.wakeups);
+    }
+}

@@ -6,7 +6,7 @@
 //! numbers and references to things that do not exist are errors that name
 //! the file, the line and the field.
 
-use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
+use crate::{ChannelKind, ChannelSpec, EpollReg, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -102,6 +102,10 @@ struct ChannelDoc {
     sync: bool,
     kind: String,
     msgs_per_page: Option<u32>,
+    /// Registered in this epoll instance (`epoll_next set=`).
+    epoll: Option<u32>,
+    /// Its events' register value; default the channel's own index.
+    data: Option<Num>,
 }
 
 #[derive(Deserialize)]
@@ -211,8 +215,21 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
         if d.capacity == 0 {
             return Err(cx.err(c.span(), "capacity", "must be at least 1"));
         }
-        for _ in 0..d.repeat {
-            channels.push(ChannelSpec { capacity: d.capacity, sync: d.sync, kind });
+        if d.data.is_some() && d.epoll.is_none() {
+            return Err(cx.err(c.span(), "data", "data is the register value of an epoll event: give epoll = SET too"));
+        }
+        for i in 0..d.repeat {
+            let epoll = match d.epoll {
+                None => None,
+                Some(set) => {
+                    let data = match &d.data {
+                        None => channels.len() as u64,
+                        Some(n) => num(n, &Vars { i: i as i128, j: 0 }, u32::MAX as i128).map_err(|m| cx.err(c.span(), "data", m))?,
+                    };
+                    Some(EpollReg { set, data: data as u32 })
+                }
+            };
+            channels.push(ChannelSpec { capacity: d.capacity, sync: d.sync, kind, epoll });
         }
     }
     let mut sems = Vec::new();
@@ -443,7 +460,7 @@ fn check_op_ranges(op: &Op, nc: usize, ns: usize, nt: usize) -> Result<(), Strin
     match *op {
         Op::Write { chan: c, .. } | Op::Read { chan: c, .. } | Op::WriteTag { chan: c, .. } | Op::ReadTag { chan: c, .. } => chan(c),
         Op::WriteReg { chan_base: c, .. } | Op::Poll { chan: c } => chan(c),
-        Op::WakeQueued { chan: c, .. } => chan(c),
+        Op::WakeQueued { chan: c, .. } | Op::ReadReg { chan_base: c, .. } => chan(c),
         Op::SemWait { sem: s } | Op::SemPost { sem: s, .. } | Op::WakeLatency { sem: s, .. } | Op::SemWake { sem: s, .. } => sem(s),
         Op::Fork { spec, .. } if spec as usize >= nt => Err(format!("task {spec} does not exist ({nt} tasks)")),
         _ => Ok(()),
@@ -625,6 +642,8 @@ const OPS: &[(&str, &[&str])] = &[
     ("exit", &["cost"]),
     ("barrier", &["id", "parties"]),
     ("poll", &["chan"]),
+    ("epoll_next", &["set", "max"]),
+    ("read_reg", &["chan_base", "cost"]),
     ("wake_queued", &["chan", "sem_base", "cost"]),
     ("wake_latency", &["hist", "sem"]),
     ("sem_wake", &["sem", "n"]),
@@ -708,6 +727,8 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             "barrier" => Op::Barrier { id: f32("id")?, parties: f32("parties")? },
             "spin_barrier" => Op::SpinBarrier { id: f32("id")?, parties: f32("parties")?, spin: f64_("spin")? },
             "poll" => Op::Poll { chan: f32("chan")? },
+            "epoll_next" => Op::EpollNext { set: f32("set")?, max: f32("max")? },
+            "read_reg" => Op::ReadReg { chan_base: f32("chan_base")?, cost: f64_("cost")? },
             "wake_queued" => Op::WakeQueued { chan: f32("chan")?, sem_base: f32("sem_base")?, cost: f64_("cost")? },
             "wake_latency" => Op::WakeLatency { hist: f32("hist")?, sem: f32("sem")? },
             "sem_wake" => Op::SemWake { sem: f32("sem")?, n: f32("n")? },
@@ -748,6 +769,8 @@ fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
         Op::Barrier { id, parties } => ("barrier", vec![id as u64, parties as u64]),
         Op::SpinBarrier { id, parties, spin } => ("spin_barrier", vec![id as u64, parties as u64, spin]),
         Op::Poll { chan } => ("poll", vec![chan as u64]),
+        Op::EpollNext { set, max } => ("epoll_next", vec![set as u64, max as u64]),
+        Op::ReadReg { chan_base, cost } => ("read_reg", vec![chan_base as u64, cost]),
         Op::WakeQueued { chan, sem_base, cost } => ("wake_queued", vec![chan as u64, sem_base as u64, cost]),
         Op::WakeLatency { hist, sem } => ("wake_latency", vec![hist as u64, sem as u64]),
         Op::SemWake { sem, n } => ("sem_wake", vec![sem as u64, n as u64]),
@@ -932,7 +955,20 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
     let mut k = 0;
     while k < w.channels.len() {
         let c = &w.channels[k];
-        let n = w.channels[k..].iter().take_while(|x| *x == c).count();
+        // A run of equal channels; epoll members also in one set, their data
+        // counting up by one (written as an expression in i).
+        let n = w.channels[k..]
+            .iter()
+            .enumerate()
+            .take_while(|(i, x)| {
+                (x.capacity, x.sync, x.kind) == (c.capacity, c.sync, c.kind)
+                    && match (x.epoll, c.epoll) {
+                        (None, None) => true,
+                        (Some(a), Some(b)) => a.set == b.set && a.data as u64 == b.data as u64 + *i as u64,
+                        _ => false,
+                    }
+            })
+            .count();
         o.push_str("\n[[channel]]\n");
         if n > 1 {
             o.push_str(&format!("repeat = {n}\n"));
@@ -941,6 +977,17 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         match c.kind {
             ChannelKind::Socket => o.push_str("kind = \"socket\"\n"),
             ChannelKind::Pipe { msgs_per_page } => o.push_str(&format!("kind = \"pipe\"\nmsgs_per_page = {msgs_per_page}\n")),
+        }
+        if let Some(e) = c.epoll {
+            o.push_str(&format!("epoll = {}\n", e.set));
+            // The default data is the channel's own index.
+            if e.data as usize != k {
+                if n > 1 {
+                    o.push_str(&format!("data = \"{}+i\"\n", e.data));
+                } else {
+                    o.push_str(&format!("data = {}\n", e.data));
+                }
+            }
         }
         k += n;
     }
@@ -1270,5 +1317,48 @@ mm = 0
         let clash = two.replacen("shared_kib = 768", "shared_kib = 512", 1);
         let e = from_toml_str(&clash, "m.toml").unwrap_err().0;
         assert!(e.contains("one set has one size") && e.contains("512"), "{e}");
+    }
+
+    // Epoll sets: channels registered with a set and a data expression in i
+    // (default: the channel's own index), the two ops, the export writing a
+    // run of members as one entry; data without a set, a set without
+    // members and max=0 are refused.
+    #[test]
+    fn epoll_sets_parse_export_and_are_checked() {
+        let text = |chans: &str, op: &str| {
+            format!(
+                "format = 1\nname = \"ep\"\ntime_bounded = true\n[metric]\nkind = \"rate\"\nname = \"n\"\nunit = \"ops/s\"\ncounter = 0\n{chans}\
+                 [[program]]\nops = [\"write chan=0 cost=1us repeat=3\", \"write chan=3+j cost=1us repeat=2\"]\n\
+                 [[program]]\nops = [\"loop count=inf\", \"{op}\", \"read_reg chan_base=0 cost=1us\", \"count id=0 n=1\", \"end_loop\"]\n\
+                 [[task]]\nname = \"w\"\nprogram = 0\nmm = 0\n[[task]]\nname = \"r\"\nprogram = 1\nmm = 1\n"
+            )
+        };
+        let chans = "[[channel]]\nrepeat = 3\ncapacity = 4\nsync = true\nkind = \"socket\"\nepoll = 1\n\
+                     [[channel]]\nrepeat = 2\ncapacity = 4\nsync = true\nkind = \"socket\"\nepoll = 0\ndata = \"10+2*i\"\n";
+        let w = from_toml_str(&text(chans, "epoll_next set=1 max=2"), "ep.toml").unwrap();
+        let regs: Vec<_> = w.channels.iter().map(|c| c.epoll.map(|e| (e.set, e.data))).collect();
+        assert_eq!(regs, [Some((1, 0)), Some((1, 1)), Some((1, 2)), Some((0, 10)), Some((0, 12))]);
+        assert!(w.programs[1].contains(&Op::EpollNext { set: 1, max: 2 }));
+        assert!(w.programs[1].contains(&Op::ReadReg { chan_base: 0, cost: 1000 }));
+        let out = to_toml(&w, "");
+        // Own indices: one entry without data; data 10, 12: not a run of +1.
+        assert!(out.contains("repeat = 3\ncapacity = 4\nsync = true\nkind = \"socket\"\nepoll = 1\n\n"), "{out}");
+        assert!(out.contains("epoll = 0\ndata = 10\n") && out.contains("epoll = 0\ndata = 12\n"), "{out}");
+        assert_eq!(from_toml_str(&out, "x.toml").unwrap(), w);
+        let run = from_toml_str(&text(&chans.replace("10+2*i", "7+i"), "epoll_next set=1 max=2"), "ep.toml").unwrap();
+        assert!(to_toml(&run, "").contains("repeat = 2\ncapacity = 4\nsync = true\nkind = \"socket\"\nepoll = 0\ndata = \"7+i\"\n"));
+        for (chans, op, want) in [
+            (chans.replace("epoll = 0\n", ""), "epoll_next set=1 max=2", "data"),
+            (chans.to_string(), "epoll_next set=2 max=2", "no channel is registered"),
+            (chans.to_string(), "epoll_next set=1 max=0", "max 0"),
+            (chans.replace("epoll = 1", "epoll = 9"), "epoll_next set=9 max=2", "out of range"),
+        ] {
+            let e = from_toml_str(&text(&chans, op), "ep.toml").unwrap_err().0;
+            assert!(e.contains("ep.toml") && e.contains(want), "{op}: {e}");
+        }
+        // A set none of whose channels anything writes: a wait nothing can end.
+        let unfed = text(chans, "epoll_next set=0 max=2").replace(", \"write chan=3+j cost=1us repeat=2\"", "");
+        let e = from_toml_str(&unfed, "ep.toml").unwrap_err().0;
+        assert!(e.contains("epoll set 0, but nothing writes"), "{e}");
     }
 }

@@ -134,6 +134,26 @@ pub enum Op {
     Poll {
         chan: u32,
     },
+    /// One event of an epoll loop on epoll instance `set` (the channels whose
+    /// [`ChannelSpec::epoll`] names it): take the next event of the task's
+    /// last epoll_wait() result into the register (the member's `data`, as
+    /// `epoll_event.data`); when none is left, call epoll_wait() again: block
+    /// while no member holds a message (a write to a member wakes one waiter,
+    /// with the channel's sync flag), then take every member ready at that
+    /// moment, at most `max`, in the order they became ready (level
+    /// triggered: a member stays ready while it holds messages). The program
+    /// serves each event (e.g. `ReadReg`, `WriteReg`) before the next
+    /// `EpollNext`, so a wakeup serves every connection ready at once.
+    EpollNext {
+        set: u32,
+        max: u32,
+    },
+    /// Like `Read`, from channel `chan_base + register` (the connection of
+    /// the event taken last by `EpollNext`).
+    ReadReg {
+        chan_base: u32,
+        cost: u64,
+    },
     /// A hub's "wake everyone queued" (schbench `xlist_wake_all`): take every
     /// message of `chan` at once (never blocks; none is fine) and stamp their
     /// semaphores `sem_base + tag` with the current time (one timestamp for the
@@ -192,6 +212,17 @@ pub struct ChannelSpec {
     /// Wakeups carry WF_SYNC.
     pub sync: bool,
     pub kind: ChannelKind,
+    /// Registered in an epoll instance (`Op::EpollNext`), at most one.
+    pub epoll: Option<EpollReg>,
+}
+
+/// A channel's registration in an epoll instance (epoll_ctl(EPOLL_CTL_ADD)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpollReg {
+    /// The epoll instance: `Op::EpollNext { set }` waits on every channel registered with it.
+    pub set: u32,
+    /// What an event of this channel puts in the task's register (`epoll_event.data`).
+    pub data: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -432,6 +463,23 @@ impl Workload {
             return err(format!("task {:?}: group {} does not exist ({} groups defined)", t.name, t.group, self.groups.len()));
         }
         let mut barrier_parties = std::collections::BTreeMap::new();
+        // Epoll sets some channel is registered with. Set ids index the
+        // engine's epoll instances: each needs a channel, so fewer than channels.
+        let mut set_used = vec![false; self.channels.len()];
+        for (i, c) in self.channels.iter().enumerate() {
+            if let Some(e) = c.epoll {
+                match set_used.get_mut(e.set as usize) {
+                    Some(u) => *u = true,
+                    None => {
+                        return err(format!(
+                            "channel {i}: epoll set {} out of range (0..{}: one set per channel at most)",
+                            e.set,
+                            self.channels.len()
+                        ))
+                    }
+                }
+            }
+        }
         for (pi, prog) in self.programs.iter().enumerate() {
             let mut depth = 0i32;
             for op in prog {
@@ -460,7 +508,9 @@ impl Workload {
                     Op::SemWait { sem } | Op::SemPost { sem, .. } | Op::SemWake { sem, .. } if sem as usize >= self.sems.len() => {
                         return err(format!("program {pi}: semaphore {sem} does not exist"));
                     }
-                    Op::Poll { chan } | Op::WakeQueued { chan, .. } if chan as usize >= self.channels.len() => {
+                    Op::Poll { chan } | Op::WakeQueued { chan, .. } | Op::ReadReg { chan_base: chan, .. }
+                        if chan as usize >= self.channels.len() =>
+                    {
                         return err(format!("program {pi}: channel {chan} does not exist"));
                     }
                     Op::WakeLatency { sem, .. } if sem as usize >= self.sems.len() => {
@@ -492,6 +542,14 @@ impl Workload {
                             _ => {
                                 barrier_parties.insert(id, parties);
                             }
+                        }
+                    }
+                    Op::EpollNext { set, max } => {
+                        if max == 0 {
+                            return err(format!("program {pi}: epoll_next on set {set} with max 0 (epoll_wait needs maxevents >= 1)"));
+                        }
+                        if !set_used.get(set as usize).copied().unwrap_or(false) {
+                            return err(format!("program {pi}: epoll_next on set {set}, which no channel is registered with"));
                         }
                     }
                     Op::RunDist { lo, mid, hi } if !(lo <= mid && mid <= hi) => {
@@ -688,6 +746,13 @@ impl Workload {
                 *w = true;
             }
         }
+        // Epoll sets with a member channel something writes.
+        let mut set_fed = vec![false; n_c];
+        for (c, spec) in self.channels.iter().enumerate() {
+            if let Some(e) = spec.epoll {
+                set_fed[e.set as usize] |= written[c] || c >= write_from;
+            }
+        }
         for (pi, prog) in self.programs.iter().enumerate() {
             for op in prog {
                 match *op {
@@ -708,6 +773,12 @@ impl Workload {
                                 self.name
                             )));
                         }
+                    }
+                    Op::EpollNext { set, .. } if !set_fed.get(set as usize).copied().unwrap_or(false) => {
+                        return Err(WorkloadError(format!(
+                            "workload {}: program {pi} waits on epoll set {set}, but nothing writes to any of its channels",
+                            self.name
+                        )));
                     }
                     _ => {}
                 }

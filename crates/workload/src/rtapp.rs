@@ -172,7 +172,7 @@ pub fn from_json_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
             "channels" => {
                 for (name, c) in obj(&cx, "channels", v)? {
                     let path = format!("channels.{name}");
-                    let mut spec = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
+                    let mut spec = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket, epoll: None };
                     for (ck, cv) in obj(&cx, &path, c)? {
                         let p = format!("{path}.{ck}");
                         match ck.as_str() {

@@ -28,7 +28,7 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
     let threads = p.flag("threads", false)?;
     let affinity = p.flag("affinity", true)?;
     let (cap, per_page) = pipe_capacity(1);
-    let chan = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Pipe { msgs_per_page: per_page } };
+    let chan = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Pipe { msgs_per_page: per_page }, epoll: None };
     let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
     let mut w = Workload {
         memory: Vec::new(),

@@ -83,7 +83,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     for g in 0..groups {
         let chan0 = w.channels.len() as u32;
         for _ in 0..fds {
-            w.channels.push(ChannelSpec { capacity, sync: true, kind });
+            w.channels.push(ChannelSpec { capacity, sync: true, kind, epoll: None });
         }
         // Receivers first, as hackbench creates them.
         for j in 0..fds {

@@ -50,7 +50,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             }
         }
     }
-    let sock = ChannelSpec { capacity: 64, sync: rate == 0, kind: ChannelKind::Socket };
+    let sock = ChannelSpec { capacity: 64, sync: rate == 0, kind: ChannelKind::Socket, epoll: None };
     let mut w = Workload {
         memory: Vec::new(),
         arrivals: None,

@@ -295,7 +295,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     let (branches, tellers) = (pg_scale.min(MAX_ROW_LOCKS) as u32, (10 * pg_scale).min(MAX_ROW_LOCKS) as u32);
     let tps = MetricSpec::Rate { name: "tps".into(), unit: "tps".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "tps", tps, &[("latency", HIST_REQUEST)])?;
-    let sock = ChannelSpec { capacity: 256, sync: !open, kind: ChannelKind::Socket };
+    let sock = ChannelSpec { capacity: 256, sync: !open, kind: ChannelKind::Socket, epoll: None };
     let mut w = Workload {
         memory: Vec::new(),
         arrivals: None,

@@ -21,7 +21,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let loops = p.u64_in("loops", 1_000_000, 1, 1 << 40)?;
     let threads = p.flag("threads", false)?;
     let (cap, per_page) = pipe_capacity(4);
-    let chan = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Pipe { msgs_per_page: per_page } };
+    let chan = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Pipe { msgs_per_page: per_page }, epoll: None };
     let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
     // Older (one-token) perf: worker 0 reads pipe_1 then writes pipe_2; worker 1 writes pipe_1 then reads pipe_2.
     let main = vec![

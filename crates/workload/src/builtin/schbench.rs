@@ -113,7 +113,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     for mi in 0..m {
         // The message thread's list of queued workers (never full).
         let list = w.channels.len() as u32;
-        w.channels.push(ChannelSpec { capacity: t + 1, sync: false, kind: ChannelKind::Socket });
+        w.channels.push(ChannelSpec { capacity: t + 1, sync: false, kind: ChannelKind::Socket, epoll: None });
         let mut hub =
             vec![Op::Loop { count: u64::MAX }, Op::WakeQueued { chan: list, sem_base: 0, cost: FUTEX_WAKE_NS }, Op::Poll { chan: list }];
         if old {

@@ -98,7 +98,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     if (instances as u64) * (n as u64) > 50_000 {
         return Err(WorkloadError(format!("sysbench: instances x threads = {} connections; at most 50000", instances * n)));
     }
-    let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket };
+    let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket, epoll: None };
     let events = MetricSpec::Rate { name: "events".into(), unit: "events/s".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "events", events, &[("latency", HIST_REQUEST)])?;
     let mut w = Workload {

@@ -69,7 +69,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     if rate == 0 && p.get("rx_queues").is_some() {
         return Err(WorkloadError("tbench: rx_queues applies to the open loop only; add rate=OPS_PER_S or drop rx_queues".into()));
     }
-    let sock = ChannelSpec { capacity: if rate > 0 { 1024 } else { 64 }, sync: rate == 0, kind: ChannelKind::Socket };
+    let sock = ChannelSpec { capacity: if rate > 0 { 1024 } else { 64 }, sync: rate == 0, kind: ChannelKind::Socket, epoll: None };
     let mut w = Workload {
         memory: Vec::new(),
         arrivals: None,
