@@ -405,7 +405,7 @@ fn default_core_bw() -> u64 {
 /// read/write costs to `perf bench sched pipe` pinned to one vCPU (6.5 us of
 /// CPU per round trip) and hackbench over pipes (1.37 us per message);
 /// docs/CALIBRATION.md "local".
-pub const GUEST_CONTEXT_SWITCH_NS: u64 = 2000;
+pub const GUEST_CONTEXT_SWITCH_NS: u64 = 2500;
 /// The waker's VM exit on an IPI in the EPYC KVM guest: unpinned `perf bench
 /// sched pipe` takes 17-27 us of CPU per round trip against 6.5 pinned (8 us
 /// per cross-vCPU wakeup), loopback TCP (tbench, memcached with one
