@@ -199,7 +199,10 @@ pub struct Kernel {
     /// Balancer summaries of the wide single-CPU-group domains
     /// (update_sd_lb_stats(); a simulator index, see fair/lb_index.rs).
     pub(crate) lb_index: crate::fair::lb_index::LbIndex,
-    /// Check every indexed balance pass against the full walk (tests).
+    /// Check the walks' fast forms against the kernel's walks on every call
+    /// (on in the kernel's tests): every indexed balance pass against
+    /// `lb_singleton_walk`, every single-CPU-group find_idlest_group() pass
+    /// against the group walk.
     pub lb_index_check: bool,
 }
 

@@ -148,7 +148,7 @@ struct SgStatsV3 {
 
 /// How many CPUs ahead of the balancer's group-statistics walk the runqueues
 /// are prefetched.
-const LB_PREFETCH_AHEAD: usize = 6;
+pub(crate) const LB_PREFETCH_AHEAD: usize = 6;
 
 /// What the v5.5+ balancer's per-CPU reads ask of the profile, asked once per
 /// pass instead of once per CPU.
