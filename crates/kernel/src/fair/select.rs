@@ -876,7 +876,8 @@ impl Kernel {
         }
         // CPUs the walk passed in earlier segments.
         let mut base = 0u64;
-        for seg in &sc.seg {
+        // Without a cluster level the first segment is empty: nothing to walk or count.
+        for seg in &sc.seg[if cls_on { 0 } else { 1 }..] {
             sc.cand.and_from(seg, &self.idle_hint);
             for c in sc.cand.iter_wrap(start) {
                 let pos = base + seg.count_wrap_before(start, c) as u64;
