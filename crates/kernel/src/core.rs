@@ -301,7 +301,7 @@ impl Kernel {
             lb_index: Default::default(),
             lb_index_check: cfg!(test),
         };
-        k.lb_index = crate::fair::lb_index::LbIndex::new(&k.sd, k.lb_read());
+        k.lb_index = crate::fair::lb_index::LbIndex::new(&k.sd);
         k
     }
 

@@ -60,16 +60,16 @@ enum MigrationType {
 
 /// `struct sg_lb_stats`
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct SgStats {
-    group_load: u64,
-    group_util: u64,
-    group_runnable: u64,
-    sum_nr_running: u32,
-    idle_cpus: u32,
-    group_weight: u32,
-    group_capacity: u64,
-    avg_load: u64,
-    overloaded_cpu: bool,
+pub(crate) struct SgStats {
+    pub(crate) group_load: u64,
+    pub(crate) group_util: u64,
+    pub(crate) group_runnable: u64,
+    pub(crate) sum_nr_running: u32,
+    pub(crate) idle_cpus: u32,
+    pub(crate) group_weight: u32,
+    pub(crate) group_capacity: u64,
+    pub(crate) avg_load: u64,
+    pub(crate) overloaded_cpu: bool,
 }
 
 struct LbEnv {
@@ -360,10 +360,23 @@ impl Kernel {
     /// statistics, the local group's kept, the busiest other group picked
     /// (`update_sd_pick_busiest()`).
     fn lb_group_walk(&self, rd: LbRead, sd: &crate::topology::SchedDomain, pct: u64, local_gi: Option<usize>, env_dst: CpuId) -> LbWalk {
+        Self::lb_group_pick(sd.groups.len(), pct, local_gi, |gi, examined, overloaded| {
+            self.lb_group_stats(rd, sd.group_cpus(gi), sd.group_cpus_from(gi), env_dst, examined, overloaded)
+        })
+    }
+
+    /// The rest of `update_sd_lb_stats()` over `n` groups whose statistics
+    /// `stats` gives (adding the CPUs it read and `sg_overloaded`): sums, the
+    /// local group kept, the busiest other one picked (`update_sd_pick_busiest()`).
+    pub(crate) fn lb_group_pick(
+        n: usize,
+        pct: u64,
+        local_gi: Option<usize>,
+        mut stats: impl FnMut(usize, &mut u64, &mut bool) -> SgStats,
+    ) -> LbWalk {
         let mut w = LbWalk::default();
-        for gi in 0..sd.groups.len() {
-            let g = sd.group_cpus(gi);
-            let s = self.lb_group_stats(rd, g, sd.group_cpus_from(gi), env_dst, &mut w.examined, &mut w.overloaded);
+        for gi in 0..n {
+            let s = stats(gi, &mut w.examined, &mut w.overloaded);
             w.total_load += s.group_load;
             w.total_cap += s.group_capacity;
             if Some(gi) == local_gi {
@@ -742,8 +755,8 @@ impl Kernel {
             }
         }
         let local_gi = sd.group_of(env.dst);
+        let dom = self.sd.per_cpu[env.dst.idx()][env.lvl];
         let w = if sd.singleton_groups() {
-            let dom = self.sd.per_cpu[env.dst.idx()][env.lvl];
             match self.lb_index_walk(dom, rd, sd, local_gi, env.dst) {
                 Some(w) => {
                     if self.lb_index_check {
@@ -754,7 +767,15 @@ impl Kernel {
                 None => self.lb_singleton_walk(rd, sd, pct, local_gi, env.dst),
             }
         } else {
-            self.lb_group_walk(rd, sd, pct, local_gi, env.dst)
+            match self.lb_cache_walk(dom, rd, sd, pct, local_gi, env.dst) {
+                Some(w) => {
+                    if self.lb_index_check {
+                        assert_eq!(w, self.lb_group_walk(rd, sd, pct, local_gi, env.dst), "lb_cache_walk != lb_group_walk");
+                    }
+                    w
+                }
+                None => self.lb_group_walk(rd, sd, pct, local_gi, env.dst),
+            }
         };
         out.examined += w.examined;
         let (sg_overloaded, total_load, total_cap) = (w.overloaded, w.total_load, w.total_cap);
