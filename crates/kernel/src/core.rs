@@ -302,6 +302,7 @@ impl Kernel {
             lb_index_check: cfg!(test),
         };
         k.lb_index = crate::fair::lb_index::LbIndex::new(&k.sd);
+        k.rqs.set_tracking(k.lb_index.used());
         k
     }
 

@@ -403,6 +403,8 @@ pub struct Rqs {
     v: Vec<Rq>,
     /// One bit per CPU: written since the last [`Rqs::take_dirty`].
     dirty: Vec<u64>,
+    /// Marks are kept (some summary reads them); off, a write costs nothing more.
+    track: bool,
 }
 
 impl Rqs {
@@ -410,7 +412,16 @@ impl Rqs {
         // Every runqueue starts written: a summary built later reads them all
         // (bits past the last CPU are skipped by `take_dirty`).
         let dirty = vec![u64::MAX; v.len().div_ceil(64)];
-        Rqs { v, dirty }
+        Rqs { v, dirty, track: true }
+    }
+
+    /// Keep the write marks or not (no summary reads them); turning them on
+    /// again marks every runqueue.
+    pub(crate) fn set_tracking(&mut self, on: bool) {
+        if on && !self.track {
+            self.dirty.iter_mut().for_each(|w| *w = u64::MAX);
+        }
+        self.track = on;
     }
 
     /// Every runqueue, mutably (all marked written).
@@ -456,7 +467,13 @@ impl std::ops::IndexMut<usize> for Rqs {
     #[inline]
     fn index_mut(&mut self, c: usize) -> &mut Rq {
         let r = &mut self.v[c];
-        self.dirty[c >> 6] |= 1u64 << (c & 63);
+        if self.track {
+            // `c` < v.len() (the index above checked it) and dirty has
+            // ceil(v.len() / 64) words.
+            if let Some(w) = self.dirty.get_mut(c >> 6) {
+                *w |= 1u64 << (c & 63);
+            }
+        }
         r
     }
 }
@@ -481,6 +498,36 @@ impl<'a> IntoIterator for &'a mut Rqs {
 mod layout_tests {
     use super::*;
     use std::mem::{align_of, offset_of, size_of};
+
+    // Every mutable borrow marks its CPU while tracking; reads never do; off,
+    // nothing is marked, and turning tracking on marks every runqueue.
+    #[test]
+    fn runqueue_writes_are_marked() {
+        let k = crate::core::Kernel::new(
+            &schedlab_topology::CpuTopology::new(
+                (0..70u32).map(|c| schedlab_topology::CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect(),
+                vec![vec![10]],
+            )
+            .unwrap(),
+            crate::profile::profile("v6.12").unwrap(),
+        );
+        let mut rqs = k.rqs.clone();
+        let taken = |r: &mut Rqs| {
+            let mut v = Vec::new();
+            r.take_dirty(|c, _| v.push(c));
+            v
+        };
+        assert_eq!(taken(&mut rqs).len(), 70, "all start written");
+        let _ = rqs[3].curr;
+        rqs[65].need_resched = true;
+        rqs[3].cfs.h_nr_running += 0;
+        assert_eq!(taken(&mut rqs), vec![3, 65]);
+        rqs.set_tracking(false);
+        rqs[7].need_resched = true;
+        assert!(taken(&mut rqs).is_empty());
+        rqs.set_tracking(true);
+        assert_eq!(taken(&mut rqs).len(), 70);
+    }
 
     // What the balancer and the idle scans read of every runqueue lies in its
     // first cache line (one line fetched per CPU looked at, not five).

@@ -272,6 +272,11 @@ impl LbIndex {
         ix
     }
 
+    /// Some domain has a tree or group sums (the runqueue write marks are read).
+    pub(crate) fn used(&self) -> bool {
+        !self.trees.is_empty() || !self.caches.is_empty()
+    }
+
     /// The tree of domain `dom`, if it has one.
     fn tree_of(&self, dom: u32) -> Option<usize> {
         self.trees.iter().position(|t| t.dom == dom)
