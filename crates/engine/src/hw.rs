@@ -131,7 +131,7 @@ impl Sim<'_> {
                 continue;
             }
             let Some(t) = self.cpus[i].running else { continue };
-            let home = self.mem[t.idx()].home_node.unwrap_or(node);
+            let home = self.mem[t.idx()].home_node().unwrap_or(node);
             let rate =
                 self.cost.mem_rate(self.llc_streams[self.cost.llc_index(ci) as usize], self.node_streams[node as usize], home != node);
             if rate == self.cpus[i].rate {

@@ -733,7 +733,7 @@ impl<'a> Sim<'a> {
         // A timer slot for every task (a spec forked more than once, kernel threads first).
         self.queue.ensure_slots(self.nr_cpus_slots as usize + p.idx() + 1);
         let footprint = ts.footprint_kib.map_or(DEFAULT_FOOTPRINT, |k| k as u64 * 1024);
-        self.mem.push(TaskMem { footprint, shared: self.shared_of[spec as usize], ..Default::default() });
+        self.mem.push(TaskMem::new(footprint, self.shared_of[spec as usize]));
         self.rt.push(TaskRt {
             spec,
             program: ts.program,
@@ -906,7 +906,7 @@ impl<'a> Sim<'a> {
                     let pcid = self.kernel.profile.version >= (4, 14);
                     // The TLB re-walk covers the shared pages too (mapped in each process).
                     let m = &self.mem[nx.idx()];
-                    cost = self.cost.switch_cost(mm_switch, pcid, m.footprint + m.shared.map_or(0, |(_, b)| b));
+                    cost = self.cost.switch_cost(mm_switch, pcid, m.footprint + m.shared().map_or(0, |(_, b)| b));
                     if mm_switch {
                         if cpu.last_mm.is_some() {
                             self.mm_switches += 1;

@@ -134,7 +134,7 @@ pub struct Kernel {
     pub feats: SchedFeatures,
     pub tun: EffectiveTunables,
     pub sd: SchedDomains,
-    pub rqs: Vec<Rq>,
+    pub rqs: crate::sched::Rqs,
     pub tasks: Vec<Task>,
     /// Task groups; `tgs[0]` is the root group (its cfs_rqs are `rqs[c].cfs`).
     pub tgs: Vec<TaskGroup>,
@@ -196,6 +196,14 @@ pub struct Kernel {
     /// NUMA balancing and process memory (fair/numa.rs); None when the
     /// workload declares no memory or the machine has one node.
     pub numa: Option<Box<crate::fair::numa::NumaState>>,
+    /// Balancer summaries of the wide single-CPU-group domains
+    /// (update_sd_lb_stats(); a simulator index, see fair/lb_index.rs).
+    pub(crate) lb_index: crate::fair::lb_index::LbIndex,
+    /// Check the walks' fast forms against the kernel's walks on every call
+    /// (on in the kernel's tests): every indexed balance pass against
+    /// `lb_singleton_walk`, every single-CPU-group find_idlest_group() pass
+    /// against the group walk.
+    pub lb_index_check: bool,
 }
 
 impl Kernel {
@@ -203,7 +211,7 @@ impl Kernel {
         let n = topo.nr_cpus();
         let tun = EffectiveTunables::new(&profile, n);
         let sd = SchedDomains::build(topo, &profile);
-        let rqs = (0..n)
+        let rqs: Vec<Rq> = (0..n)
             .map(|c| Rq {
                 cpu: CpuId(c as u16),
                 curr: None,
@@ -257,12 +265,12 @@ impl Kernel {
                     .collect()
             })
             .collect();
-        Kernel {
+        let mut k = Kernel {
             feats: profile.features,
             profile,
             tun,
             sd,
-            rqs,
+            rqs: crate::sched::Rqs::new(rqs),
             tasks: Vec::new(),
             tgs: vec![TaskGroup { name: "/".into(), parent: 0, shares: crate::sched::NICE_0_LOAD, depth: 0, load_avg: 0 }],
             grq: Vec::new(),
@@ -290,7 +298,12 @@ impl Kernel {
             migration_log: None,
             explain: None,
             numa: None,
-        }
+            lb_index: Default::default(),
+            lb_index_check: cfg!(test),
+        };
+        k.lb_index = crate::fair::lb_index::LbIndex::new(&k.sd);
+        k.rqs.set_tracking(k.lb_index.used());
+        k
     }
 
     pub fn nr_cpus(&self) -> usize {

@@ -8,7 +8,7 @@ const MAX_WORDS: usize = schedlab_topology::MAX_CPUS / 64;
 /// A CPU bitmap sized for the machine. Iteration is ascending, as
 /// `for_each_cpu()` iterates. Stored inline (no heap): copying one, as the
 /// balancer does with a group's span, never allocates.
-#[derive(Clone, PartialEq, Eq, Default)]
+#[derive(Clone, PartialEq, Eq, Default, Hash)]
 pub struct CpuMask {
     /// Words `len..` are always zero.
     w: [u64; MAX_WORDS],

@@ -390,10 +390,144 @@ impl Rq {
     }
 }
 
+/// The runqueues, indexed by CPU, with a record of which ones were written.
+///
+/// Reads go through `Deref<Target = [Rq]>` and `Index`; every write goes
+/// through `IndexMut` (or [`Rqs::iter_mut`]), which marks the CPU in `dirty`.
+/// The mark is a simulator index, not kernel state: the balancer's per-domain
+/// summaries (`LbIndex`, serving update_sd_lb_stats()) refresh only the CPUs
+/// written since their last pass instead of reading every runqueue, and give
+/// the same statistics as that read.
+#[derive(Clone, Debug, Default)]
+pub struct Rqs {
+    v: Vec<Rq>,
+    /// One bit per CPU: written since the last [`Rqs::take_dirty`].
+    dirty: Vec<u64>,
+    /// Marks are kept (some summary reads them); off, a write costs nothing more.
+    track: bool,
+}
+
+impl Rqs {
+    pub fn new(v: Vec<Rq>) -> Rqs {
+        // Every runqueue starts written: a summary built later reads them all
+        // (bits past the last CPU are skipped by `take_dirty`).
+        let dirty = vec![u64::MAX; v.len().div_ceil(64)];
+        Rqs { v, dirty, track: true }
+    }
+
+    /// Keep the write marks or not (no summary reads them); turning them on
+    /// again marks every runqueue.
+    pub(crate) fn set_tracking(&mut self, on: bool) {
+        if on && !self.track {
+            self.dirty.iter_mut().for_each(|w| *w = u64::MAX);
+        }
+        self.track = on;
+    }
+
+    /// Every runqueue, mutably (all marked written).
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Rq> {
+        self.dirty.iter_mut().for_each(|w| *w = u64::MAX);
+        self.v.iter_mut()
+    }
+
+    /// Call `f` with each CPU written since the last call and its runqueue,
+    /// ascending, and clear the marks.
+    #[inline]
+    pub(crate) fn take_dirty(&mut self, mut f: impl FnMut(usize, &Rq)) {
+        for (i, w) in self.dirty.iter_mut().enumerate() {
+            let mut bits = std::mem::take(w);
+            while bits != 0 {
+                let c = i * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(rq) = self.v.get(c) {
+                    f(c, rq);
+                }
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Rqs {
+    type Target = [Rq];
+    #[inline]
+    fn deref(&self) -> &[Rq] {
+        &self.v
+    }
+}
+
+impl std::ops::Index<usize> for Rqs {
+    type Output = Rq;
+    #[inline]
+    fn index(&self, c: usize) -> &Rq {
+        &self.v[c]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Rqs {
+    #[inline]
+    fn index_mut(&mut self, c: usize) -> &mut Rq {
+        let r = &mut self.v[c];
+        if self.track {
+            // `c` < v.len() (the index above checked it) and dirty has
+            // ceil(v.len() / 64) words.
+            if let Some(w) = self.dirty.get_mut(c >> 6) {
+                *w |= 1u64 << (c & 63);
+            }
+        }
+        r
+    }
+}
+
+impl<'a> IntoIterator for &'a Rqs {
+    type Item = &'a Rq;
+    type IntoIter = std::slice::Iter<'a, Rq>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.v.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Rqs {
+    type Item = &'a mut Rq;
+    type IntoIter = std::slice::IterMut<'a, Rq>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
 #[cfg(test)]
 mod layout_tests {
     use super::*;
     use std::mem::{align_of, offset_of, size_of};
+
+    // Every mutable borrow marks its CPU while tracking; reads never do; off,
+    // nothing is marked, and turning tracking on marks every runqueue.
+    #[test]
+    fn runqueue_writes_are_marked() {
+        let k = crate::core::Kernel::new(
+            &schedlab_topology::CpuTopology::new(
+                (0..70u32).map(|c| schedlab_topology::CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect(),
+                vec![vec![10]],
+            )
+            .unwrap(),
+            crate::profile::profile("v6.12").unwrap(),
+        );
+        let mut rqs = k.rqs.clone();
+        let taken = |r: &mut Rqs| {
+            let mut v = Vec::new();
+            r.take_dirty(|c, _| v.push(c));
+            v
+        };
+        assert_eq!(taken(&mut rqs).len(), 70, "all start written");
+        let _ = rqs[3].curr;
+        rqs[65].need_resched = true;
+        rqs[3].cfs.h_nr_running += 0;
+        assert_eq!(taken(&mut rqs), vec![3, 65]);
+        rqs.set_tracking(false);
+        rqs[7].need_resched = true;
+        assert!(taken(&mut rqs).is_empty());
+        rqs.set_tracking(true);
+        assert_eq!(taken(&mut rqs).len(), 70);
+    }
 
     // What the balancer and the idle scans read of every runqueue lies in its
     // first cache line (one line fetched per CPU looked at, not five).

@@ -8,7 +8,7 @@
 use crate::cpumask::CpuMask;
 use crate::profile::{KernelProfile, SdInitVariant};
 use schedlab_topology::{CpuId, CpuTopology, CpuVendor};
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 
 pub const SD_BALANCE_NEWIDLE: u32 = 0x1;
 pub const SD_BALANCE_EXEC: u32 = 0x2;
@@ -49,7 +49,7 @@ pub fn flag_names(flags: u32) -> String {
 }
 
 /// What a level is, before naming.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LevelKind {
     Smt,
     Cls,
@@ -300,21 +300,36 @@ impl SchedDomains {
         kinds.push(if numa_in_package { LevelKind::Node } else { LevelKind::Pkg });
         kinds.extend(dists.iter().map(|&d| LevelKind::Numa(d)));
 
-        let span_of = |kind: LevelKind, c: usize| -> CpuMask {
+        // A level's span depends on one attribute of the CPU (its core,
+        // cluster, LLC or node): computed once per (level, attribute value).
+        let mut spans: HashMap<(LevelKind, u32), CpuMask> = HashMap::new();
+        let mut span_of = |kind: LevelKind, c: usize| -> CpuMask {
             let me = cpus[c];
-            let ids = topo.ids_where(|o| match kind {
-                LevelKind::Smt => o.core == me.core,
-                LevelKind::Cls => o.cluster == me.cluster,
-                LevelKind::Mc => o.llc == me.llc,
-                // cpu_cpu_mask() is cpumask_of_node(): the PKG level spans the node.
-                LevelKind::Pkg | LevelKind::Node => o.node == me.node,
-                LevelKind::Numa(d) => topo.node_distance(me.node, o.node) <= d,
-            });
-            CpuMask::from_cpus(n, ids)
+            let attr = match kind {
+                LevelKind::Smt => me.core,
+                LevelKind::Cls => me.cluster,
+                LevelKind::Mc => me.llc,
+                LevelKind::Pkg | LevelKind::Node | LevelKind::Numa(_) => me.node,
+            };
+            spans
+                .entry((kind, attr))
+                .or_insert_with(|| {
+                    let ids = topo.ids_where(|o| match kind {
+                        LevelKind::Smt => o.core == me.core,
+                        LevelKind::Cls => o.cluster == me.cluster,
+                        LevelKind::Mc => o.llc == me.llc,
+                        // cpu_cpu_mask() is cpumask_of_node(): the PKG level spans the node.
+                        LevelKind::Pkg | LevelKind::Node => o.node == me.node,
+                        LevelKind::Numa(d) => topo.node_distance(me.node, o.node) <= d,
+                    });
+                    CpuMask::from_cpus(n, ids)
+                })
+                .clone()
         };
 
         let mut arena: Vec<SchedDomain> = Vec::new();
-        let mut index: BTreeMap<(LevelKind, Vec<u16>), u32> = BTreeMap::new();
+        // Lookup only (ids follow first appearance): a hash of the span's words.
+        let mut index: HashMap<(LevelKind, CpuMask), u32> = HashMap::new();
         let mut per_cpu = Vec::with_capacity(n);
         for c in 0..n {
             // Degeneration: drop span-1 levels, and a parent with the same span as
@@ -341,8 +356,7 @@ impl SchedDomains {
             }
             let mut ids = Vec::new();
             for (k, s) in kept {
-                let key = (k, s.iter().map(|c| c.0).collect::<Vec<_>>());
-                let id = *index.entry(key).or_insert_with(|| {
+                let id = *index.entry((k, s.clone())).or_insert_with(|| {
                     let mut sd = sd_init(profile, k, s.weight(), reclaim_distance);
                     sd.name = match k {
                         LevelKind::Smt => profile.level_names.smt,
@@ -364,11 +378,13 @@ impl SchedDomains {
         for id in 0..arena.len() {
             let span = arena[id].span.clone();
             let mut groups: Vec<CpuMask> = Vec::new();
+            // Membership only (the groups keep their first-appearance order).
+            let mut seen: HashSet<CpuMask> = HashSet::new();
             for c in span.iter() {
                 let lvls = &per_cpu[c.idx()];
                 let pos = lvls.iter().position(|&x| x as usize == id).expect("cpu in span has the domain");
                 let g = if pos == 0 { CpuMask::from_cpus(n, [c]) } else { arena[lvls[pos - 1] as usize].span.clone() };
-                if !groups.contains(&g) {
+                if seen.insert(g.clone()) {
                     groups.push(g);
                 }
             }

@@ -115,20 +115,89 @@ impl ModelSwitches {
 }
 
 /// A task's cache and memory state as the hardware sees it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///
+/// Packed into one cache line (`CostModel::switch_in` reads all of it at every
+/// switch-in): ids and warm byte counts are u32 (`NO_ID` = none; a warm part
+/// is at most its cache's size, which the machine's validation keeps below
+/// 4 GiB), the traffic stamps and sizes u64.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
 pub struct TaskMem {
     /// Private working set (bytes).
     pub footprint: u64,
+    /// Bytes of the shared working set (`shared_set`).
+    shared_bytes: u64,
+    /// The L2's and the LLC's traffic counters when the warm parts were last updated.
+    l2_stamp: u64,
+    llc_stamp: u64,
     /// A working set shared with other tasks (program text, shared memory):
-    /// (set index, bytes). Its warmth is kept per cache instance for every
-    /// task that touches it (`CostModel::switch_in`).
-    pub shared: Option<(u32, u64)>,
-    /// Warm bytes in one L2 (dense core index), with the L2's traffic counter when last updated.
-    pub l2: Option<(u32, u64, u64)>,
-    /// Warm bytes in one LLC (dense LLC index), likewise.
-    pub llc: Option<(u32, u64, u64)>,
+    /// its index. Its warmth is kept per cache instance for every task that
+    /// touches it (`CostModel::switch_in`).
+    shared_set: u32,
+    /// The L2 (dense core index) and the bytes of the task warm in it.
+    l2_core: u32,
+    l2_warm: u32,
+    /// The LLC (dense LLC index) and the bytes of the task warm in it.
+    llc_id: u32,
+    llc_warm: u32,
     /// Node holding the task's pages (first touch).
-    pub home_node: Option<u32>,
+    home: u32,
+}
+
+/// No id: no shared set, not warm in any cache, no home node yet.
+const NO_ID: u32 = u32::MAX;
+
+impl Default for TaskMem {
+    fn default() -> TaskMem {
+        TaskMem::new(0, None)
+    }
+}
+
+impl TaskMem {
+    /// A task with `footprint` private bytes and, optionally, a shared set
+    /// (index, bytes), cold everywhere, no home node yet.
+    pub fn new(footprint: u64, shared: Option<(u32, u64)>) -> TaskMem {
+        let (shared_set, shared_bytes) = shared.map_or((NO_ID, 0), |(s, b)| {
+            assert!(s != NO_ID, "shared working set index {s} out of range");
+            (s, b)
+        });
+        TaskMem {
+            footprint,
+            shared_bytes,
+            l2_stamp: 0,
+            llc_stamp: 0,
+            shared_set,
+            l2_core: NO_ID,
+            l2_warm: 0,
+            llc_id: NO_ID,
+            llc_warm: 0,
+            home: NO_ID,
+        }
+    }
+
+    /// The shared working set: (set index, bytes).
+    #[inline]
+    pub fn shared(&self) -> Option<(u32, u64)> {
+        (self.shared_set != NO_ID).then_some((self.shared_set, self.shared_bytes))
+    }
+
+    /// Warm bytes in one L2 (dense core index), with the L2's traffic counter when last updated.
+    #[inline]
+    pub fn l2(&self) -> Option<(u32, u64, u64)> {
+        (self.l2_core != NO_ID).then_some((self.l2_core, self.l2_warm as u64, self.l2_stamp))
+    }
+
+    /// Warm bytes in one LLC (dense LLC index), likewise.
+    #[inline]
+    pub fn llc(&self) -> Option<(u32, u64, u64)> {
+        (self.llc_id != NO_ID).then_some((self.llc_id, self.llc_warm as u64, self.llc_stamp))
+    }
+
+    /// Node holding the task's pages (first touch), once it has run.
+    #[inline]
+    pub fn home_node(&self) -> Option<u32> {
+        (self.home != NO_ID).then_some(self.home)
+    }
 }
 
 /// What switching a task in cost, and the counters it moved.
@@ -380,8 +449,11 @@ impl CostModel {
     // FIDELITY(F-018): warmth kept for the last L2 and the last LLC only (per instance for shared sets).
     pub fn switch_in(&mut self, m: &mut TaskMem, cpu: CpuId) -> Refill {
         let node = self.node_of[cpu.idx()];
-        let home = *m.home_node.get_or_insert(node);
-        let shared = m.shared.filter(|&(_, b)| b > 0);
+        if m.home == NO_ID {
+            m.home = node;
+        }
+        let home = m.home;
+        let shared = m.shared().filter(|&(_, b)| b > 0);
         if !self.sw.on(Component::CACHE) || (m.footprint == 0 && shared.is_none()) {
             return Refill::default();
         }
@@ -396,13 +468,12 @@ impl CostModel {
             None => (fp.min(self.l2_cap), fp.min(self.llc_cap)),
             Some(_) => (share(fp, self.l2_cap), share(fp, self.llc_cap)),
         };
-        let warm_l2 = match m.l2 {
-            Some((c, w, stamp)) if c == core => Self::surviving(w, self.l2_traffic[c as usize] - stamp, self.l2_cap),
-            _ => 0,
-        };
-        let warm_llc = match m.llc {
-            Some((l, w, stamp)) if l == llc => Self::surviving(w, self.llc_traffic[l as usize] - stamp, self.llc_cap),
-            _ => 0,
+        let warm_l2 =
+            if m.l2_core == core { Self::surviving(m.l2_warm as u64, self.l2_traffic[core as usize] - m.l2_stamp, self.l2_cap) } else { 0 };
+        let warm_llc = if m.llc_id == llc {
+            Self::surviving(m.llc_warm as u64, self.llc_traffic[llc as usize] - m.llc_stamp, self.llc_cap)
+        } else {
+            0
         };
         let (mut from_llc, mut from_dram) = self.cold_part(warm_l2, warm_llc, in_l2, in_llc);
         let mut sh_in = (0, 0);
@@ -433,8 +504,9 @@ impl CostModel {
         self.l2_traffic[core as usize] += from_llc + from_dram;
         self.llc_traffic[llc as usize] += from_dram;
         let (t2, tl) = (self.l2_traffic[core as usize], self.llc_traffic[llc as usize]);
-        m.l2 = Some((core, in_l2, t2));
-        m.llc = Some((llc, in_llc, tl));
+        // At most the cache's size, which validation keeps below 4 GiB.
+        (m.l2_core, m.l2_warm, m.l2_stamp) = (core, in_l2 as u32, t2);
+        (m.llc_id, m.llc_warm, m.llc_stamp) = (llc, in_llc as u32, tl);
         if let Some((set, _)) = shared {
             let w = &mut self.shared[set as usize];
             w.l2[core as usize] = (sh_in.0, t2);
@@ -510,6 +582,16 @@ impl CostModel {
 mod tests {
     use super::*;
 
+    // switch_in() reads all of a task's TaskMem at every switch-in: one line.
+    #[test]
+    fn task_mem_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<TaskMem>(), 64);
+        assert_eq!(std::mem::align_of::<TaskMem>(), 64);
+        let t = TaskMem::new(4096, Some((3, 1 << 20)));
+        assert_eq!((t.shared(), t.l2(), t.llc(), t.home_node()), (Some((3, 1 << 20)), None, None, None));
+        assert_eq!(TaskMem::default().shared(), None);
+    }
+
     fn model(name: &str) -> CostModel {
         CostModel::new(&crate::load(name).unwrap(), ModelSwitches::default())
     }
@@ -521,13 +603,13 @@ mod tests {
         assert_eq!(CostModel::surviving(1000, 2000, 4000), 500);
         assert_eq!(CostModel::surviving(1000, 4000, 4000), 0);
         let mut cm = model("x86-12");
-        let mut t = TaskMem { footprint: 128 * 1024, ..Default::default() };
+        let mut t = TaskMem::new(128 * 1024, None);
         let first = cm.switch_in(&mut t, CpuId(0));
         assert!(first.ns > 0);
         // Same CPU again, no foreign traffic in between (however long ago): free.
         assert_eq!(cm.switch_in(&mut t, CpuId(0)).ns, 0);
         // Another task streams 4 MB through cpu0's caches: t is colder.
-        let mut other = TaskMem { footprint: 4 << 20, ..Default::default() };
+        let mut other = TaskMem::new(4 << 20, None);
         cm.switch_in(&mut other, CpuId(0));
         assert!(cm.switch_in(&mut t, CpuId(0)).ns > 0);
     }
@@ -540,8 +622,8 @@ mod tests {
     fn a_shared_set_is_warm_for_every_task_that_touches_it() {
         let mut cm = model("x86-12"); // 256 KiB L2, 12 MB LLC per socket of 6 cores
         let (p, s) = (32 * 1024, 128 * 1024);
-        let mut a = TaskMem { footprint: p, shared: Some((0, s)), ..Default::default() };
-        let mut b = TaskMem { footprint: p, shared: Some((0, s)), ..Default::default() };
+        let mut a = TaskMem::new(p, Some((0, s)));
+        let mut b = TaskMem::new(p, Some((0, s)));
         let cold = cm.switch_in(&mut a, CpuId(0));
         assert_eq!(cold.l2_misses, (p + s) / LINE, "first touch: both parts");
         let second = cm.switch_in(&mut b, CpuId(0));
@@ -550,14 +632,14 @@ mod tests {
         let far = cm.switch_in(&mut b, CpuId(6));
         assert_eq!((far.l2_misses, far.llc_misses), ((p + s) / LINE, (p + s) / LINE));
         // Without a set, the private refill is the old one.
-        let mut old = TaskMem { footprint: p, ..Default::default() };
+        let mut old = TaskMem::new(p, None);
         let mut fresh = model("x86-12");
         assert_eq!(fresh.switch_in(&mut old, CpuId(0)).l2_misses, p / LINE);
         // Private and shared parts split a cache they overflow in proportion.
-        let mut big = TaskMem { footprint: 256 * 1024, shared: Some((1, 256 * 1024)), ..Default::default() };
+        let mut big = TaskMem::new(256 * 1024, Some((1, 256 * 1024)));
         fresh.switch_in(&mut big, CpuId(1));
-        assert_eq!(big.l2.map(|(_, w, _)| w), Some(fresh.l2_cap / 2), "the L2 holds half of each part");
-        assert_eq!(big.llc.map(|(_, w, _)| w), Some(256 * 1024), "the LLC holds all of it");
+        assert_eq!(big.l2().map(|(_, w, _)| w), Some(fresh.l2_cap / 2), "the L2 holds half of each part");
+        assert_eq!(big.llc().map(|(_, w, _)| w), Some(256 * 1024), "the LLC holds all of it");
     }
 
     // A halt evicts only where the machine says its halted CPUs lose their
@@ -568,7 +650,7 @@ mod tests {
     fn halt_evicts_only_on_machines_that_say_so() {
         let fp = 256 * 1024;
         let mut bare = model("x86-12");
-        let mut t = TaskMem { footprint: fp, ..Default::default() };
+        let mut t = TaskMem::new(fp, None);
         bare.switch_in(&mut t, CpuId(0));
         bare.halted(CpuId(0), 10_000_000);
         assert_eq!(bare.switch_in(&mut t, CpuId(0)).ns, 0, "bare metal: an idle core keeps its contents");
@@ -576,7 +658,7 @@ mod tests {
         m.costs.halt_evict_mbps = 7_000;
         let refill_after = |halt_ns: u64| {
             let mut cm = CostModel::new(&m, ModelSwitches::default());
-            let mut t = TaskMem { footprint: fp, ..Default::default() };
+            let mut t = TaskMem::new(fp, None);
             cm.switch_in(&mut t, CpuId(0));
             cm.halted(CpuId(0), halt_ns);
             cm.switch_in(&mut t, CpuId(0))
@@ -603,14 +685,14 @@ mod tests {
         let mut prev = 0;
         for kib in [16u64, 64, 256, 1024, 8192] {
             let mut cm = model("skylake-2s");
-            let mut t = TaskMem { footprint: kib * 1024, ..Default::default() };
+            let mut t = TaskMem::new(kib * 1024, None);
             let r = cm.switch_in(&mut t, CpuId(0));
             assert!(r.ns >= prev, "{kib} KiB: {} < {prev}", r.ns);
             prev = r.ns;
         }
         let cost_after_move = |to: u16| {
             let mut cm = model("x86-12");
-            let mut t = TaskMem { footprint: 512 * 1024, ..Default::default() };
+            let mut t = TaskMem::new(512 * 1024, None);
             cm.switch_in(&mut t, CpuId(0));
             cm.switch_in(&mut t, CpuId(to)).ns
         };
@@ -661,7 +743,7 @@ mod tests {
     #[test]
     fn non_inclusive_llc_keeps_evicted_l2_data() {
         let mut cm = model("skylake-2s");
-        let mut t = TaskMem { footprint: 512 * 1024, ..Default::default() };
+        let mut t = TaskMem::new(512 * 1024, None);
         cm.switch_in(&mut t, CpuId(0));
         let r = cm.switch_in(&mut t, CpuId(1));
         assert_eq!(r.llc_misses, 0, "within the socket: all from L3");

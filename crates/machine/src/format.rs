@@ -547,6 +547,9 @@ mod tests {
         assert!(e.contains("freq_mhz") || e.contains("invalid value"), "{e}");
         let e = err(&GOOD.replace("packages = 2", "packages = 600"));
         assert!(e.contains("more than schedlab models"), "{e}");
+        let e = err(&GOOD.replace("llc_kib = 39424", "llc_kib = 4194304"));
+        assert!(e.contains("caches.llc_kib") && e.contains("smaller than 4 GiB"), "{e}");
+        assert!(from_toml_str(&GOOD.replace("llc_kib = 39424", "llc_kib = 4194303"), "t").is_ok());
         let e = err(&GOOD.replace("exit_latency_ns = 133000", "exit_latency_ns = 1"));
         assert!(e.contains("idle_states[3].exit_latency_ns"), "{e}");
         let e = err(&GOOD.replace("ipi_ns = 1000\n", ""));

@@ -323,6 +323,10 @@ pub(crate) fn validate_parts(caches: &CacheSizes, costs: &Costs, idle: &[IdleSta
         if v == 0 {
             return e(f, "is 0; give the size in KiB (e.g. 32 for a 32 KiB L1d)".into());
         }
+        // The cost model keeps a task's warm part of a cache in 32 bits.
+        if v >= 4 << 20 {
+            return e(f, format!("is {v} KiB; a cache must be smaller than 4 GiB (4194304 KiB)"));
+        }
     }
     if costs.freq_mhz == 0 {
         return e("costs.freq_mhz", "is 0; give the nominal core clock in MHz (e.g. 2450)".into());

@@ -60,16 +60,16 @@ enum MigrationType {
 
 /// `struct sg_lb_stats`
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct SgStats {
-    group_load: u64,
-    group_util: u64,
-    group_runnable: u64,
-    sum_nr_running: u32,
-    idle_cpus: u32,
-    group_weight: u32,
-    group_capacity: u64,
-    avg_load: u64,
-    overloaded_cpu: bool,
+pub(crate) struct SgStats {
+    pub(crate) group_load: u64,
+    pub(crate) group_util: u64,
+    pub(crate) group_runnable: u64,
+    pub(crate) sum_nr_running: u32,
+    pub(crate) idle_cpus: u32,
+    pub(crate) group_weight: u32,
+    pub(crate) group_capacity: u64,
+    pub(crate) avg_load: u64,
+    pub(crate) overloaded_cpu: bool,
 }
 
 struct LbEnv {
@@ -148,21 +148,21 @@ struct SgStatsV3 {
 
 /// How many CPUs ahead of the balancer's group-statistics walk the runqueues
 /// are prefetched.
-const LB_PREFETCH_AHEAD: usize = 6;
+pub(crate) const LB_PREFETCH_AHEAD: usize = 6;
 
 /// What the v5.5+ balancer's per-CPU reads ask of the profile, asked once per
 /// pass instead of once per CPU.
-#[derive(Clone, Copy)]
-struct LbRead {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LbRead {
     /// `--patch delayed-accounting`: delayed tasks are not counted as running.
-    delayed: bool,
+    pub(crate) delayed: bool,
     /// UTIL_EST: util_est of the enqueued tasks bounds the utilization below.
-    util_est: bool,
+    pub(crate) util_est: bool,
 }
 
 /// What `update_sd_lb_stats()` gathers from a domain's groups.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct LbWalk {
+pub(crate) struct LbWalk {
     local: Option<SgStats>,
     /// (group index, statistics, type) of the busiest non-local group.
     busiest: Option<(usize, SgStats, GroupType)>,
@@ -176,12 +176,12 @@ struct LbWalk {
 
 /// One CPU's part of `update_sg_lb_stats()`.
 #[derive(Clone, Copy)]
-struct CpuLb {
-    nr: u32,
-    load: u64,
-    util: u64,
-    runnable: u64,
-    idle: bool,
+pub(crate) struct CpuLb {
+    pub(crate) nr: u32,
+    pub(crate) load: u64,
+    pub(crate) util: u64,
+    pub(crate) runnable: u64,
+    pub(crate) idle: bool,
 }
 
 impl Kernel {
@@ -293,7 +293,7 @@ impl Kernel {
         }
     }
 
-    fn lb_read(&self) -> LbRead {
+    pub(crate) fn lb_read(&self) -> LbRead {
         LbRead { delayed: self.profile.has_patch(crate::profile::Patch::DelayedAccounting), util_est: self.feats.has(UTIL_EST) }
     }
 
@@ -304,15 +304,23 @@ impl Kernel {
     #[inline(always)]
     fn lb_cpu(&self, rd: LbRead, c: CpuId, env_dst: CpuId) -> CpuLb {
         let rq = &self.rqs[c.idx()];
+        let mut x = Self::lb_cpu_of(rq, rd);
+        // idle_cpu() (its ttwu_pending test reads further lines only when a
+        // wakeup is pending); the balancing CPU itself counts as idle when newly idle.
+        let no_task = rq.curr.is_none() & (rq.cfs.h_nr_running == 0);
+        x.idle = (no_task && !self.ttwu_pending_seen(rq)) | (rq.curr.is_none() & (c == env_dst) & (x.nr == 0));
+        x
+    }
+
+    /// [`Self::lb_cpu`] without `idle` (which depends on the time and the
+    /// balancing CPU): what the runqueue alone determines.
+    #[inline(always)]
+    pub(crate) fn lb_cpu_of(rq: &crate::sched::Rq, rd: LbRead) -> CpuLb {
         let cfs = &rq.cfs;
         let nr = cfs.h_nr_running - if rd.delayed { cfs.h_nr_delayed } else { 0 };
         let load = cfs.avg.load_avg.max((cfs.nr_running > 0) as u64);
         let util = cfs.avg.util_avg.max(if rd.util_est { cfs.util_est_enqueued } else { 0 }).min(1024);
-        // idle_cpu() (its ttwu_pending test reads further lines only when a
-        // wakeup is pending); the balancing CPU itself counts as idle when newly idle.
-        let no_task = rq.curr.is_none() & (cfs.h_nr_running == 0);
-        let idle = (no_task && !self.ttwu_pending_seen(rq)) | (rq.curr.is_none() & (c == env_dst) & (nr == 0));
-        CpuLb { nr, load, util, runnable: cfs.avg.runnable_avg, idle }
+        CpuLb { nr, load, util, runnable: cfs.avg.runnable_avg, idle: false }
     }
 
     /// `update_sg_lb_stats()` of group `g`; `walk` is the rest of the domain's
@@ -352,10 +360,23 @@ impl Kernel {
     /// statistics, the local group's kept, the busiest other group picked
     /// (`update_sd_pick_busiest()`).
     fn lb_group_walk(&self, rd: LbRead, sd: &crate::topology::SchedDomain, pct: u64, local_gi: Option<usize>, env_dst: CpuId) -> LbWalk {
+        Self::lb_group_pick(sd.groups.len(), pct, local_gi, |gi, examined, overloaded| {
+            self.lb_group_stats(rd, sd.group_cpus(gi), sd.group_cpus_from(gi), env_dst, examined, overloaded)
+        })
+    }
+
+    /// The rest of `update_sd_lb_stats()` over `n` groups whose statistics
+    /// `stats` gives (adding the CPUs it read and `sg_overloaded`): sums, the
+    /// local group kept, the busiest other one picked (`update_sd_pick_busiest()`).
+    pub(crate) fn lb_group_pick(
+        n: usize,
+        pct: u64,
+        local_gi: Option<usize>,
+        mut stats: impl FnMut(usize, &mut u64, &mut bool) -> SgStats,
+    ) -> LbWalk {
         let mut w = LbWalk::default();
-        for gi in 0..sd.groups.len() {
-            let g = sd.group_cpus(gi);
-            let s = self.lb_group_stats(rd, g, sd.group_cpus_from(gi), env_dst, &mut w.examined, &mut w.overloaded);
+        for gi in 0..n {
+            let s = stats(gi, &mut w.examined, &mut w.overloaded);
             w.total_load += s.group_load;
             w.total_cap += s.group_capacity;
             if Some(gi) == local_gi {
@@ -419,27 +440,37 @@ impl Kernel {
             let x = self.lb_cpu(rd, c, env_dst);
             total_load += x.load;
             overloaded |= x.nr > 1;
-            // group_classify() of a one-CPU group (capacity 1024, weight 1).
-            let over = (x.nr > 1) & ((102_400 < x.util * pct) | (1024 * pct < x.runnable * 100));
-            let spare = (x.nr < 1) | ((1024 * pct >= x.runnable * 100) & (102_400 > x.util * pct));
-            let t = if over {
-                GroupType::Overloaded
-            } else if spare {
-                GroupType::HasSpare
-            } else {
-                GroupType::FullyBusy
-            };
-            let metric = if t == GroupType::HasSpare { x.nr as u64 } else { x.load };
-            let key = ((t as u128) << 64) | metric as u128;
-            let better = (gi != local) & (x.nr > 0) & (key > best_key);
+            // 0 for a CPU without tasks, which is no candidate.
+            let key = super::lb_index::singleton_key(pct, &x);
+            let better = (gi != local) & (key > best_key);
             best_key = if better { key } else { best_key };
             best = if better { gi } else { best };
         }
+        self.lb_singleton_result(rd, sd, pct, local_gi, (best != usize::MAX).then_some(best), total_load, overloaded, env_dst)
+    }
+
+    /// The [`LbWalk`] of a domain of single-CPU groups once its walk has found
+    /// the busiest group (`best`), the total load and `sg_overloaded`: the
+    /// local and the busiest group's statistics are read again (nothing
+    /// changed since the walk).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn lb_singleton_result(
+        &self,
+        rd: LbRead,
+        sd: &crate::topology::SchedDomain,
+        pct: u64,
+        local_gi: Option<usize>,
+        best: Option<usize>,
+        total_load: u64,
+        overloaded: bool,
+        env_dst: CpuId,
+    ) -> LbWalk {
+        let list = sd.group_cpus_from(0);
         let mut scratch = (0u64, false);
         let mut group = |gi: usize| self.lb_group_stats(rd, sd.group_cpus(gi), &[], env_dst, &mut scratch.0, &mut scratch.1);
         LbWalk {
             local: local_gi.map(&mut group),
-            busiest: (best != usize::MAX).then(|| {
+            busiest: best.map(|best| {
                 let s = group(best);
                 (best, s, Self::group_classify(pct, &s))
             }),
@@ -724,10 +755,27 @@ impl Kernel {
             }
         }
         let local_gi = sd.group_of(env.dst);
+        let dom = self.sd.per_cpu[env.dst.idx()][env.lvl];
         let w = if sd.singleton_groups() {
-            self.lb_singleton_walk(rd, sd, pct, local_gi, env.dst)
+            match self.lb_index_walk(dom, rd, sd, local_gi, env.dst) {
+                Some(w) => {
+                    if self.lb_index_check {
+                        assert_eq!(w, self.lb_singleton_walk(rd, sd, pct, local_gi, env.dst), "lb_index_walk != lb_singleton_walk");
+                    }
+                    w
+                }
+                None => self.lb_singleton_walk(rd, sd, pct, local_gi, env.dst),
+            }
         } else {
-            self.lb_group_walk(rd, sd, pct, local_gi, env.dst)
+            match self.lb_cache_walk(dom, rd, sd, pct, local_gi, env.dst) {
+                Some(w) => {
+                    if self.lb_index_check {
+                        assert_eq!(w, self.lb_group_walk(rd, sd, pct, local_gi, env.dst), "lb_cache_walk != lb_group_walk");
+                    }
+                    w
+                }
+                None => self.lb_group_walk(rd, sd, pct, local_gi, env.dst),
+            }
         };
         out.examined += w.examined;
         let (sg_overloaded, total_load, total_cap) = (w.overloaded, w.total_load, w.total_cap);

@@ -13,6 +13,7 @@
 
 pub mod balance;
 pub mod group;
+pub(crate) mod lb_index;
 pub mod numa;
 pub mod select;
 pub mod tree;

@@ -38,7 +38,7 @@ enum GroupType {
     Overloaded,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct GroupStats {
     group_type: GroupType,
     avg_load: u64,
@@ -876,7 +876,8 @@ impl Kernel {
         }
         // CPUs the walk passed in earlier segments.
         let mut base = 0u64;
-        for seg in &sc.seg {
+        // Without a cluster level the first segment is empty: nothing to walk or count.
+        for seg in &sc.seg[if cls_on { 0 } else { 1 }..] {
             sc.cand.and_from(seg, &self.idle_hint);
             for c in sc.cand.iter_wrap(start) {
                 let pos = base + seg.count_wrap_before(start, c) as u64;
@@ -1022,6 +1023,37 @@ impl Kernel {
         self.cpu_util_cfs(c)
     }
 
+    /// [`Self::group_stats`] of the one-CPU group `c` (v5.5+ form) as a key
+    /// that orders groups as update_pick_idlest() prefers them, lowest
+    /// first: the group type, then the load (overloaded, fully busy; a
+    /// one-CPU group's avg_load is its load) or, with spare capacity, idle
+    /// before busy and then the lower utilization.
+    #[inline(always)]
+    fn idlest_key(&self, pct: u64, util_est: bool, c: CpuId, task: &crate::sched::Task) -> u128 {
+        let rq = &self.rqs[c.idx()];
+        let cfs = &rq.cfs;
+        let mut l = cfs.avg.load_avg;
+        let mut u = if util_est { cfs.avg.util_avg.max(cfs.util_est_enqueued) } else { cfs.avg.util_avg }.min(1024);
+        let mut n = cfs.h_nr_running;
+        if task.cpu == c && task.se.on_rq {
+            l = l.saturating_sub(task.se.avg.load_avg);
+            u = u.saturating_sub(task.se.avg.util_avg);
+            n = n.saturating_sub(1);
+        }
+        let runnable = cfs.avg.runnable_avg;
+        let idle = n == 0 && rq.curr.is_none();
+        let overloaded = n > 1 && (102_400 < u * pct || 1024 * pct < runnable * 100);
+        let has_capacity = n < 1 || (1024 * pct >= runnable * 100 && 102_400 > u * pct);
+        let (t, metric) = if overloaded {
+            (GroupType::Overloaded, l)
+        } else if !has_capacity {
+            (GroupType::FullyBusy, l)
+        } else {
+            (GroupType::HasSpare, ((!idle as u64) << 32) | u)
+        };
+        ((t as u128) << 64) | metric as u128
+    }
+
     fn group_stats(&self, sd: &SchedDomain, g: &[CpuId], p: TaskId) -> GroupStats {
         let mut load = 0u64;
         let mut util = 0u64;
@@ -1071,8 +1103,15 @@ impl Kernel {
         }
     }
 
-    /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form.
-    fn find_idlest_group<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> Option<&'a CpuMask> {
+    /// `find_idlest_group()`'s walk of the groups: the local group and the
+    /// idlest other group (`update_pick_idlest()`), with their statistics.
+    #[allow(clippy::type_complexity)]
+    fn idlest_group_walk<'a>(
+        &self,
+        sd: &'a SchedDomain,
+        p: TaskId,
+        this_cpu: CpuId,
+    ) -> (Option<(&'a CpuMask, GroupStats)>, Option<(&'a CpuMask, GroupStats)>) {
         let task = &self.tasks[p.idx()];
         let mut local: Option<(&CpuMask, GroupStats)> = None;
         let mut idlest: Option<(&CpuMask, GroupStats)> = None;
@@ -1109,6 +1148,57 @@ impl Kernel {
                 idlest = Some((g, st));
             }
         }
+        (local, idlest)
+    }
+
+    /// [`Self::idlest_group_walk`] of a domain of single-CPU groups (a flat
+    /// LLC) for a task allowed everywhere, v5.5+ form, with the same result:
+    /// one pass of one key per CPU in update_pick_idlest() order
+    /// ([`Self::idlest_key`]), the first of equal keys kept as the walk
+    /// keeps it; the local and the idlest group's statistics are read again
+    /// at the end (nothing changed meanwhile).
+    #[allow(clippy::type_complexity)]
+    fn idlest_singleton_walk<'a>(
+        &self,
+        sd: &'a SchedDomain,
+        p: TaskId,
+        this_cpu: CpuId,
+    ) -> (Option<(&'a CpuMask, GroupStats)>, Option<(&'a CpuMask, GroupStats)>) {
+        let task = &self.tasks[p.idx()];
+        let list = sd.group_cpus_from(0);
+        let pct = sd.imbalance_pct as u64;
+        let util_est = self.feats.has(UTIL_EST);
+        let (mut best, mut best_key, mut local_gi) = (usize::MAX, u128::MAX, None);
+        for (gi, &c) in list.iter().enumerate() {
+            if let Some(&n) = list.get(gi + crate::fair::balance::LB_PREFETCH_AHEAD) {
+                self.prefetch_rq_stats(n);
+            }
+            if c == this_cpu {
+                local_gi = Some(gi);
+                continue;
+            }
+            let key = self.idlest_key(pct, util_est, c, task);
+            if key < best_key {
+                (best, best_key) = (gi, key);
+            }
+        }
+        let group = |gi: usize| (&sd.groups[gi], self.group_stats(sd, sd.group_cpus(gi), p));
+        (local_gi.map(group), (best != usize::MAX).then(|| group(best)))
+    }
+
+    /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form.
+    fn find_idlest_group<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> Option<&'a CpuMask> {
+        let single =
+            sd.singleton_groups() && self.tasks[p.idx()].cpus_allowed.is_none() && self.profile.find_idlest == FindIdlestVariant::GroupType;
+        let (local, idlest) = if single {
+            let r = self.idlest_singleton_walk(sd, p, this_cpu);
+            if self.lb_index_check {
+                assert_eq!(r, self.idlest_group_walk(sd, p, this_cpu), "idlest_singleton_walk != idlest_group_walk");
+            }
+            r
+        } else {
+            self.idlest_group_walk(sd, p, this_cpu)
+        };
         let (ig, is) = idlest?;
         let Some((_, ls)) = local else {
             return Some(ig);

@@ -1,0 +1,560 @@
+//! A simulator index for `update_sd_lb_stats()` over a wide domain of
+//! single-CPU groups (a flat LLC of hundreds of CPUs): what the group walk
+//! gathers, kept up to date CPU by CPU instead of read from every runqueue on
+//! every pass.
+//!
+//! The kernel's walk (`update_sg_lb_stats()` per group, `update_sd_pick_busiest()`)
+//! reads every runqueue of the domain; on a 1024-CPU LLC every newly idle
+//! balance reads 1024 runqueues. The result depends only on each runqueue's
+//! root cfs_rq counts and averages, which change only where a runqueue is
+//! written. [`crate::sched::Rqs`] marks the CPUs written; a pass refreshes
+//! those CPUs' leaves in a tournament tree ordered by the walk's own order
+//! (busier first, then the earlier group), and reads the sums and the busiest
+//! candidate off the tree: the same `LbWalk` as the walk, at the cost of the
+//! CPUs written since the last pass (times the tree's height). The hardware
+//! is still charged for every CPU the kernel reads (`LbWalk::examined`).
+
+use super::balance::{CpuLb, LbRead, LbWalk, SgStats};
+use crate::core::Kernel;
+use schedlab_topology::CpuId;
+
+/// Domains of single-CPU groups at least this wide get an index; narrower
+/// ones are walked (a walk of a few dozen runqueues is as cheap).
+pub(crate) const LB_INDEX_MIN_GROUPS: usize = 64;
+
+/// Domains of multi-CPU groups spanning at least this many CPUs keep their
+/// groups' sums ([`GroupCache`]); narrower ones are walked.
+pub(crate) const LB_CACHE_MIN_SPAN: u32 = 32;
+
+/// No position / no tree.
+const NONE: u32 = u32::MAX;
+
+/// The busiest-candidate key of a one-CPU group in `update_sd_pick_busiest()`
+/// order (see `Kernel::lb_singleton_walk`): group type, then the load
+/// (overloaded, fully busy) or the number of tasks (has spare); 0 for a CPU
+/// with no task (never a candidate).
+#[inline(always)]
+pub(crate) fn singleton_key(pct: u64, x: &CpuLb) -> u128 {
+    // group_classify() of a one-CPU group (capacity 1024, weight 1).
+    let over = (x.nr > 1) & ((102_400 < x.util * pct) | (1024 * pct < x.runnable * 100));
+    let spare = (x.nr < 1) | ((1024 * pct >= x.runnable * 100) & (102_400 > x.util * pct));
+    let t: u128 = if over {
+        2
+    } else if spare {
+        0
+    } else {
+        1
+    };
+    let metric = if t == 0 { x.nr as u64 } else { x.load };
+    let key = (t << 64) | metric as u128;
+    if x.nr > 0 {
+        key
+    } else {
+        0
+    }
+}
+
+/// One domain's index (`update_sd_lb_stats()` of a domain whose groups are
+/// single CPUs).
+#[derive(Clone, Debug)]
+struct LbTree {
+    /// The domain (`SchedDomains::domains` index).
+    dom: u32,
+    /// The domain's imbalance_pct, which group_classify() reads.
+    pct: u64,
+    /// Leaves (a power of two, at least `cpus.len()`).
+    size: usize,
+    /// Per position: the candidate key ([`singleton_key`]), load and `nr > 1`.
+    key: Vec<u128>,
+    load: Vec<u64>,
+    over: Vec<bool>,
+    /// Tournament: node `i` (1-based heap order, leaves at `size..`) holds
+    /// the position of its subtree's best leaf: highest key, then lowest
+    /// position (the walk keeps the first of equal groups).
+    best: Vec<u32>,
+    /// Sum of `load` and count of `over` over all positions.
+    total_load: u64,
+    nr_over: u32,
+}
+
+impl LbTree {
+    #[inline]
+    fn better(&self, a: u32, b: u32) -> u32 {
+        // Padding positions (>= cpus.len()) hold key 0 and lose every tie.
+        let (ka, kb) = (self.key[a as usize], self.key[b as usize]);
+        if ka > kb || (ka == kb && a < b) {
+            a
+        } else {
+            b
+        }
+    }
+
+    fn set(&mut self, pos: usize, key: u128, load: u64, over: bool) {
+        self.total_load = self.total_load - self.load[pos] + load;
+        self.nr_over = self.nr_over - self.over[pos] as u32 + over as u32;
+        self.load[pos] = load;
+        self.over[pos] = over;
+        if self.key[pos] == key {
+            return;
+        }
+        self.key[pos] = key;
+        let mut i = (self.size + pos) / 2;
+        while i >= 1 {
+            let b = self.better(self.best[2 * i], self.best[2 * i + 1]);
+            if self.best[i] == b && b as usize != pos {
+                // The subtree's winner did not change and is not the leaf
+                // that moved: nothing above changes either.
+                break;
+            }
+            self.best[i] = b;
+            i /= 2;
+        }
+    }
+
+    /// The best position other than `skip` (`NONE`: no exclusion), if its key
+    /// is a candidate's: the best of the siblings along `skip`'s path to the root.
+    fn best_except(&self, skip: u32) -> Option<u32> {
+        let b = if skip == NONE {
+            self.best[1]
+        } else {
+            let mut i = self.size + skip as usize;
+            let mut b = NONE;
+            while i > 1 {
+                let s = self.best[i ^ 1];
+                b = if b == NONE { s } else { self.better(b, s) };
+                i /= 2;
+            }
+            b
+        };
+        (b != NONE && self.key[b as usize] > 0).then_some(b)
+    }
+}
+
+/// What `update_sg_lb_stats()` sums of one CPU, as of its last refresh: the
+/// runqueue's part of [`Kernel::lb_cpu`] and the time-independent part of
+/// idle_cpu().
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct CpuSnap {
+    load: u64,
+    util: u64,
+    runnable: u64,
+    nr: u32,
+    /// No task and no pending wakeup: idle whatever the time.
+    idle: bool,
+    /// No task but a pending wakeup: idle while the wakeup is not yet seen
+    /// (`ttwu_pending_seen()`, time-dependent: decided at the pass).
+    pend: bool,
+}
+
+/// Sums of [`CpuSnap`] over one group.
+#[derive(Clone, Copy, Debug, Default)]
+struct GroupSums {
+    load: u64,
+    util: u64,
+    runnable: u64,
+    nr: u32,
+    /// CPUs with more than one task.
+    over: u32,
+    idle: u32,
+    pend: u32,
+}
+
+impl GroupSums {
+    #[inline]
+    fn add(&mut self, x: &CpuSnap) {
+        self.load += x.load;
+        self.util += x.util;
+        self.runnable += x.runnable;
+        self.nr += x.nr;
+        self.over += (x.nr > 1) as u32;
+        self.idle += x.idle as u32;
+        self.pend += x.pend as u32;
+    }
+    #[inline]
+    fn sub(&mut self, x: &CpuSnap) {
+        self.load -= x.load;
+        self.util -= x.util;
+        self.runnable -= x.runnable;
+        self.nr -= x.nr;
+        self.over -= (x.nr > 1) as u32;
+        self.idle -= x.idle as u32;
+        self.pend -= x.pend as u32;
+    }
+}
+
+/// One domain's group sums (`update_sg_lb_stats()` of a wide domain whose
+/// groups are several CPUs each and do not overlap): a pass reads one sum per
+/// group instead of every runqueue.
+#[derive(Clone, Debug)]
+struct GroupCache {
+    dom: u32,
+    sums: Vec<GroupSums>,
+}
+
+/// The indexes of a kernel's wide single-CPU-group domains.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LbIndex {
+    trees: Vec<LbTree>,
+    /// Per CPU: (tree, position), `(NONE, NONE)` when no tree holds it. A CPU
+    /// is in at most one: its lowest domain (the only one whose groups are its
+    /// single CPUs).
+    at: Vec<(u32, u32)>,
+    /// Balance passes answered from the index.
+    pub(crate) passes: u64,
+    /// The profile reads the leaves and snapshots were computed with (None: not yet).
+    rd: Option<LbRead>,
+    /// Wide multi-CPU-group domains' sums, and per CPU its last snapshot and
+    /// the (cache, group) pairs holding it (`memb[memb_off[c]..memb_off[c + 1]]`).
+    caches: Vec<GroupCache>,
+    snap: Vec<CpuSnap>,
+    memb: Vec<(u32, u32)>,
+    memb_off: Vec<u32>,
+}
+
+impl LbIndex {
+    /// An index for every domain of single-CPU groups at least
+    /// [`LB_INDEX_MIN_GROUPS`] wide; the leaves are filled by the first
+    /// [`Kernel::lb_index_walk`] (every runqueue starts marked written).
+    pub(crate) fn new(sd: &crate::topology::SchedDomains) -> LbIndex {
+        let mut ix = LbIndex { at: vec![(NONE, NONE); sd.nr_cpus], ..Default::default() };
+        let mut memb: Vec<Vec<(u32, u32)>> = vec![Vec::new(); sd.nr_cpus];
+        for (id, d) in sd.domains.iter().enumerate() {
+            let sizes: usize = (0..d.groups.len()).map(|g| d.group_cpus(g).len()).sum();
+            if d.singleton_groups() || d.span_weight < LB_CACHE_MIN_SPAN || sizes != d.span_weight as usize {
+                continue; // single CPUs (the tree's), narrow, or overlapping groups
+            }
+            let k = ix.caches.len() as u32;
+            for g in 0..d.groups.len() {
+                for c in d.group_cpus(g) {
+                    memb[c.idx()].push((k, g as u32));
+                }
+            }
+            ix.caches.push(GroupCache { dom: id as u32, sums: vec![GroupSums::default(); d.groups.len()] });
+        }
+        if !ix.caches.is_empty() {
+            ix.snap = vec![CpuSnap::default(); sd.nr_cpus];
+            ix.memb_off.push(0);
+            for m in memb {
+                ix.memb.extend(m);
+                ix.memb_off.push(ix.memb.len() as u32);
+            }
+        }
+        for (id, d) in sd.domains.iter().enumerate() {
+            if !d.singleton_groups() || d.groups.len() < LB_INDEX_MIN_GROUPS {
+                continue;
+            }
+            let cpus: Vec<CpuId> = d.group_cpus_from(0).to_vec();
+            let size = cpus.len().next_power_of_two();
+            let t = ix.trees.len() as u32;
+            for (p, c) in cpus.iter().enumerate() {
+                ix.at[c.idx()] = (t, p as u32);
+            }
+            let mut best = vec![NONE; 2 * size];
+            for (p, b) in best[size..].iter_mut().enumerate() {
+                *b = p as u32;
+            }
+            let mut tree = LbTree {
+                dom: id as u32,
+                pct: d.imbalance_pct as u64,
+                size,
+                key: vec![0; size],
+                load: vec![0; size],
+                over: vec![false; size],
+                best,
+                total_load: 0,
+                nr_over: 0,
+            };
+            for i in (1..size).rev() {
+                tree.best[i] = tree.better(tree.best[2 * i], tree.best[2 * i + 1]);
+            }
+            ix.trees.push(tree);
+        }
+        ix
+    }
+
+    /// Some domain has a tree or group sums (the runqueue write marks are read).
+    pub(crate) fn used(&self) -> bool {
+        !self.trees.is_empty() || !self.caches.is_empty()
+    }
+
+    /// The tree of domain `dom`, if it has one.
+    fn tree_of(&self, dom: u32) -> Option<usize> {
+        self.trees.iter().position(|t| t.dom == dom)
+    }
+
+    /// The group cache of domain `dom`, if it has one.
+    fn cache_of(&self, dom: u32) -> Option<usize> {
+        self.caches.iter().position(|k| k.dom == dom)
+    }
+
+    /// Replace CPU `c`'s snapshot in every group sum holding it.
+    #[inline]
+    fn apply(&mut self, c: usize, new: CpuSnap) {
+        if self.caches.is_empty() {
+            return;
+        }
+        let old = self.snap[c];
+        if old == new {
+            return;
+        }
+        for &(k, g) in &self.memb[self.memb_off[c] as usize..self.memb_off[c + 1] as usize] {
+            let s = &mut self.caches[k as usize].sums[g as usize];
+            s.sub(&old);
+            s.add(&new);
+        }
+        self.snap[c] = new;
+    }
+}
+
+/// CPU `c`'s [`CpuSnap`].
+#[inline]
+fn snap_of(rq: &crate::sched::Rq, x: &CpuLb) -> CpuSnap {
+    let no_task = rq.curr.is_none() & (rq.cfs.h_nr_running == 0);
+    CpuSnap {
+        load: x.load,
+        util: x.util,
+        runnable: x.runnable,
+        nr: x.nr,
+        idle: no_task & (rq.ttwu_pending == 0),
+        pend: no_task & (rq.ttwu_pending > 0),
+    }
+}
+
+impl Kernel {
+    /// Refresh the tree leaves and group sums of every runqueue written
+    /// since the last refresh (of every runqueue when the profile reads changed).
+    fn lb_index_sync(&mut self, ix: &mut LbIndex, rd: LbRead) {
+        if ix.rd != Some(rd) {
+            ix.rd = Some(rd);
+            for c in 0..self.rqs.len() {
+                Self::lb_index_refresh(ix, rd, c, &self.rqs[c]);
+            }
+        }
+        self.rqs.take_dirty(|c, rq| Self::lb_index_refresh(ix, rd, c, rq));
+    }
+
+    #[inline]
+    fn lb_index_refresh(ix: &mut LbIndex, rd: LbRead, c: usize, rq: &crate::sched::Rq) {
+        let x = Self::lb_cpu_of(rq, rd);
+        let (t, p) = ix.at[c];
+        if t != NONE {
+            let tree = &mut ix.trees[t as usize];
+            tree.set(p as usize, singleton_key(tree.pct, &x), x.load, x.nr > 1);
+        }
+        ix.apply(c, snap_of(rq, &x));
+    }
+
+    /// `update_sd_lb_stats()`'s walk of domain `dom` (single-CPU groups) from
+    /// its index, if it has one: the local and busiest groups' statistics,
+    /// the total load and `sg_overloaded`, as [`Kernel::lb_singleton_walk`]
+    /// gathers them.
+    pub(crate) fn lb_index_walk(
+        &mut self,
+        dom: u32,
+        rd: LbRead,
+        sd: &crate::topology::SchedDomain,
+        local_gi: Option<usize>,
+        env_dst: CpuId,
+    ) -> Option<super::balance::LbWalk> {
+        let mut ix = std::mem::take(&mut self.lb_index);
+        let Some(t) = ix.tree_of(dom) else {
+            self.lb_index = ix;
+            return None;
+        };
+        self.lb_index_sync(&mut ix, rd);
+        ix.passes += 1;
+        let tree = &ix.trees[t];
+        let best = tree.best_except(local_gi.map_or(NONE, |g| g as u32)).map(|p| p as usize);
+        let w = self.lb_singleton_result(rd, sd, tree.pct, local_gi, best, tree.total_load, tree.nr_over > 0, env_dst);
+        self.lb_index = ix;
+        Some(w)
+    }
+
+    /// `update_sd_lb_stats()`'s walk of domain `dom` (groups of several CPUs)
+    /// from its group sums, if it has them: the same [`LbWalk`] as
+    /// `lb_group_walk`. idle_cpus adds, per group, the CPUs whose pending
+    /// wakeup this CPU does not see yet (read only in a group that has such
+    /// a CPU) and the balancing CPU itself when newly idle (lb_cpu()'s `idle`).
+    pub(crate) fn lb_cache_walk(
+        &mut self,
+        dom: u32,
+        rd: LbRead,
+        sd: &crate::topology::SchedDomain,
+        pct: u64,
+        local_gi: Option<usize>,
+        env_dst: CpuId,
+    ) -> Option<LbWalk> {
+        let mut ix = std::mem::take(&mut self.lb_index);
+        let Some(k) = ix.cache_of(dom) else {
+            self.lb_index = ix;
+            return None;
+        };
+        self.lb_index_sync(&mut ix, rd);
+        ix.passes += 1;
+        // lb_cpu()'s second idle term: the balancing CPU, with no current
+        // task and no (counted) task, is idle even when idle_cpu() says not.
+        let dst_rq = &self.rqs[env_dst.idx()];
+        let dst_x = Self::lb_cpu_of(dst_rq, rd);
+        let dst_no_task = dst_rq.curr.is_none() & (dst_rq.cfs.h_nr_running == 0);
+        let dst_idle_cpu = dst_no_task && !self.ttwu_pending_seen(dst_rq);
+        let dst_extra = !dst_idle_cpu && dst_rq.curr.is_none() && dst_x.nr == 0;
+        let cache = &ix.caches[k];
+        let w = Self::lb_group_pick(sd.groups.len(), pct, local_gi, |gi, examined, overloaded| {
+            let g = sd.group_cpus(gi);
+            let sm = &cache.sums[gi];
+            let mut idle = sm.idle;
+            if sm.pend > 0 {
+                for &c in g {
+                    if ix.snap[c.idx()].pend && !self.ttwu_pending_seen(&self.rqs[c.idx()]) {
+                        idle += 1;
+                    }
+                }
+            }
+            if dst_extra && Some(gi) == local_gi {
+                idle += 1;
+            }
+            *examined += g.len() as u64;
+            *overloaded |= sm.over > 0;
+            SgStats {
+                group_load: sm.load,
+                group_util: sm.util,
+                group_runnable: sm.runnable,
+                sum_nr_running: sm.nr,
+                idle_cpus: idle,
+                group_weight: g.len() as u32,
+                group_capacity: 1024 * g.len() as u64,
+                avg_load: 0,
+                overloaded_cpu: sm.over > 0,
+            }
+        });
+        self.lb_index = ix;
+        Some(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{Effects, SwitchReason, TaskParams, WakeFlags};
+    use crate::profile::profile;
+    use crate::sched::{TaskId, TaskState};
+    use schedlab_topology::{CpuInfo, CpuTopology};
+
+    fn flat(n: u32) -> CpuTopology {
+        let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+    }
+
+    // The tree's busiest candidate is the walk's: highest key, then the first
+    // position; the excluded position never wins; no candidate without a key.
+    #[test]
+    fn tree_picks_the_first_best_candidate_except_the_local_one() {
+        let k = Kernel::new(&flat(100), profile("v6.12").unwrap());
+        let mut ix = LbIndex::new(&k.sd);
+        assert_eq!((ix.trees.len(), ix.caches.len()), (1, 0));
+        assert_eq!((ix.at[0], ix.at[99]), ((0, 0), (0, 99)));
+        let t = &mut ix.trees[0];
+        assert_eq!(t.size, 128);
+        assert_eq!(t.best_except(NONE), None, "no CPU runs a task");
+        t.set(7, 5, 10, false);
+        t.set(60, 5, 20, true);
+        t.set(99, 3, 30, true);
+        assert_eq!((t.total_load, t.nr_over), (60, 2));
+        assert_eq!(t.best_except(NONE), Some(7), "equal keys: the first");
+        assert_eq!(t.best_except(7), Some(60));
+        assert_eq!(t.best_except(60), Some(7));
+        t.set(7, 0, 0, false);
+        assert_eq!(t.best_except(60), Some(99));
+        t.set(99, 9, 30, false);
+        assert_eq!((t.best_except(NONE), t.best_except(99)), (Some(99), Some(60)));
+        assert_eq!((t.total_load, t.nr_over), (50, 1));
+    }
+
+    /// 128 CPUs, two threads per core, two LLCs of 64 in one node: the LLC
+    /// domains' groups are cores, the node's are LLCs (three caches).
+    fn smt_two_llcs() -> CpuTopology {
+        let cpus = (0..128u32).map(|c| CpuInfo { core: c / 2, cluster: c / 64, llc: c / 64, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+    }
+
+    // A random run of forks, blocks, wakeups (queued ones included), ticks
+    // and preemptions on a flat 128-CPU LLC (the tree) and on two SMT LLCs
+    // (the group sums): every balance pass of an indexed domain is checked
+    // against the full walk (`lb_index_check`, on in tests), for each form
+    // of the v5.5+ balancer (v6.12 also with delayed tasks left out of the
+    // counts). Queued wakeups stay pending a while, seen by other CPUs only
+    // after a visibility window.
+    #[test]
+    fn index_walk_equals_the_full_walk_on_a_busy_flat_llc() {
+        for (topo, kernel) in ["v6.12", "v6.12+delayed-accounting", "v6.6", "v6.0", "v5.13", "v5.11"]
+            .into_iter()
+            .flat_map(|v| [(flat(128), v), (smt_two_llcs(), v)])
+        {
+            let (base, patch) = kernel.split_once('+').unwrap_or((kernel, ""));
+            let mut prof = profile(base).unwrap();
+            if !patch.is_empty() {
+                prof.apply_patches(patch).unwrap();
+            }
+            let mut k = Kernel::new(&topo, prof);
+            k.ttwu_pending_window_ns = 20_000;
+            assert!(k.lb_index_check);
+            let cached = !k.lb_index.caches.is_empty();
+            assert_eq!((k.lb_index.trees.len(), k.lb_index.caches.len()), if cached { (0, 3) } else { (1, 0) });
+            let mut fx = Effects::default();
+            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = move |m: u64| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng % m
+            };
+            let mut sleeping: Vec<TaskId> = Vec::new();
+            let mut pending: Vec<CpuId> = Vec::new();
+            let mut now = 0u64;
+            for i in 0..300 {
+                let p = k.sched_fork(&TaskParams { nice: (i % 3) as i8, ..Default::default() }, None, CpuId(0), now);
+                k.wake_up_new_task(p, CpuId(0), now, &mut fx);
+            }
+            for c in 0..128 {
+                k.schedule(CpuId(c), SwitchReason::Preempt, now, &mut fx);
+            }
+            for _ in 0..40_000 {
+                now += next(30_000);
+                let c = CpuId(next(128) as u16);
+                match next(5) {
+                    0 => {
+                        k.scheduler_tick(c, now, &mut fx);
+                    }
+                    1 | 2 => {
+                        if let Some(p) = k.rqs[c.idx()].curr {
+                            k.schedule(c, SwitchReason::Block, now, &mut fx);
+                            if k.tasks[p.idx()].state == TaskState::Sleeping {
+                                sleeping.push(p);
+                            }
+                        }
+                    }
+                    _ => {
+                        if !sleeping.is_empty() {
+                            let p = sleeping.swap_remove(next(sleeping.len() as u64) as usize);
+                            let w = k.try_to_wake_up(p, c, k.rqs[c.idx()].curr, WakeFlags::TTWU, now, &mut fx);
+                            if w.queued {
+                                pending.push(w.cpu);
+                            }
+                        }
+                    }
+                }
+                if !pending.is_empty() && next(3) == 0 {
+                    let c = pending.swap_remove(next(pending.len() as u64) as usize);
+                    k.sched_ttwu_pending(c, now, &mut fx);
+                }
+                for c in [c, CpuId(next(128) as u16)] {
+                    if k.rqs[c.idx()].need_resched || k.rqs[c.idx()].curr.is_none() {
+                        k.schedule(c, SwitchReason::Preempt, now, &mut fx);
+                    }
+                }
+                fx.locked.clear();
+            }
+            assert!(k.lb_index.passes > 500, "{kernel} (cached {cached}): {} indexed passes", k.lb_index.passes);
+        }
+    }
+}
