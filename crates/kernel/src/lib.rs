@@ -22,3 +22,15 @@ pub mod topology;
 pub use crate::core::{Effects, Kernel, SwitchReason, SwitchResult, TaskParams, TickResult, WakeFlags, WakeResult};
 pub use crate::sched::{TaskId, TaskState};
 pub use schedlab_topology::CpuId;
+
+/// Test machines shared by the kernel's tests.
+#[cfg(test)]
+pub(crate) mod test_topology {
+    use schedlab_topology::{CpuInfo, CpuTopology};
+
+    /// `n` CPUs, one core each, in one LLC and one node.
+    pub(crate) fn flat(n: u32) -> CpuTopology {
+        let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+    }
+}

@@ -405,10 +405,10 @@ fn default_core_bw() -> u64 {
 /// are the ones measured on the 2-vCPU EPYC KVM guest with `perf bench sched
 /// pipe` pinned and unpinned (docs/CALIBRATION.md "local"; checked by
 /// crates/engine/tests/local_calibration.rs).
-/// A context switch in the EPYC KVM guest: fitted jointly with the pipe
-/// read/write costs to `perf bench sched pipe` pinned to one vCPU (6.5 us of
-/// CPU per round trip) and hackbench over pipes (1.37 us per message);
-/// docs/CALIBRATION.md "local".
+/// A context switch in the EPYC KVM guest: `perf bench sched pipe` pinned to
+/// one vCPU (6.54 / 6.74 us of CPU per round trip, processes / threads) less
+/// two pipe writes and reads at the cost `hackbench -p` pinned to one vCPU
+/// gives (0.725 us per message), halved; docs/CALIBRATION.md "local".
 pub const GUEST_CONTEXT_SWITCH_NS: u64 = 2500;
 /// The waker's VM exit on an IPI in the EPYC KVM guest: unpinned `perf bench
 /// sched pipe` takes 17-27 us of CPU per round trip against 6.5 pinned (8 us

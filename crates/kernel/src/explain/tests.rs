@@ -9,10 +9,7 @@ use crate::sched::{TaskId, TaskState};
 use schedlab_topology::{CpuId, CpuInfo, CpuTopology};
 
 /// One LLC of `n` CPUs without SMT.
-fn flat(n: u32) -> CpuTopology {
-    let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
-    CpuTopology::new(cpus, vec![vec![10]]).unwrap()
-}
+use crate::test_topology::flat;
 
 /// One LLC of `cores` cores x 2 threads; the sibling of cpu c is c + cores.
 fn smt(cores: u32) -> CpuTopology {

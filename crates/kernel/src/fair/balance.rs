@@ -1460,10 +1460,7 @@ mod tests {
     use crate::profile::profile;
     use schedlab_topology::{CpuInfo, CpuTopology};
 
-    fn flat(n: u32) -> CpuTopology {
-        let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
-        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
-    }
+    use crate::test_topology::flat;
 
     // can_migrate_task()/task_hot(): a queued task that ran within sysctl_sched_migration_cost is
     // cache hot and is not pulled until the domain's nr_balance_failed exceeds

@@ -440,10 +440,7 @@ mod tests {
     use crate::sched::{TaskId, TaskState};
     use schedlab_topology::{CpuInfo, CpuTopology};
 
-    fn flat(n: u32) -> CpuTopology {
-        let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
-        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
-    }
+    use crate::test_topology::flat;
 
     // The tree's busiest candidate is the walk's: highest key, then the first
     // position; the excluded position never wins; no candidate without a key.
