@@ -33,4 +33,14 @@ pub(crate) mod test_topology {
         let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
         CpuTopology::new(cpus, vec![vec![10]]).unwrap()
     }
+
+    /// A seeded xorshift64 stream for randomized tests: `next(m)` is in 0..m.
+    pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        }
+    }
 }

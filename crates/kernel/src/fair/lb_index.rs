@@ -498,13 +498,7 @@ mod tests {
             let cached = !k.lb_index.caches.is_empty();
             assert_eq!((k.lb_index.trees.len(), k.lb_index.caches.len()), if cached { (0, 3) } else { (1, 0) });
             let mut fx = Effects::default();
-            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-            let mut next = move |m: u64| {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                rng % m
-            };
+            let mut next = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
             let mut sleeping: Vec<TaskId> = Vec::new();
             let mut pending: Vec<CpuId> = Vec::new();
             let mut now = 0u64;

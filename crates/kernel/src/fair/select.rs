@@ -1416,13 +1416,7 @@ mod placement_tests {
     // (CPUs busy again since they were idle), affinity masks and every budget.
     #[test]
     fn budgeted_walk_equals_the_cpu_by_cpu_walk() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = crate::test_topology::xorshift(0x2545_f491_4f6c_dd1d);
         for kernel in ["v5.13", "v6.0", "v6.12"] {
             for round in 0..6 {
                 let n = 130u16;
