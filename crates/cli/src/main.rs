@@ -191,7 +191,7 @@ pub struct RunArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Machine-model components to switch off for ablation: NO_CACHE,NO_SMT,NO_MEMBW,NO_NUMA,NO_LOCKS,NO_WAKELAT,NO_SWITCH,NO_SCAN,NO_NOISE (the machine's background: tick and interrupt time, kernel threads).
+    /// Machine-model components to switch off for ablation: NO_CACHE,NO_L1 (the L1 hot-set refill alone),NO_SMT,NO_MEMBW,NO_NUMA,NO_LOCKS,NO_WAKELAT,NO_SWITCH,NO_SCAN,NO_NOISE (the machine's background: tick and interrupt time, kernel threads).
     #[arg(long = "machine-model")]
     pub machine_model: Option<String>,
     /// Write /proc/schedstat as the modelled kernel writes it (version 15 up to v6.5, 16 for v6.6-v6.12) at the end of the run to FILE.

@@ -931,7 +931,7 @@ impl<'a> Sim<'a> {
                     self.rq_lock_wait_ns += wait;
                     cost += wait;
                     // The incoming task refills what it lost from this CPU's caches.
-                    let refill = self.cost.switch_in(&mut self.mem[nx.idx()], c);
+                    let refill = self.cost.switch_in(&mut self.mem[nx.idx()], nx.0, c);
                     self.l2_misses += refill.l2_misses;
                     self.llc_misses += refill.llc_misses;
                     self.dram_bytes += refill.dram_bytes;

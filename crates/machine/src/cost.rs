@@ -15,6 +15,16 @@ use schedlab_topology::CpuId;
 /// Memory-level parallelism assumed for refill misses (machine-calibration §4:
 /// "MLP ≈ 6–10"): concurrent outstanding misses per core.
 pub const MLP: u64 = 8;
+/// L1 refills from the L2 are a switched-in task's first touches of its
+/// stacks and its task, file and socket structures: dependent loads [assumed].
+pub const L1_MLP: u64 = 1;
+/// Bytes one run of a task touches again at its next run (its L1 hot set),
+/// for every task: fitted to `perf bench sched pipe` pairs pinned to one vCPU
+/// of the EPYC guest (docs/CALIBRATION.md "L1 hot set").
+// FIDELITY(F-026): one L1 hot set for every task; the L1 as an LRU stack of tasks.
+pub const DEFAULT_L1_HOT: u64 = 11 * 1024;
+/// Tasks an L1's recency stack remembers; older ones are cold there.
+const L1_STACK: usize = 16;
 /// Window between a waker's idle check in select_task_rq() and its
 /// ttwu_pending store becoming visible to other CPUs: about half of the
 /// waker-side cost of a remote wakeup (machine-calibration §3, L6: 0.42 us for
@@ -54,6 +64,9 @@ macro_rules! switches {
 switches! {
     /// Cache warmth and refill on switch-in; message transfer between CPUs.
     CACHE,
+    /// The L1 level of CACHE: a task's hot set refilled from the L2 when the
+    /// tasks that ran on its core since its last run pushed it out.
+    L1,
     /// SMT: a thread runs slower while its sibling is busy.
     SMT,
     /// Memory bandwidth shared per LLC and per node.
@@ -204,6 +217,8 @@ impl TaskMem {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Refill {
     pub ns: u64,
+    /// Lines of the task's L1 hot set refilled from the L2.
+    pub l1_misses: u64,
     pub l2_misses: u64,
     pub llc_misses: u64,
     pub dram_bytes: u64,
@@ -223,9 +238,18 @@ pub struct CostModel {
     place: Vec<[u32; 4]>,
     /// `c2c_ns` by distance: same CPU, SMT siblings, same LLC, same package, other package.
     c2c_by_level: [u64; 5],
+    l1_cap: u64,
     l2_cap: u64,
     llc_cap: u64,
     llc_inclusive: bool,
+    /// A task's L1 hot set (`DEFAULT_L1_HOT`) and the latency of an L1 miss
+    /// served by the L2 (`Costs::l2_hit_ns()`).
+    l1_hot: u64,
+    l2_hit_ns: u64,
+    /// Each core's L1 as a recency stack, most recent first: (task, bytes it
+    /// touched when it last ran there; `NO_ID` for the host's traffic while
+    /// the CPU was halted). At most `L1_STACK` entries.
+    l1_stack: Vec<Vec<(u32, u32)>>,
     /// Bytes brought into each L2 / LLC so far.
     l2_traffic: Vec<u64>,
     llc_traffic: Vec<u64>,
@@ -281,9 +305,13 @@ impl CostModel {
             node_of: cpus.iter().map(|c| c.node).collect(),
             place,
             c2c_by_level: [0, k.c2c_smt_ns, k.c2c_llc_ns, k.c2c_cross_llc_ns, k.c2c_cross_package_ns],
+            l1_cap: m.caches.l1d_kib as u64 * 1024,
             l2_cap: m.caches.l2_kib as u64 * 1024,
             llc_cap: m.caches.llc_kib as u64 * 1024,
             llc_inclusive: m.caches.llc_inclusive,
+            l1_hot: DEFAULT_L1_HOT,
+            l2_hit_ns: k.l2_hit_ns(),
+            l1_stack: vec![Vec::with_capacity(L1_STACK + 1); nr_cores],
             l2_traffic: vec![0; nr_cores],
             llc_traffic: vec![0; nr_llcs],
             shared: Vec::new(),
@@ -423,6 +451,11 @@ impl CostModel {
         let llc = self.llc_of[cpu.idx()] as usize;
         self.l2_traffic[core] = self.l2_traffic[core].saturating_add(bytes);
         self.llc_traffic[llc] = self.llc_traffic[llc].saturating_add(bytes);
+        if bytes > 0 && self.sw.on(Component::L1) {
+            let st = &mut self.l1_stack[core];
+            st.insert(0, (NO_ID, bytes.min(self.l1_cap) as u32));
+            Self::l1_trim(st, self.l1_cap);
+        }
     }
 
     /// What of a `bytes`-byte part of a working set must come from the LLC and
@@ -447,7 +480,7 @@ impl CostModel {
     /// shared part (`TaskMem::shared`) is cold only where no task touching it
     /// ran recently; private and shared parts split the caches in proportion.
     // FIDELITY(F-018): warmth kept for the last L2 and the last LLC only (per instance for shared sets).
-    pub fn switch_in(&mut self, m: &mut TaskMem, cpu: CpuId) -> Refill {
+    pub fn switch_in(&mut self, m: &mut TaskMem, task: u32, cpu: CpuId) -> Refill {
         let node = self.node_of[cpu.idx()];
         if m.home == NO_ID {
             m.home = node;
@@ -476,6 +509,7 @@ impl CostModel {
             0
         };
         let (mut from_llc, mut from_dram) = self.cold_part(warm_l2, warm_llc, in_l2, in_llc);
+        let private_refill = from_llc + from_dram;
         let mut sh_in = (0, 0);
         if let Some((set, bytes)) = shared {
             let (nc, nl) = (self.l2_traffic.len(), self.llc_traffic.len());
@@ -496,10 +530,16 @@ impl CostModel {
             from_llc += a;
             from_dram += b;
         }
+        let l1_lines = if self.sw.on(Component::L1) {
+            let hot = fp.min(self.l1_hot).min(self.l1_cap);
+            self.l1_switch_in(core as usize, task, hot, private_refill, from_llc + from_dram).div_ceil(LINE)
+        } else {
+            0
+        };
         let llc_lines = from_llc.div_ceil(LINE);
         let dram_lines = from_dram.div_ceil(LINE);
         let dram_lat = self.dram_ns(node, home);
-        let ns = (llc_lines * self.c.llc_hit_ns + dram_lines * dram_lat) / MLP;
+        let ns = (llc_lines * self.c.llc_hit_ns + dram_lines * dram_lat) / MLP + l1_lines * self.l2_hit_ns / L1_MLP;
         // The refill is traffic in these caches; the task is now warm there.
         self.l2_traffic[core as usize] += from_llc + from_dram;
         self.llc_traffic[llc as usize] += from_dram;
@@ -514,11 +554,60 @@ impl CostModel {
         }
         Refill {
             ns,
+            l1_misses: l1_lines,
             l2_misses: llc_lines + dram_lines,
             llc_misses: dram_lines,
             dram_bytes: dram_lines * LINE,
             remote_bytes: if home != node { dram_lines * LINE } else { 0 },
         }
+    }
+
+    /// The L1 part of a switch-in of `task` on `core` (`Component::L1`): its
+    /// `hot` bytes are warm as far as the bytes touched on the core by the
+    /// tasks that ran there since its last run (its LRU stack distance) leave
+    /// room for them in the L1; the rest comes from the L2, except what the L2
+    /// refill of its private set (`l2_refill`) brings through the L1 anyway.
+    /// The task is then the most recent entry, with what it touched: its hot
+    /// set, or everything it refilled (`touched`) when that is more. Returns
+    /// the bytes refilled from the L2.
+    fn l1_switch_in(&mut self, core: usize, task: u32, hot: u64, l2_refill: u64, touched: u64) -> u64 {
+        let cap = self.l1_cap;
+        let st = &mut self.l1_stack[core];
+        let mut above = 0u64;
+        let mut found = None;
+        for (i, &(t, b)) in st.iter().enumerate() {
+            if t == task {
+                found = Some(i);
+                break;
+            }
+            above += b as u64;
+        }
+        let warm = match found {
+            Some(i) => {
+                st.remove(i);
+                hot.min(cap.saturating_sub(above))
+            }
+            None => 0,
+        };
+        // At most the L1's size, which validation keeps below 4 GiB.
+        st.insert(0, (task, hot.max(touched).min(cap) as u32));
+        Self::l1_trim(st, cap);
+        (hot - warm).saturating_sub(l2_refill)
+    }
+
+    /// Drop the entries an L1 no longer holds: those below `cap` bytes of more
+    /// recent ones, and any past `L1_STACK`.
+    fn l1_trim(st: &mut Vec<(u32, u32)>, cap: u64) {
+        let mut sum = 0u64;
+        let mut keep = 0;
+        for &(_, b) in st.iter() {
+            if sum >= cap || keep == L1_STACK {
+                break;
+            }
+            sum += b as u64;
+            keep += 1;
+        }
+        st.truncate(keep);
     }
 
     /// Throughput factor (per mille) of a thread whose SMT sibling is busy or not.
@@ -582,6 +671,11 @@ impl CostModel {
 mod tests {
     use super::*;
 
+    /// A task id for the cost model's L1 stacks, one per variable name.
+    fn tid(name: &str) -> u32 {
+        name.bytes().fold(17u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32))
+    }
+
     // switch_in() reads all of a task's TaskMem at every switch-in: one line.
     #[test]
     fn task_mem_is_one_cache_line() {
@@ -604,14 +698,14 @@ mod tests {
         assert_eq!(CostModel::surviving(1000, 4000, 4000), 0);
         let mut cm = model("x86-12");
         let mut t = TaskMem::new(128 * 1024, None);
-        let first = cm.switch_in(&mut t, CpuId(0));
+        let first = cm.switch_in(&mut t, tid("t"), CpuId(0));
         assert!(first.ns > 0);
         // Same CPU again, no foreign traffic in between (however long ago): free.
-        assert_eq!(cm.switch_in(&mut t, CpuId(0)).ns, 0);
+        assert_eq!(cm.switch_in(&mut t, tid("t"), CpuId(0)).ns, 0);
         // Another task streams 4 MB through cpu0's caches: t is colder.
         let mut other = TaskMem::new(4 << 20, None);
-        cm.switch_in(&mut other, CpuId(0));
-        assert!(cm.switch_in(&mut t, CpuId(0)).ns > 0);
+        cm.switch_in(&mut other, tid("other"), CpuId(0));
+        assert!(cm.switch_in(&mut t, tid("t"), CpuId(0)).ns > 0);
     }
 
     // A shared set (program text) stays warm on a core for every task that
@@ -624,22 +718,57 @@ mod tests {
         let (p, s) = (32 * 1024, 128 * 1024);
         let mut a = TaskMem::new(p, Some((0, s)));
         let mut b = TaskMem::new(p, Some((0, s)));
-        let cold = cm.switch_in(&mut a, CpuId(0));
+        let cold = cm.switch_in(&mut a, tid("a"), CpuId(0));
         assert_eq!(cold.l2_misses, (p + s) / LINE, "first touch: both parts");
-        let second = cm.switch_in(&mut b, CpuId(0));
+        let second = cm.switch_in(&mut b, tid("b"), CpuId(0));
         assert_eq!(second.l2_misses, p / LINE, "the set is warm on core 0: b refills only its private part");
         // Core 6 is on the other socket (another LLC): the set is cold there.
-        let far = cm.switch_in(&mut b, CpuId(6));
+        let far = cm.switch_in(&mut b, tid("b"), CpuId(6));
         assert_eq!((far.l2_misses, far.llc_misses), ((p + s) / LINE, (p + s) / LINE));
         // Without a set, the private refill is the old one.
         let mut old = TaskMem::new(p, None);
         let mut fresh = model("x86-12");
-        assert_eq!(fresh.switch_in(&mut old, CpuId(0)).l2_misses, p / LINE);
+        assert_eq!(fresh.switch_in(&mut old, tid("old"), CpuId(0)).l2_misses, p / LINE);
         // Private and shared parts split a cache they overflow in proportion.
         let mut big = TaskMem::new(256 * 1024, Some((1, 256 * 1024)));
-        fresh.switch_in(&mut big, CpuId(1));
+        fresh.switch_in(&mut big, tid("big"), CpuId(1));
         assert_eq!(big.l2().map(|(_, w, _)| w), Some(fresh.l2_cap / 2), "the L2 holds half of each part");
         assert_eq!(big.llc().map(|(_, w, _)| w), Some(256 * 1024), "the LLC holds all of it");
+    }
+
+    // The L1 level (F-026): a task's hot set survives one partner running
+    // between its runs (a ping-pong pair), not three others (two pairs
+    // interleaved on one core): LRU stack distance, not traffic. Two others
+    // of 11 KiB leave room for 10 of its 11 KiB. NO_L1 turns the level off
+    // and leaves the rest of the refill as it was.
+    #[test]
+    fn l1_hot_set_survives_a_partner_but_not_two_pairs() {
+        let hot = DEFAULT_L1_HOT;
+        let run = |sw: &str, order: &[usize], rounds: usize| {
+            let mut cm = CostModel::new(&crate::load("x86-12").unwrap(), ModelSwitches::parse(sw).unwrap());
+            // 16 KiB each: four of them stay warm in the 256 KiB L2.
+            let mut t = [TaskMem::new(16 << 10, None); 4];
+            let mut last = Refill::default();
+            for _ in 0..rounds {
+                for &i in order {
+                    last = cm.switch_in(&mut t[i], i as u32, CpuId(0));
+                }
+            }
+            (last, cm.l2_hit_ns)
+        };
+        let (pair, _) = run("", &[0, 1], 3);
+        let (pair_off, _) = run("NO_L1", &[0, 1], 3);
+        assert_eq!(pair.l1_misses, 0, "a partner's run leaves the hot set warm");
+        assert_eq!(pair, pair_off, "so the L1 level adds nothing to a pair");
+        let (two_pairs, l2_hit) = run("", &[0, 2, 1, 3], 3);
+        let (off, _) = run("NO_L1", &[0, 2, 1, 3], 3);
+        assert_eq!(l2_hit, 4, "x86-12: Westmere's 10-cycle L2 at 2.67 GHz");
+        assert_eq!(two_pairs.l1_misses, hot / LINE, "three others since: all of it from the L2");
+        assert_eq!(two_pairs.ns - off.ns, hot / LINE * l2_hit / L1_MLP);
+        assert_eq!((off.l1_misses, two_pairs.l2_misses), (0, off.l2_misses), "the L2 part is the same with and without");
+        // Two others between runs: 22 KiB above it in a 32 KiB L1.
+        let (three, _) = run("", &[0, 1, 2], 3);
+        assert_eq!(three.l1_misses, (3 * hot - (32 << 10)).div_ceil(LINE));
     }
 
     // A halt evicts only where the machine says its halted CPUs lose their
@@ -651,17 +780,17 @@ mod tests {
         let fp = 256 * 1024;
         let mut bare = model("x86-12");
         let mut t = TaskMem::new(fp, None);
-        bare.switch_in(&mut t, CpuId(0));
+        bare.switch_in(&mut t, tid("t"), CpuId(0));
         bare.halted(CpuId(0), 10_000_000);
-        assert_eq!(bare.switch_in(&mut t, CpuId(0)).ns, 0, "bare metal: an idle core keeps its contents");
+        assert_eq!(bare.switch_in(&mut t, tid("t"), CpuId(0)).ns, 0, "bare metal: an idle core keeps its contents");
         let mut m = crate::load("x86-12").unwrap();
         m.costs.halt_evict_mbps = 7_000;
         let refill_after = |halt_ns: u64| {
             let mut cm = CostModel::new(&m, ModelSwitches::default());
             let mut t = TaskMem::new(fp, None);
-            cm.switch_in(&mut t, CpuId(0));
+            cm.switch_in(&mut t, tid("t"), CpuId(0));
             cm.halted(CpuId(0), halt_ns);
-            cm.switch_in(&mut t, CpuId(0))
+            cm.switch_in(&mut t, tid("t"), CpuId(0))
         };
         let (short, long) = (refill_after(50_000), refill_after(10_000_000));
         // 50 us x 7,000 MB/s = 350 KB into a 256 KiB L2: all of the L2 copy
@@ -686,15 +815,15 @@ mod tests {
         for kib in [16u64, 64, 256, 1024, 8192] {
             let mut cm = model("skylake-2s");
             let mut t = TaskMem::new(kib * 1024, None);
-            let r = cm.switch_in(&mut t, CpuId(0));
+            let r = cm.switch_in(&mut t, tid("t"), CpuId(0));
             assert!(r.ns >= prev, "{kib} KiB: {} < {prev}", r.ns);
             prev = r.ns;
         }
         let cost_after_move = |to: u16| {
             let mut cm = model("x86-12");
             let mut t = TaskMem::new(512 * 1024, None);
-            cm.switch_in(&mut t, CpuId(0));
-            cm.switch_in(&mut t, CpuId(to)).ns
+            cm.switch_in(&mut t, tid("t"), CpuId(0));
+            cm.switch_in(&mut t, tid("t"), CpuId(to)).ns
         };
         let (same, llc, remote) = (cost_after_move(0), cost_after_move(1), cost_after_move(6));
         assert!(same < llc && llc < remote, "same cpu {same}, same LLC {llc}, other socket {remote}");
@@ -744,8 +873,8 @@ mod tests {
     fn non_inclusive_llc_keeps_evicted_l2_data() {
         let mut cm = model("skylake-2s");
         let mut t = TaskMem::new(512 * 1024, None);
-        cm.switch_in(&mut t, CpuId(0));
-        let r = cm.switch_in(&mut t, CpuId(1));
+        cm.switch_in(&mut t, tid("t"), CpuId(0));
+        let r = cm.switch_in(&mut t, tid("t"), CpuId(1));
         assert_eq!(r.llc_misses, 0, "within the socket: all from L3");
         assert!(r.l2_misses > 0);
     }

@@ -449,6 +449,9 @@ pub(crate) fn to_toml(m: &Machine) -> String {
     if k.halt_evict_mbps != 0 {
         let _ = writeln!(s, "halt_evict_mbps = {}", k.halt_evict_mbps);
     }
+    if k.l2_hit_ns != 0 {
+        let _ = writeln!(s, "l2_hit_ns = {}", k.l2_hit_ns);
+    }
     let n = &m.noise;
     let _ = writeln!(s, "\n[noise]");
     let _ = writeln!(

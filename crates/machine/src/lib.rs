@@ -143,6 +143,11 @@ pub struct Costs {
     pub c2c_cross_llc_ns: u64,
     /// Other package.
     pub c2c_cross_package_ns: u64,
+    /// Load-to-use latency of an L1 miss served by the L2. Optional in
+    /// machine files: 0 or absent means 14 core cycles at `freq_mhz`
+    /// [assumed] (`Costs::l2_hit_ns()`).
+    #[serde(default)]
+    pub l2_hit_ns: u64,
     /// Load-to-use latency of an L2 miss served by the LLC.
     pub llc_hit_ns: u64,
     /// Idle load-to-use latency of local DRAM.
@@ -328,6 +333,7 @@ pub(crate) fn validate_parts(caches: &CacheSizes, costs: &Costs, idle: &[IdleSta
             return e(f, format!("is {v} KiB; a cache must be smaller than 4 GiB (4194304 KiB)"));
         }
     }
+
     if costs.freq_mhz == 0 {
         return e("costs.freq_mhz", "is 0; give the nominal core clock in MHz (e.g. 2450)".into());
     }
@@ -395,6 +401,24 @@ pub(crate) fn validate_parts(caches: &CacheSizes, costs: &Costs, idle: &[IdleSta
     Ok(())
 }
 
+/// L2 hit latency in core cycles when a machine does not give `l2_hit_ns`
+/// [assumed]: 14 is Skylake-SP/Cascade Lake's and Zen 4's, between Westmere's
+/// 10 and Sapphire Rapids' 16 (machine-calibration P1-P5).
+pub const DEFAULT_L2_HIT_CYCLES: u64 = 14;
+
+impl Costs {
+    /// Latency of an L1 miss served by the L2: `l2_hit_ns`, or
+    /// `DEFAULT_L2_HIT_CYCLES` at `freq_mhz` when that is 0.
+    pub fn l2_hit_ns(&self) -> u64 {
+        if self.l2_hit_ns > 0 {
+            self.l2_hit_ns
+        } else {
+            let f = self.freq_mhz.max(1) as u64;
+            ((DEFAULT_L2_HIT_CYCLES * 1000 + f / 2) / f).max(1)
+        }
+    }
+}
+
 fn default_core_bw() -> u64 {
     cost::CostModel::CORE_BW_MBPS
 }
@@ -445,6 +469,7 @@ pub(crate) fn generic_costs(freq_mhz: u32, guest: bool) -> Costs {
         c2c_llc_ns: if guest { GUEST_C2C_LLC_NS } else { 40 },
         c2c_cross_llc_ns: 110,
         c2c_cross_package_ns: 140,
+        l2_hit_ns: 0,
         llc_hit_ns: 20,
         dram_local_ns: 90,
         dram_remote_ns: 140,
