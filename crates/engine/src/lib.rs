@@ -343,6 +343,13 @@ pub struct Sim<'a> {
     kthread_ids: Vec<TaskId>,
     /// Open-loop requests from the network (arrivals.rs).
     arrivals: Option<Box<arrivals::ArrivalRt>>,
+    /// `run_ops` handles a segment end that is the next event in place
+    /// (`EventQueue::pop_if_next`) instead of returning it to `run`'s loop.
+    /// Always on; tests switch it off to check that both paths give the same run.
+    inline_seg_ends: bool,
+    /// Segment ends handled in place (tests check that the path is taken).
+    #[cfg(test)]
+    inline_hits: u64,
 }
 
 const INF: u64 = u64::MAX;
@@ -481,6 +488,9 @@ impl<'a> Sim<'a> {
             noise: noise::NoiseRt::new(machine, cfg),
             kthread_ids: Vec::new(),
             arrivals: wl.arrivals.as_ref().map(|a| Box::new(arrivals::ArrivalRt::new(a, n, cfg))),
+            inline_seg_ends: true,
+            #[cfg(test)]
+            inline_hits: 0,
         };
         s.has_locks = s.sems.iter().any(|x| x.lock);
         s.llc_streams = vec![0; s.cost.nr_llcs()];
