@@ -1006,3 +1006,49 @@ fn epoll_wakeup_serves_every_ready_connection() {
         assert!(r.wakeups <= 4 * 200 + 2, "max={max}: the server is woken once per round: {} wakeups", r.wakeups);
     }
 }
+
+/// A segment end that is the next event is handled in place by `run_ops`
+/// (`EventQueue::pop_if_next`) instead of going back through `run`'s loop.
+/// The two paths must make the same run: the full result, the switch log and
+/// the trace are compared with the path switched off, on workloads whose
+/// segment ends are often next (pipe, context_switch1: one or two CPUs busy)
+/// and rarely (hackbench on a larger machine), with machine noise on (the
+/// default model), sockets, pipes, LWLocks (pgbench) and epoll (memcached).
+#[test]
+fn inline_segment_ends_change_nothing() {
+    let cases: &[(&str, &str, &str, &str, Option<u64>)] = &[
+        ("laptop-4c8t", "v6.12", "pipe", "loops=3000", None),
+        ("laptop-4c8t", "v5.13", "context_switch1", "pairs=2", Some(20 * MS)),
+        ("x86-12", "v6.6", "hackbench", "groups=2,loops=40", None),
+        ("x86-12", "v3.10", "hackbench", "groups=1,loops=60,pipe=1", None),
+        ("x86-12", "v5.13", "pgbench", "", Some(10 * MS)),
+        ("x86-12", "v6.12", "memcached", "threads=2,client_threads=2,connections=4", Some(10 * MS)),
+    ];
+    for &(mname, kernel, name, set, duration) in cases {
+        let m = machine(mname);
+        let w = wl(&m, name, set);
+        let cfg = SimConfig { seed: 5, duration_ns: duration, schedstat: true, model: Default::default(), trace: true, switch_log: true };
+        let go = |inline: bool| {
+            let mut sim = crate::Sim::new(&m, schedlab_kernel::Kernel::new(&m.topology, profile(kernel).unwrap()), &w, &cfg);
+            sim.inline_seg_ends = inline;
+            let r = sim.run(&cfg);
+            (r, sim.inline_hits)
+        };
+        let ((a, hits), (b, none)) = (go(true), go(false));
+        assert_eq!(none, 0, "{name}: switched off");
+        assert!(hits > 0, "{name} {set}: the in-place path was taken");
+        assert!(a.trace.as_ref().is_some_and(|t| !t.events.is_empty()) && !a.switch_log.is_empty(), "{name}: traced");
+        assert!(a.noise.irqs + a.noise.kthread_wakeups > 0, "{name}: the machine's noise ran");
+        // Debug text: every field, the trace's events and the schedstat text byte for byte.
+        let (da, db) = (format!("{a:?}"), format!("{b:?}"));
+        if da != db {
+            let i = da.bytes().zip(db.bytes()).position(|(x, y)| x != y).unwrap_or(da.len().min(db.len()));
+            let at = |s: &str| s.get(i.saturating_sub(200)..(i + 100).min(s.len())).unwrap_or(s).to_string();
+            panic!(
+                "{mname} {kernel} {name} {set}: the in-place path changed the run at byte {i}:\n in place: {}\n     loop: {}",
+                at(&da),
+                at(&db)
+            );
+        }
+    }
+}
