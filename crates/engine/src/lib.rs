@@ -266,11 +266,6 @@ pub struct Sim<'a> {
     /// Number of CPUs: segment-end slots are `0..nr_cpus`.
     nr_cpus: u32,
     cpus: Vec<Cpu>,
-    /// Per CPU: the index of its running task, `u32::MAX` when idle: a
-    /// packed copy of `Cpu::running` (1 KiB for 256 CPUs, stays in L1) so
-    /// that a segment end loads its task's state without waiting for the
-    /// CPU's line.
-    running_idx: Vec<u32>,
     rt: Vec<TaskRt>,
     /// Every program's ops, one program after the other (`TaskRt::code_at`):
     /// an op is one load from the task's state, not two through the program's `Vec`.
@@ -406,7 +401,6 @@ impl<'a> Sim<'a> {
             nr_cpus_slots: (1 + PER_CPU_SLOTS) * n as u32,
             nr_cpus: n as u32,
             cpus: vec![Cpu::default(); n],
-            running_idx: vec![u32::MAX; n],
             rt: Vec::with_capacity(wl.tasks.len()),
             code: wl.programs.iter().flatten().copied().collect(),
             posts: Vec::new(),
@@ -591,9 +585,7 @@ impl<'a> Sim<'a> {
                 // dispatch on `EvKind` (its gen is current: a moved or
                 // cancelled segment end replaced or removed its event).
                 let c = CpuId(slot as u16);
-                let t = self.running_idx[c.idx()];
-                if t != u32::MAX {
-                    let t = TaskId(t);
+                if let Some(t) = self.cpus[c.idx()].running {
                     // The segment is done: a preemption at this op boundary
                     // (do_schedule() -> seg_done()) must not take it again
                     // off the costs the next ops add (a waker's enqueue).
@@ -901,7 +893,6 @@ impl<'a> Sim<'a> {
                     cpu.since = now;
                 }
                 cpu.running = None;
-                self.running_idx[c.idx()] = u32::MAX;
                 cpu.tick_gen = cpu.tick_gen.wrapping_add(1);
                 cpu.tick_armed = false;
                 self.queue.cancel(self.slot_of(EvKind::SegEnd { cpu: c.0, gen: 0 }));
@@ -958,7 +949,6 @@ impl<'a> Sim<'a> {
                     self.owe_refill(nx, refill.ns);
                 }
                 self.cpus[c.idx()].running = Some(nx);
-                self.running_idx[c.idx()] = nx.0;
                 if self.rt[nx.idx()].mem {
                     self.mem_start(c);
                 }
