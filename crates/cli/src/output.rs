@@ -205,8 +205,9 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
     }
     let _ = writeln!(
         o,
-        "  {:<22} L2 misses {}, LLC misses {}, DRAM {:.1} MB ({:.1} MB remote), rq-lock wait {:.3} ms, idle exit {:.3} ms",
+        "  {:<22} L1 refills {}, L2 misses {}, LLC misses {}, DRAM {:.1} MB ({:.1} MB remote), rq-lock wait {:.3} ms, idle exit {:.3} ms",
         "machine",
+        r.l1_refills,
         r.l2_misses,
         r.llc_misses,
         r.dram_bytes as f64 / 1e6,

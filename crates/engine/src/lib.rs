@@ -321,6 +321,7 @@ pub struct Sim<'a> {
     cost: CostModel,
     mem: Vec<TaskMem>,
     smt: bool,
+    l1_refills: u64,
     l2_misses: u64,
     llc_misses: u64,
     dram_bytes: u64,
@@ -474,6 +475,7 @@ impl<'a> Sim<'a> {
             cost: CostModel::new(machine, cfg.model),
             mem: Vec::with_capacity(wl.tasks.len()),
             smt: machine.topology.threads_per_core() > 1,
+            l1_refills: 0,
             l2_misses: 0,
             llc_misses: 0,
             dram_bytes: 0,
@@ -942,6 +944,7 @@ impl<'a> Sim<'a> {
                     cost += wait;
                     // The incoming task refills what it lost from this CPU's caches.
                     let refill = self.cost.switch_in(&mut self.mem[nx.idx()], nx.0, c);
+                    self.l1_refills += refill.l1_misses;
                     self.l2_misses += refill.l2_misses;
                     self.llc_misses += refill.llc_misses;
                     self.dram_bytes += refill.dram_bytes;

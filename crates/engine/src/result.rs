@@ -46,7 +46,9 @@ pub struct RunResult {
     /// Name (from the workload's task spec) and task group of every task, by task index.
     pub task_names: Vec<(String, u32)>,
     pub idle_exit_ns: u64,
-    /// Machine-model counters.
+    /// Machine-model counters. `l1_refills`: lines of L1 hot sets refilled
+    /// from the L2 at switch-in (F-026).
+    pub l1_refills: u64,
     pub l2_misses: u64,
     pub llc_misses: u64,
     pub dram_bytes: u64,
@@ -305,6 +307,7 @@ impl Sim<'_> {
                 })
                 .collect(),
             idle_exit_ns: self.idle_exit_ns,
+            l1_refills: self.l1_refills,
             l2_misses: self.l2_misses,
             llc_misses: self.llc_misses,
             dram_bytes: self.dram_bytes,

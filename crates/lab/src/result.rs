@@ -55,6 +55,9 @@ fn is_zero(x: &u64) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MachineCounters {
     pub name: String,
+    /// Lines of L1 hot sets refilled from the L2 at switch-in (F-026).
+    #[serde(default)]
+    pub l1_refills: u64,
     pub l2_misses: u64,
     pub llc_misses: u64,
     pub dram_bytes: u64,
@@ -204,6 +207,7 @@ impl RunReport {
             tasks: Tasks { created: r.tasks_created, exited: r.tasks_exited, blocked_forever: r.blocked_forever },
             machine: MachineCounters {
                 name: p.machine.name.clone(),
+                l1_refills: r.l1_refills,
                 l2_misses: r.l2_misses,
                 llc_misses: r.llc_misses,
                 dram_bytes: r.dram_bytes,
