@@ -582,15 +582,20 @@ impl CostModel {
             }
             above += b as u64;
         }
+        // At most the L1's size, which validation keeps below 4 GiB.
+        let entry = (task, hot.max(touched).min(cap) as u32);
         let warm = match found {
             Some(i) => {
-                st.remove(i);
+                // Move it to the top: the entries above it shift down by one.
+                st[..=i].rotate_right(1);
+                st[0] = entry;
                 hot.min(cap.saturating_sub(above))
             }
-            None => 0,
+            None => {
+                st.insert(0, entry);
+                0
+            }
         };
-        // At most the L1's size, which validation keeps below 4 GiB.
-        st.insert(0, (task, hot.max(touched).min(cap) as u32));
         Self::l1_trim(st, cap);
         (hot - warm).saturating_sub(l2_refill)
     }

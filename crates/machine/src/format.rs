@@ -494,6 +494,23 @@ mod tests {
         assert!(e.contains("unknown field `bogus`") && e.contains("line 1"), "{e}");
     }
 
+    // `l2_hit_ns` is optional: absent, 14 cycles at freq_mhz; given, it
+    // round-trips; slower than an LLC hit, it is refused with the fix.
+    #[test]
+    fn l2_hit_ns_is_optional_checked_and_round_trips() {
+        let m = from_toml_str(GOOD, "t").unwrap();
+        assert!(GOOD.contains("llc_hit_ns = 20"), "the replacements below edit that line");
+        assert_eq!(m.costs.l2_hit_ns, 0);
+        assert_eq!(m.costs.l2_hit_ns(), (14_000 + m.costs.freq_mhz as u64 / 2) / m.costs.freq_mhz as u64);
+        assert!(!m.to_toml().contains("l2_hit_ns"), "written only when set");
+        let text = GOOD.replace("llc_hit_ns = 20", "l2_hit_ns = 4\nllc_hit_ns = 20");
+        let m = from_toml_str(&text, "t").unwrap();
+        assert_eq!((m.costs.l2_hit_ns, m.costs.l2_hit_ns()), (4, 4));
+        assert_eq!(from_toml_str(&m.to_toml(), "t").unwrap(), m);
+        let e = err(&GOOD.replace("llc_hit_ns = 20", "l2_hit_ns = 40\nllc_hit_ns = 20"));
+        assert!(e.contains("costs.l2_hit_ns") && e.contains("cannot be slower than an LLC hit"), "{e}");
+    }
+
     #[test]
     fn noise_section_is_optional_checked_and_round_trips() {
         let m = from_toml_str(GOOD, "t").unwrap();

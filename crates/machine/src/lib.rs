@@ -356,6 +356,15 @@ pub(crate) fn validate_parts(caches: &CacheSizes, costs: &Costs, idle: &[IdleSta
     if costs.dram_local_ns == 0 {
         return e("costs.dram_local_ns", "is 0; give the idle local DRAM latency (~70-120 ns)".into());
     }
+    if costs.l2_hit_ns > costs.llc_hit_ns {
+        return e(
+            "costs.l2_hit_ns",
+            format!(
+                "is {} but llc_hit_ns is {}; an L2 hit cannot be slower than an LLC hit (leave l2_hit_ns out for 14 core cycles)",
+                costs.l2_hit_ns, costs.llc_hit_ns
+            ),
+        );
+    }
     if costs.dram_remote_ns < costs.dram_local_ns {
         return e(
             "costs.dram_remote_ns",

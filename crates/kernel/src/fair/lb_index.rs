@@ -356,18 +356,24 @@ impl Kernel {
         local_gi: Option<usize>,
         env_dst: CpuId,
     ) -> Option<super::balance::LbWalk> {
+        self.with_lb_index(|k, ix| {
+            let t = ix.tree_of(dom)?;
+            k.lb_index_sync(ix, rd);
+            ix.passes += 1;
+            let tree = &ix.trees[t];
+            let best = tree.best_except(local_gi.map_or(NONE, |g| g as u32)).map(|p| p as usize);
+            Some(k.lb_singleton_result(rd, sd, tree.pct, local_gi, best, tree.total_load, tree.nr_over > 0, env_dst))
+        })
+    }
+
+    /// Run `f` with the index taken out of the kernel (a pass reads the
+    /// runqueues while it updates the index) and put it back whatever `f`
+    /// returns.
+    fn with_lb_index<R>(&mut self, f: impl FnOnce(&mut Self, &mut LbIndex) -> Option<R>) -> Option<R> {
         let mut ix = std::mem::take(&mut self.lb_index);
-        let Some(t) = ix.tree_of(dom) else {
-            self.lb_index = ix;
-            return None;
-        };
-        self.lb_index_sync(&mut ix, rd);
-        ix.passes += 1;
-        let tree = &ix.trees[t];
-        let best = tree.best_except(local_gi.map_or(NONE, |g| g as u32)).map(|p| p as usize);
-        let w = self.lb_singleton_result(rd, sd, tree.pct, local_gi, best, tree.total_load, tree.nr_over > 0, env_dst);
+        let r = f(self, &mut ix);
         self.lb_index = ix;
-        Some(w)
+        r
     }
 
     /// `update_sd_lb_stats()`'s walk of domain `dom` (groups of several CPUs)
@@ -384,51 +390,48 @@ impl Kernel {
         local_gi: Option<usize>,
         env_dst: CpuId,
     ) -> Option<LbWalk> {
-        let mut ix = std::mem::take(&mut self.lb_index);
-        let Some(k) = ix.cache_of(dom) else {
-            self.lb_index = ix;
-            return None;
-        };
-        self.lb_index_sync(&mut ix, rd);
-        ix.passes += 1;
-        // lb_cpu()'s second idle term: the balancing CPU, with no current
-        // task and no (counted) task, is idle even when idle_cpu() says not.
-        let dst_rq = &self.rqs[env_dst.idx()];
-        let dst_x = Self::lb_cpu_of(dst_rq, rd);
-        let dst_no_task = dst_rq.curr.is_none() & (dst_rq.cfs.h_nr_running == 0);
-        let dst_idle_cpu = dst_no_task && !self.ttwu_pending_seen(dst_rq);
-        let dst_extra = !dst_idle_cpu && dst_rq.curr.is_none() && dst_x.nr == 0;
-        let cache = &ix.caches[k];
-        let w = Self::lb_group_pick(sd.groups.len(), pct, local_gi, |gi, examined, overloaded| {
-            let g = sd.group_cpus(gi);
-            let sm = &cache.sums[gi];
-            let mut idle = sm.idle;
-            if sm.pend > 0 {
-                for &c in g {
-                    if ix.snap[c.idx()].pend && !self.ttwu_pending_seen(&self.rqs[c.idx()]) {
-                        idle += 1;
+        self.with_lb_index(|kn, ix| {
+            let k = ix.cache_of(dom)?;
+            kn.lb_index_sync(ix, rd);
+            ix.passes += 1;
+            // lb_cpu()'s second idle term: the balancing CPU, with no current
+            // task and no (counted) task, is idle even when idle_cpu() says not.
+            let dst_rq = &kn.rqs[env_dst.idx()];
+            let dst_x = Self::lb_cpu_of(dst_rq, rd);
+            let dst_no_task = dst_rq.curr.is_none() & (dst_rq.cfs.h_nr_running == 0);
+            let dst_idle_cpu = dst_no_task && !kn.ttwu_pending_seen(dst_rq);
+            let dst_extra = !dst_idle_cpu && dst_rq.curr.is_none() && dst_x.nr == 0;
+            let cache = &ix.caches[k];
+            let w = Self::lb_group_pick(sd.groups.len(), pct, local_gi, |gi, examined, overloaded| {
+                let g = sd.group_cpus(gi);
+                let sm = &cache.sums[gi];
+                let mut idle = sm.idle;
+                if sm.pend > 0 {
+                    for &c in g {
+                        if ix.snap[c.idx()].pend && !kn.ttwu_pending_seen(&kn.rqs[c.idx()]) {
+                            idle += 1;
+                        }
                     }
                 }
-            }
-            if dst_extra && Some(gi) == local_gi {
-                idle += 1;
-            }
-            *examined += g.len() as u64;
-            *overloaded |= sm.over > 0;
-            SgStats {
-                group_load: sm.load,
-                group_util: sm.util,
-                group_runnable: sm.runnable,
-                sum_nr_running: sm.nr,
-                idle_cpus: idle,
-                group_weight: g.len() as u32,
-                group_capacity: 1024 * g.len() as u64,
-                avg_load: 0,
-                overloaded_cpu: sm.over > 0,
-            }
-        });
-        self.lb_index = ix;
-        Some(w)
+                if dst_extra && Some(gi) == local_gi {
+                    idle += 1;
+                }
+                *examined += g.len() as u64;
+                *overloaded |= sm.over > 0;
+                SgStats {
+                    group_load: sm.load,
+                    group_util: sm.util,
+                    group_runnable: sm.runnable,
+                    sum_nr_running: sm.nr,
+                    idle_cpus: idle,
+                    group_weight: g.len() as u32,
+                    group_capacity: 1024 * g.len() as u64,
+                    avg_load: 0,
+                    overloaded_cpu: sm.over > 0,
+                }
+            });
+            Some(w)
+        })
     }
 }
 

@@ -38,6 +38,10 @@ enum GroupType {
     Overloaded,
 }
 
+/// What `find_idlest_group()`'s walk of a domain yields: the local group and
+/// the idlest other group, each with its statistics.
+type IdlestWalk<'a> = (Option<(&'a CpuMask, GroupStats)>, Option<(&'a CpuMask, GroupStats)>);
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct GroupStats {
     group_type: GroupType,
@@ -1105,13 +1109,7 @@ impl Kernel {
 
     /// `find_idlest_group()`'s walk of the groups: the local group and the
     /// idlest other group (`update_pick_idlest()`), with their statistics.
-    #[allow(clippy::type_complexity)]
-    fn idlest_group_walk<'a>(
-        &self,
-        sd: &'a SchedDomain,
-        p: TaskId,
-        this_cpu: CpuId,
-    ) -> (Option<(&'a CpuMask, GroupStats)>, Option<(&'a CpuMask, GroupStats)>) {
+    fn idlest_group_walk<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> IdlestWalk<'a> {
         let task = &self.tasks[p.idx()];
         let mut local: Option<(&CpuMask, GroupStats)> = None;
         let mut idlest: Option<(&CpuMask, GroupStats)> = None;
@@ -1157,13 +1155,7 @@ impl Kernel {
     /// ([`Self::idlest_key`]), the first of equal keys kept as the walk
     /// keeps it; the local and the idlest group's statistics are read again
     /// at the end (nothing changed meanwhile).
-    #[allow(clippy::type_complexity)]
-    fn idlest_singleton_walk<'a>(
-        &self,
-        sd: &'a SchedDomain,
-        p: TaskId,
-        this_cpu: CpuId,
-    ) -> (Option<(&'a CpuMask, GroupStats)>, Option<(&'a CpuMask, GroupStats)>) {
+    fn idlest_singleton_walk<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> IdlestWalk<'a> {
         let task = &self.tasks[p.idx()];
         let list = sd.group_cpus_from(0);
         let pct = sd.imbalance_pct as u64;
