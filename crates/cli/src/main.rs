@@ -156,7 +156,12 @@ enum SchedstatCmd {
 
 #[derive(Subcommand)]
 enum KernelCmd {
-    Show { name: String },
+    Show {
+        name: String,
+        /// Patch overlays to show on top of the profile (`schedlab kernels` lists them).
+        #[arg(long)]
+        patch: Option<String>,
+    },
 }
 
 #[derive(clap::Args, Clone)]
@@ -275,8 +280,8 @@ fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Kernel { cmd: KernelCmd::Show { name } } => {
-            let k = load_kernel(&name, None)?;
+        Cmd::Kernel { cmd: KernelCmd::Show { name, patch } } => {
+            let k = load_kernel_patched(&name, patch.as_deref(), None)?;
             print!("{}", output::kernel_show(&k));
             Ok(())
         }

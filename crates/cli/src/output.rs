@@ -108,6 +108,13 @@ pub fn kernel_show(k: &KernelProfile) -> String {
         "effective on >= 8 CPUs (factor 4): base_slice {} ns, latency {} ns, min_granularity {} ns",
         e.base_slice_ns, e.latency_ns, e.min_granularity_ns
     );
+    let rules = k.eevdf_rules();
+    if !rules.is_empty() {
+        let _ = writeln!(o, "EEVDF rules:");
+        for (n, r) in rules {
+            let _ = writeln!(o, "  {n:<27} {r}");
+        }
+    }
     let _ = writeln!(o, "features (the bits this kernel's features.h has):");
     for f in SchedFeat::ALL.iter().filter(|f| k.has_feature_bit(**f)) {
         let _ = writeln!(o, "  {}{}", if k.features.has(*f) { "" } else { "NO_" }, f.name());

@@ -241,6 +241,21 @@ fn unknown_kernel_lists_profiles() {
     usage_error(&["kernel", "show", "v9.9"], &["v9.9", "v6.12"]);
 }
 
+// `kernel show` says what a profile and its patch overlays carry: v6.18's
+// v6.17 run-to-parity rules, the stable-6.18.44 overlay's wakeup pick and lag
+// clamp; the overlay is refused on any other base.
+#[test]
+fn kernel_show_v6_18_and_the_stable_overlay() {
+    let base = ok(&["kernel", "show", "v6.18"]);
+    assert!(base.contains("patches: none (the release as tagged)"), "{base}");
+    assert!(base.contains("base_slice 700000 ns") && base.contains("  PICK_BUDDY"), "{base}");
+    assert!(base.contains("(v6.17+)") && base.contains("v6.6-6.18.32") && base.contains("(v6.14/v6.15)"), "{base}");
+    let st = ok(&["kernel", "show", "v6.18", "--patch", "stable-6.18.44"]);
+    assert!(st.contains("patches on top:\n  stable-6.18.44 (6.18.y stable"), "{st}");
+    assert!(st.contains("(6.18.33+)") && st.contains("largest slice on the cfs_rq + TICK_NSEC (6.18.17+)"), "{st}");
+    usage_error(&["kernel", "show", "v6.12", "--patch", "stable-6.18.44"], &["applies to v6.18"]);
+}
+
 #[test]
 fn unknown_workload_lists_builtins() {
     usage_error(&["run", "--workload", "nosuchbench"], &["nosuchbench", "hackbench", "pipe", "context_switch1", "soaker"]);

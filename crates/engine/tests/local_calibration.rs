@@ -9,6 +9,11 @@
 //! the recorded repeats. docs/CALIBRATION.md "Built-ins against the real
 //! programs" has the tables this test prints (`cargo test --release -p
 //! schedlab-engine --test local_calibration -- --nocapture`).
+//!
+//! `SCHEDLAB_CALIB_KERNEL=NAME[:PATCHES]` runs the model under another
+//! profile (with `--patch`-style overlays after the colon, e.g.
+//! `v6.18:stable-6.18.44`) to compare kernels on the same table; the
+//! tolerances are set for the default, v6.12.
 
 use std::collections::BTreeMap;
 
@@ -170,6 +175,15 @@ fn is_server(bench: &str, name: &str) -> bool {
 
 const SEEDS: [u64; 3] = [1, 2, 3];
 
+/// The profile the model runs: v6.12, or `SCHEDLAB_CALIB_KERNEL=NAME[:PATCHES]`.
+fn calib_kernel() -> schedlab_kernel::profile::KernelProfile {
+    let spec = std::env::var("SCHEDLAB_CALIB_KERNEL").unwrap_or_else(|_| "v6.12".into());
+    let (name, patches) = spec.split_once(':').unwrap_or((&spec, ""));
+    let mut k = profile(name).unwrap_or_else(|e| panic!("SCHEDLAB_CALIB_KERNEL={spec}: {e}"));
+    k.apply_patches(patches).unwrap_or_else(|e| panic!("SCHEDLAB_CALIB_KERNEL={spec}: {e}"));
+    k
+}
+
 fn model(r: &Real) -> Figures {
     let text = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
     let m = schedlab_machine::from_toml_str(&text, "local-guest.toml").unwrap();
@@ -179,7 +193,7 @@ fn model(r: &Real) -> Figures {
     let mut acc = Figures::default();
     for seed in SEEDS {
         let cfg = SimConfig { seed, duration_ns: duration, schedstat: false, model: Default::default(), trace: false, switch_log: false };
-        let k = Kernel::new(&m.topology, profile("v6.12").unwrap());
+        let k = Kernel::new(&m.topology, calib_kernel());
         let (res, k) = Sim::new(&m, k, &w, &cfg).run_keep_kernel(&cfg);
         assert!(res.metric_missing.is_none(), "{} {params}: {:?}", r.bench, res.metric_missing);
         let secs = res.simulated_ns as f64 / 1e9;

@@ -233,6 +233,17 @@ pub enum Patch {
     /// migrate_load) and aa3ee4f0b754 (v6.15: wake_affine_idle()'s sync test
     /// subtracts delayed tasks).
     DelayedAccounting,
+    /// The 6.18.y stable changes to the fair class up to 6.18.44, on v6.18
+    /// (`stable_6_18()` gates each at the stable release that took it):
+    /// 6.18.17: 6e3c0a4e1ad1 "sched/fair: Fix lag clamp" (the lag limit is
+    /// the largest slice queued on the cfs_rq plus one tick) and
+    /// bcd74b2ffdd0 "sched/fair: Only set slice protection at pick time";
+    /// 6.18.33: e837456fdca8 "sched/fair: Reimplement NEXT_BUDDY to align with
+    /// EEVDF goals" with 15257cc2f905 "sched/fair: Revert force wakeup
+    /// preemption", ac8e69e69363 "sched/fair: Fix wakeup_preempt_fair() vs
+    /// delayed dequeue" and 9f6d929ee2c6 "sched/fair: Fix
+    /// wakeup_preempt_fair() for not waking up task". FIDELITY(F-648).
+    Stable6_18_44,
     /// Michael Wang (王贇), "per-cgroup NUMA suite" patches 1-3 (LKML
     /// 2019-07, base v5.2): `cpu.numa_group` gives a cpu cgroup one NUMA
     /// group that all its tasks join, and `cpu.numa_stat` reports the
@@ -256,6 +267,11 @@ impl Patch {
             "delayed-accounting",
             Patch::DelayedAccounting,
             "v6.14/v6.15 delayed-dequeue accounting (h_nr_delayed in runnable, balancer counts, wake_affine_idle; delayed tasks move for load only); base v6.12",
+        ),
+        (
+            "stable-6.18.44",
+            Patch::Stable6_18_44,
+            "6.18.y stable fair-class changes up to 6.18.44: lag clamp = largest queued slice + TICK_NSEC (6e3c0a4e1ad1, 6.18.17); slice protection set at pick only (bcd74b2ffdd0, 6.18.17); wakeup check of 6.18.33 (e837456fdca8 without its forced preemption, 15257cc2f905; ac8e69e69363; 9f6d929ee2c6): no preemption by WF_FORK or still-delayed wakees, PICK_BUDDY inside the pick, the pick repeated through pick_next_entity() dequeuing delayed sleepers it returns, preempt iff the first non-delayed pick is the wakee, update_protect_slice() after every non-preempting wakeup; NEXT_BUDDY stays off; base v6.18",
         ),
         (
             "numa-group",
@@ -556,9 +572,38 @@ fn v6_12() -> KernelProfile {
     p
 }
 
+/// Linux v6.18 (2025-11-30) as tagged, modelled as v6.12 plus the fair-class
+/// changes of v6.13-v6.18 that act on what schedlab models:
+/// - 2ae891b82695 "sched: Reduce the default slice to avoid tasks getting an
+///   extra tick" (v6.15): normalized base slice 0.75 -> 0.70 ms;
+/// - 2a77e4be12cb "sched/fair: Untangle NEXT_BUDDY and pick_next_task()"
+///   (v6.14): the PICK_BUDDY bit, pick_next_entity() honours an eligible
+///   cfs_rq->next with NEXT_BUDDY off;
+/// - the delayed-dequeue accounting of v6.14-v6.15 ("sched/eevdf: More PELT vs
+///   DELAYED_DEQUEUE", 61b82dfb6b7e, aa3ee4f0b754), which `--patch
+///   delayed-accounting` puts on v6.12 (`KernelProfile::delayed_accounting()`);
+/// - f553741ac8c0 "sched: Cancel the slice protection of the idle entity"
+///   (v6.15);
+/// - Vincent Guittot's run-to-parity series (v6.17: 9cdb4fe20cd2, 74eec63661d4,
+///   9de74a9850b9, 052c3d87c82e, 3a0baa8e6c57, 0b9ca2dcabc3): protection is
+///   a vruntime bound (vprot), `__pick_eevdf(protect)`, PREEMPT_SHORT only for
+///   a shorter-slice wakee, protection cancelled only when the wakee wins,
+///   update_curr() reschedules when the deadline passed or protection ended.
+/// What of v6.13-v6.18 is not modelled: FIDELITY(F-647).
+fn v6_18() -> KernelProfile {
+    let mut p = v6_12();
+    p.name = "v6.18";
+    p.summary = "v6.12 + 0.70 ms base slice (v6.15), PICK_BUDDY (v6.14), v6.14/v6.15 delayed-dequeue accounting, v6.17 run-to-parity (vprot bound, PREEMPT_SHORT only for shorter slices)";
+    p.tree = "Linux v6.18 release (2025-11-30)";
+    p.version = (6, 18);
+    p.tunables.base_slice_ns = 700_000;
+    p.features = p.features.with(&[PICK_BUDDY], true);
+    p
+}
+
 /// Every profile schedlab knows, oldest first.
 pub fn profiles() -> Vec<KernelProfile> {
-    vec![v2_6_38(), v3_10(), v5_2(), v5_11(), v5_12(), v5_13(), v6_0(), v6_6(), v6_12()]
+    vec![v2_6_38(), v3_10(), v5_2(), v5_11(), v5_12(), v5_13(), v6_0(), v6_6(), v6_12(), v6_18()]
 }
 
 /// Old profile names that were never the release they were named after:
@@ -653,6 +698,15 @@ impl KernelProfile {
                     self.name
                 ));
             }
+            if patch == Patch::Stable6_18_44 && self.version != (6, 18) {
+                return Err(format!(
+                    "patch stable-6.18.44 applies to v6.18 (the 6.18.y stable series up to 6.18.44); {} is not that base",
+                    self.name
+                ));
+            }
+            if patch == Patch::DelayedAccounting && self.version >= (6, 15) {
+                return Err(format!("patch delayed-accounting: {} already has it (v6.14/v6.15); use v6.12 as the base", self.name));
+            }
             if matches!(patch, Patch::WakeeFlips | Patch::RunnableLoad) && self.version != (3, 10) {
                 return Err(format!("patch {tok} applies to v3.10 (it was merged for v3.11/v3.12); {} is not that base", self.name));
             }
@@ -671,7 +725,7 @@ impl KernelProfile {
                 Patch::DelayedAccounting if !self.features.has(DELAY_DEQUEUE) => {
                     return Err(format!("patch delayed-accounting needs a kernel with delayed dequeue (v6.12); {} has none", self.name));
                 }
-                Patch::ShortrunRfc | Patch::DelayedAccounting | Patch::NumaGroupCgroup => {}
+                Patch::ShortrunRfc | Patch::DelayedAccounting | Patch::NumaGroupCgroup | Patch::Stable6_18_44 => {}
                 Patch::NumaCling => {
                     // Patch 4 sits on patches 1-3.
                     if !self.patches.contains(&Patch::NumaGroupCgroup) {
@@ -691,6 +745,98 @@ impl KernelProfile {
 
     pub fn has_patch(&self, p: Patch) -> bool {
         self.patches.contains(&p)
+    }
+
+    /// The delayed-dequeue accounting of v6.14/v6.15 (h_nr_runnable in the
+    /// runnable signal and the balancer's counts, can_migrate_task() moving a
+    /// delayed task for migrate_load only, wake_affine_idle()'s sync test
+    /// without delayed tasks): from v6.15 on, or `--patch delayed-accounting`
+    /// on v6.12. v6.12.0 counts delayed sleepers everywhere.
+    pub fn delayed_accounting(&self) -> bool {
+        self.version >= (6, 15) || self.has_patch(Patch::DelayedAccounting)
+    }
+
+    /// Whether this kernel has the 6.18.y stable change that first shipped
+    /// in 6.18.`level` (`--patch stable-6.18.44` carries 6.18.1 to 6.18.44).
+    pub fn stable_6_18(&self, level: u32) -> bool {
+        self.version == (6, 18) && level <= 44 && self.has_patch(Patch::Stable6_18_44)
+    }
+
+    /// The EEVDF rules this kernel runs where releases differ (`schedlab
+    /// kernel show`): slice protection, PREEMPT_SHORT, update_curr()'s
+    /// reschedule, the wakeup pick, the lag clamp, the buddy at pick and the
+    /// delayed-dequeue accounting. Empty for CFS kernels.
+    pub fn eevdf_rules(&self) -> Vec<(&'static str, &'static str)> {
+        if self.pick != PickAlgo::Eevdf {
+            return Vec::new();
+        }
+        let v617 = self.version >= (6, 17);
+        let s33 = self.stable_6_18(33);
+        let mut v = vec![
+            (
+                "slice protection",
+                if v617 {
+                    "vprot set at pick: the deadline, or vruntime + the smallest queued slice if shorter (NO_RUN_TO_PARITY: + 0.70 ms); protected while vruntime < vprot (v6.17+)"
+                } else {
+                    "the deadline stashed at pick; protected while it is still the deadline (v6.6-v6.16)"
+                },
+            ),
+            (
+                "PREEMPT_SHORT",
+                if v617 {
+                    "a shorter-slice wakee: pick without curr's protection, cancel it only if the wakee wins, else tighten it to vruntime + smallest slice (v6.17+)"
+                } else if self.version >= (6, 12) {
+                    "a shorter-slice eligible wakee with an earlier deadline (or curr ineligible) cancels curr's protection before the pick, win or lose (v6.12-v6.16)"
+                } else {
+                    "none (v6.12+)"
+                },
+            ),
+            (
+                "update_curr reschedule",
+                if v617 {
+                    "deadline reached, or protection ended (v6.17+)"
+                } else if self.version >= (6, 12) {
+                    "deadline reached, or protection cancelled and curr ineligible (v6.12-v6.16)"
+                } else {
+                    "deadline reached (v6.6-v6.11)"
+                },
+            ),
+            (
+                "wakeup pick",
+                if s33 {
+                    "WF_FORK and still-delayed wakees never preempt; pick_next_entity() repeated, dequeuing the delayed sleepers it returns; PICK_BUDDY inside the pick; the wakee preempts iff it is the pick; update_protect_slice() after every non-preempting wakeup (6.18.33+)"
+                } else {
+                    "one pick_eevdf(); the wakee preempts iff it is the pick, a delayed sleeper picked counts as another task (v6.6-6.18.32)"
+                },
+            ),
+            (
+                "lag clamp",
+                if self.stable_6_18(17) {
+                    "largest slice on the cfs_rq + TICK_NSEC (6.18.17+)"
+                } else {
+                    "max(2 * slice, TICK_NSEC) (v6.6-6.18.16)"
+                },
+            ),
+            (
+                "buddy at pick",
+                if self.version >= (6, 14) {
+                    "cfs_rq->next if eligible, under PICK_BUDDY (v6.14+)"
+                } else {
+                    "cfs_rq->next if eligible, under NEXT_BUDDY (v6.6-v6.13)"
+                },
+            ),
+        ];
+        if self.features.has(DELAY_DEQUEUE) || self.version >= (6, 12) {
+            v.push((
+                "delayed-dequeue accounting",
+                if self.delayed_accounting() {
+                    "delayed sleepers are not runnable: PELT runnable, balancer counts, wake_affine_idle(); moved for load only (v6.14/v6.15)"
+                } else {
+                    "delayed sleepers count as runnable everywhere (v6.12.0)"
+                },
+            ));
+        }
+        v
     }
 
     /// `sysctl_sched_tunable_scaling = SCHED_TUNABLESCALING_LOG`: factor = 1 + ilog2(min(ncpus, 8)).
@@ -793,7 +939,10 @@ pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
     ("PREEMPT_SHORT", (6, 12, 0), "85e511df3cec"),
     ("DELAY_DEQUEUE", (6, 12, 0), "152e11f6df29"),
     ("DELAY_ZERO", (6, 12, 0), "54a58a787791"),
-    ("PICK_BUDDY", (6, 13, 0), "\"sched/fair: Add PICK_BUDDY\" (after v6.12)"),
+    ("PICK_BUDDY", (6, 14, 0), "2a77e4be12cb (\"sched/fair: Untangle NEXT_BUDDY and pick_next_task()\")"),
+    ("base_slice=0.70ms", (6, 15, 0), "2ae891b82695 (\"sched: Reduce the default slice to avoid tasks getting an extra tick\")"),
+    ("delayed_accounting", (6, 15, 0), "\"sched/eevdf: More PELT vs DELAYED_DEQUEUE\" + 61b82dfb6b7e (v6.14), aa3ee4f0b754 (v6.15)"),
+    ("run_to_parity_vprot", (6, 17, 0), "9cdb4fe20cd2, 74eec63661d4, 9de74a9850b9, 052c3d87c82e, 3a0baa8e6c57, 0b9ca2dcabc3"),
     ("SIS_SHORT", (99, 0, 0), "never merged (shortrun RFC)"),
     ("NEXT_BUDDY", (2, 6, 31), "(NEXT_BUDDY)"),
     ("LAST_BUDDY", (2, 6, 31), "(LAST_BUDDY)"),
@@ -845,6 +994,15 @@ impl KernelProfile {
         }
         if self.fork_placement == ForkPlacement::EevdfWakeUpNew {
             v.push("fork_placement=EevdfWakeUpNew".into());
+        }
+        if self.pick == PickAlgo::Eevdf && self.tunables.base_slice_ns == 700_000 {
+            v.push("base_slice=0.70ms".into());
+        }
+        if self.delayed_accounting() {
+            v.push("delayed_accounting".into());
+        }
+        if self.pick == PickAlgo::Eevdf && self.version >= (6, 17) {
+            v.push("run_to_parity_vprot".into());
         }
         for (flag, on) in [
             ("sis_scan_from_next", self.sis_scan_from_next),
@@ -911,6 +1069,30 @@ mod tests {
         assert_eq!(t.base_slice_ns, 3_000_000);
         assert_eq!(t.nr_latency, 8);
     }
+    // v6.18 as tagged: the v6.15 slice, PICK_BUDDY, the v6.14/v6.15
+    // delayed-dequeue accounting; stable-6.18.44 goes on v6.18 only, and
+    // delayed-accounting (already in v6.18) on v6.12 only.
+    #[test]
+    fn v6_18_and_its_stable_overlay() {
+        let p = profile("v6.18").unwrap();
+        assert_eq!((p.version, p.tunables.base_slice_ns), ((6, 18), 700_000));
+        assert!(p.features.has(PICK_BUDDY) && !p.features.has(NEXT_BUDDY) && p.has_feature_bit(PICK_BUDDY));
+        assert!(p.delayed_accounting() && !profile("v6.12").unwrap().delayed_accounting());
+        assert!(p.patches.is_empty() && !p.stable_6_18(17));
+        assert_eq!(profile("v6.12").unwrap().tunables.base_slice_ns, 750_000);
+        let e = profile("v6.12").unwrap().apply_patches("stable-6.18.44").unwrap_err();
+        assert!(e.contains("applies to v6.18") && e.contains("v6.12"), "{e}");
+        let e = p.clone().apply_patches("delayed-accounting").unwrap_err();
+        assert!(e.contains("already has it"), "{e}");
+        let mut s = p.clone();
+        s.apply_patches("stable-6.18.44").unwrap();
+        assert!(s.stable_6_18(17) && s.stable_6_18(33) && !s.stable_6_18(45));
+        let rules = |k: &KernelProfile| k.eevdf_rules().into_iter().map(|(n, r)| format!("{n}: {r}")).collect::<Vec<_>>().join("\n");
+        assert!(rules(&s).contains("6.18.33+") && rules(&s).contains("6.18.17+") && !rules(&p).contains("6.18.33+"));
+        assert!(rules(&p).contains("v6.17+") && !rules(&profile("v6.12").unwrap()).contains("v6.17+"));
+        assert!(profile("v3.10").unwrap().eevdf_rules().is_empty());
+    }
+
     #[test]
     fn v6_12_has_delayed_dequeue_v6_6_not() {
         assert!(profile("v6.12").unwrap().features.has(DELAY_DEQUEUE));

@@ -154,7 +154,8 @@ pub struct SchedEntity {
     /// Wrapping u64 as in the kernel; compare with `(a - b) as i64`.
     pub vruntime: u64,
     pub deadline: u64,
-    /// EEVDF lag at dequeue; while curr, a copy of the deadline (slice protection).
+    /// EEVDF lag at dequeue; while curr, the slice protection: a copy of the
+    /// deadline at pick (v6.6-v6.16) or the bound vprot (v6.17+, a union with vlag).
     pub vlag: i64,
     pub slice: u64,
     pub on_rq: bool,

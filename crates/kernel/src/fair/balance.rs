@@ -286,7 +286,7 @@ impl Kernel {
     /// sleepers); `h_nr_delayed` with `--patch delayed-accounting` (v6.14
     /// h_nr_runnable).
     fn lb_delayed(&self, c: CpuId) -> u32 {
-        if self.profile.has_patch(crate::profile::Patch::DelayedAccounting) {
+        if self.profile.delayed_accounting() {
             self.rqs[c.idx()].cfs.h_nr_delayed
         } else {
             0
@@ -294,7 +294,7 @@ impl Kernel {
     }
 
     pub(crate) fn lb_read(&self) -> LbRead {
-        LbRead { delayed: self.profile.has_patch(crate::profile::Patch::DelayedAccounting), util_est: self.feats.has(UTIL_EST) }
+        LbRead { delayed: self.profile.delayed_accounting(), util_est: self.feats.has(UTIL_EST) }
     }
 
     /// What `update_sg_lb_stats()` reads of CPU `c` (the v5.5+ balancer): the
@@ -1160,10 +1160,7 @@ impl Kernel {
     /// `can_migrate_task()` (v2.6.x..v6.12).
     fn can_migrate_task(&self, p: TaskId, src: CpuId, env: &mut LbEnv, now: u64) -> bool {
         let t = &self.tasks[p.idx()];
-        if t.se.sched_delayed
-            && env.migration_type != MigrationType::Load
-            && self.profile.has_patch(crate::profile::Patch::DelayedAccounting)
-        {
+        if t.se.sched_delayed && env.migration_type != MigrationType::Load && self.profile.delayed_accounting() {
             self.xb_refuse(Refusal::Delayed);
             return false; // 61b82dfb6b7e (v6.14)
         }

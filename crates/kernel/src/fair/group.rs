@@ -3,7 +3,7 @@
 //! the hierarchical load `task_h_load()` (spec §6.1, §7.1).
 
 use crate::core::Kernel;
-use crate::fair::{calc_delta_fair, vdiff};
+use crate::fair::vdiff;
 use crate::sched::{CfsId, CfsRq, Ent, SchedEntity, TaskGroup, TaskId, NICE_0_LOAD};
 
 /// `MIN_SHARES`: the smallest weight a group entity can get.
@@ -83,6 +83,8 @@ impl Kernel {
         let on_rq = self.se(e).on_rq;
         let is_curr = self.cfs(q).curr == Some(e);
         let old = self.se(e).weight;
+        // entity_lag()'s clamp, taken while `e` is still queued (v6.6+).
+        let limit = if self.eevdf() { self.lag_limit(q, e, old) as i64 } else { 0 };
         let mut avruntime = 0;
         if on_rq {
             self.update_curr(q, now);
@@ -93,12 +95,10 @@ impl Kernel {
             self.cfs_mut(q).load_weight -= old;
         }
         if self.eevdf() {
-            let tick = self.tun.tick_ns;
             let se = self.se_mut(e);
             if on_rq {
                 if se.vruntime != avruntime {
                     // entity_lag(): clamped like update_entity_lag().
-                    let limit = calc_delta_fair((2 * se.slice).max(tick), old) as i64;
                     let vlag = vdiff(avruntime, se.vruntime).clamp(-limit, limit);
                     let vlag = (vlag as i128 * old as i128 / weight as i128) as i64;
                     se.vruntime = avruntime.wrapping_sub(vlag as u64);

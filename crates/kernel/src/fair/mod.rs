@@ -276,8 +276,9 @@ impl Kernel {
         let curr = self.cfs(q).curr;
         // v6.12.0: se_runnable() is on_rq and the cfs_rq's runnable count is
         // h_nr_running, delayed sleepers included; "sched/eevdf: More PELT vs
-        // DELAYED_DEQUEUE" (v6.14) leaves them out (`--patch delayed-accounting`).
-        let later = self.profile.has_patch(crate::profile::Patch::DelayedAccounting);
+        // DELAYED_DEQUEUE" (v6.14) leaves them out (v6.18; `--patch
+        // delayed-accounting` on v6.12).
+        let later = self.profile.delayed_accounting();
         if let Some(e) = e {
             let se = self.se_mut(e);
             let runnable = se.on_rq && !(later && se.sched_delayed);
@@ -357,10 +358,14 @@ impl Kernel {
         if self.cfs(q).nr_running <= 1 {
             return;
         }
-        // v6.12 PREEMPT_SHORT: did_preempt_short(): curr lost protection and is ineligible.
-        let short = self.feats.has(PREEMPT_SHORT) && {
-            let se = self.se(c);
-            se.vlag != se.deadline as i64 && !self.entity_eligible(q, c)
+        let short = if self.profile.version >= (6, 17) {
+            // v6.17+ (0b9ca2dcabc3 "Always trigger resched at the end of a
+            // protected period"): also when curr's protection ended, eligible or not.
+            !self.protect_slice(c)
+        } else {
+            // v6.12-v6.16 PREEMPT_SHORT: did_preempt_short(): curr lost
+            // protection and is ineligible.
+            self.feats.has(PREEMPT_SHORT) && !self.protect_slice(c) && !self.entity_eligible(q, c)
         };
         if resched || short {
             self.resched_curr(self.cfs_cpu(q));
@@ -479,14 +484,117 @@ impl Kernel {
         se.deadline = se.vruntime.wrapping_add(vslice as u64);
     }
 
-    /// `update_entity_lag()`: vlag = clamp(V - v, -L, L), L = max(2*slice, TICK) in virtual time.
+    /// `update_entity_lag()`: vlag = clamp(V - v, -L, L), L in virtual time.
     fn update_entity_lag(&mut self, q: CfsId, e: Ent) {
         let v = self.avg_vruntime(q);
-        let tick = self.tun.tick_ns;
+        let limit = self.lag_limit(q, e, self.se(e).weight) as i64;
         let se = self.se_mut(e);
         let lag = vdiff(v, se.vruntime);
-        let limit = calc_delta_fair((2 * se.slice).max(tick), se.weight) as i64;
         se.vlag = lag.clamp(-limit, limit);
+    }
+
+    /// The lag clamp of `update_entity_lag()` (and of `entity_lag()` in
+    /// reweight_entity()) for entity `e` of `q` at weight `w`, in virtual time:
+    /// v6.6 - 6.18.16 max(2 * se->slice, TICK_NSEC); 6.18.17+ (6e3c0a4e1ad1
+    /// "sched/fair: Fix lag clamp", mainline v7.0) `cfs_rq_max_slice()` +
+    /// TICK_NSEC.
+    pub(crate) fn lag_limit(&self, q: CfsId, e: Ent, w: u64) -> u64 {
+        let tick = self.tun.tick_ns;
+        let wall = if self.profile.stable_6_18(17) { self.cfs_rq_max_slice(q) + tick } else { (2 * self.se(e).slice).max(tick) };
+        calc_delta_fair(wall, w)
+    }
+
+    /// `cfs_rq_max_slice()` (6.18.17+): the largest slice among curr (if
+    /// queued) and the entities in the tree. The kernel reads it at the
+    /// tree's root (the `max_slice` augmentation); here a walk of the tree.
+    fn cfs_rq_max_slice(&self, q: CfsId) -> u64 {
+        let cfs = self.cfs(q);
+        let curr = cfs.curr.filter(|&c| self.se(c).on_rq).map_or(0, |c| self.se(c).slice);
+        cfs.queue.iter_unordered().map(|x| self.se(x).slice).fold(curr, u64::max)
+    }
+
+    /// `cfs_rq_min_slice()` (v6.12+): the smallest slice among curr (if
+    /// queued) and the entities in the tree; None when both are empty (the
+    /// kernel's ~0ULL). The kernel reads it at the tree's root (the
+    /// `min_slice` augmentation); here a walk of the tree.
+    fn cfs_rq_min_slice(&self, q: CfsId) -> Option<u64> {
+        let cfs = self.cfs(q);
+        let curr = cfs.curr.filter(|&c| self.se(c).on_rq).map(|c| self.se(c).slice);
+        cfs.queue.iter_unordered().map(|x| self.se(x).slice).chain(curr).min()
+    }
+
+    // ---------------------------------------------------------------- slice protection (RUN_TO_PARITY)
+    //
+    // The protection lives in `se.vlag` while the entity is curr, as the
+    // kernel keeps it: v6.6-v6.16 a copy of the deadline at pick ("HACK,
+    // stash a copy of deadline at the point of pick in vlag"), v6.17-6.18.44
+    // the bound `vprot`, which shares its storage with vlag (a union in
+    // struct sched_entity).
+
+    /// `protect_slice()`: v6.6-v6.16 (f553741ac8c0 names it in v6.15) the
+    /// stashed deadline is still the deadline; v6.17+ (74eec63661d4 "Fix
+    /// NO_RUN_TO_PARITY case") vruntime has not reached vprot.
+    fn protect_slice(&self, e: Ent) -> bool {
+        let se = self.se(e);
+        if self.profile.version >= (6, 17) {
+            vdiff(se.vlag as u64, se.vruntime) > 0
+        } else {
+            se.vlag == se.deadline as i64
+        }
+    }
+
+    /// `set_protect_slice()` at pick (`set_next_entity()`): v6.6-v6.16 stash
+    /// the deadline. v6.17+ (74eec63661d4, 052c3d87c82e "Limit run to parity
+    /// to the min slice of enqueued entities"): vprot = deadline, or
+    /// min(deadline, vruntime + the smallest slice queued in virtual time)
+    /// when that slice is below the entity's own; with NO_RUN_TO_PARITY the
+    /// normalized base slice (0.70 ms) instead of the queue's minimum. Called
+    /// after the entity left the tree and before it becomes curr.
+    fn set_protect_slice(&mut self, q: CfsId, e: Ent) {
+        if self.profile.version < (6, 17) {
+            let se = self.se_mut(e);
+            se.vlag = se.deadline as i64;
+            return;
+        }
+        let cfs = self.cfs(q);
+        // cfs_rq->curr is not set yet at this point (the kernel's
+        // set_next_entity() sets it after set_protect_slice()).
+        let queued = cfs.queue.iter_unordered().map(|x| self.se(x).slice).min();
+        let base = if self.feats.has(RUN_TO_PARITY) { queued } else { Some(self.profile.tunables.base_slice_ns) };
+        let se = self.se(e);
+        let slice = base.map_or(se.slice, |b| b.min(se.slice));
+        let mut vprot = se.deadline;
+        if slice != se.slice {
+            let bound = se.vruntime.wrapping_add(calc_delta_fair(slice, se.weight));
+            if vdiff(bound, vprot) < 0 {
+                vprot = bound;
+            }
+        }
+        self.se_mut(e).vlag = vprot as i64;
+    }
+
+    /// `update_protect_slice()` (v6.17+, 3a0baa8e6c57 "Fix entity's lag with
+    /// run to parity"): vprot = min(vprot, vruntime + the smallest slice on
+    /// the cfs_rq (curr included) in virtual time).
+    fn update_protect_slice(&mut self, q: CfsId, e: Ent) {
+        let slice = self.cfs_rq_min_slice(q).unwrap_or(self.se(e).slice);
+        let se = self.se_mut(e);
+        let bound = se.vruntime.wrapping_add(calc_delta_fair(slice, se.weight));
+        if vdiff(bound, se.vlag as u64) < 0 {
+            se.vlag = bound as i64;
+        }
+    }
+
+    /// `cancel_protect_slice()`: v6.12-v6.16 the stash no longer equals the
+    /// deadline (deadline + 1); v6.17+ vprot = vruntime. Only a protected
+    /// entity's is touched.
+    fn cancel_protect_slice(&mut self, e: Ent) {
+        if !self.protect_slice(e) {
+            return;
+        }
+        let v617 = self.profile.version >= (6, 17);
+        let se = self.se_mut(e);
+        se.vlag = if v617 { se.vruntime as i64 } else { se.deadline as i64 + 1 };
     }
 
     /// `enqueue_entity()`: one entity on one cfs_rq.
@@ -659,12 +767,14 @@ impl Kernel {
                 self.cfs_tasks_list(p);
             }
         }
-        let eevdf = self.eevdf();
-        let se = self.se_mut(e);
-        if eevdf {
-            // The kernel stashes the deadline in vlag at pick: slice protection (RUN_TO_PARITY).
-            se.vlag = se.deadline as i64;
+        if self.eevdf() {
+            // Slice protection is set here, at pick, and nowhere else: the
+            // model has no sched_change path (put_prev/set_next of a running
+            // task around a nice, policy or group change), which is where
+            // bcd74b2ffdd0 (6.18.17) stopped re-arming it.
+            self.set_protect_slice(q, e);
         }
+        let se = self.se_mut(e);
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
     }
@@ -750,13 +860,30 @@ impl Kernel {
 
     // ---------------------------------------------------------------- picking
 
-    /// `pick_eevdf()` (v6.6 / v6.12).
+    /// `pick_eevdf()` (v6.6-v6.16; v6.17+ `pick_eevdf()` = `__pick_eevdf(cfs_rq, true)`).
     pub fn pick_eevdf(&self, q: impl Into<CfsId>) -> Option<Ent> {
-        let q = q.into();
+        self.pick_eevdf_protect(q.into(), true)
+    }
+
+    /// `__pick_eevdf(cfs_rq, protect)` (v6.17+, 9de74a9850b9 "Remove spurious
+    /// shorter slice preemption"; before, `pick_eevdf()` with protect always
+    /// true and gated on RUN_TO_PARITY): one queued entity is the pick; with
+    /// the 6.18.33 wakeup rework (e837456fdca8) an eligible next buddy is
+    /// returned here under PICK_BUDDY (so the wakeup check sees it); curr
+    /// competes only if queued and eligible, and keeps the CPU outright while
+    /// `protect` and its slice protection hold; otherwise the eligible entity
+    /// with the earliest deadline, curr winning only with a strictly earlier
+    /// one.
+    fn pick_eevdf_protect(&self, q: CfsId, protect: bool) -> Option<Ent> {
         let cfs = self.cfs(q);
         let mut curr = cfs.curr.filter(|&c| self.se(c).on_rq);
         if cfs.nr_running == 1 {
             return curr.or_else(|| cfs.queue.first(&self.rq_steps).map(|(e, _)| e));
+        }
+        if self.profile.stable_6_18(33) && self.feats.has(PICK_BUDDY) {
+            if let Some(n) = cfs.next.filter(|&n| self.entity_eligible(q, n)) {
+                return Some(n);
+            }
         }
         if let Some(c) = curr {
             if !self.entity_eligible(q, c) {
@@ -764,8 +891,9 @@ impl Kernel {
             }
         }
         if let Some(c) = curr {
-            let se = self.se(c);
-            if self.feats.has(RUN_TO_PARITY) && se.vlag == se.deadline as i64 {
+            // v6.17+: NO_RUN_TO_PARITY shortens vprot instead (set_protect_slice()).
+            let gate = if self.profile.version >= (6, 17) { protect } else { self.feats.has(RUN_TO_PARITY) };
+            if gate && self.protect_slice(c) {
                 return Some(c);
             }
         }
@@ -799,9 +927,12 @@ impl Kernel {
 
     /// EEVDF `pick_next_entity()`: the next buddy if honoured and eligible
     /// (v6.6-v6.13 under NEXT_BUDDY; v6.14+ under PICK_BUDDY), else `pick_eevdf()`.
+    /// From 6.18.33 (e837456fdca8) the buddy test is inside `__pick_eevdf()`.
+    /// The completion of a delayed dequeue of the entity picked is the
+    /// caller's (`pick_next_task_fair()`, `wakeup_pick_next_entity()`).
     fn pick_next_entity_eevdf(&self, q: CfsId) -> Option<Ent> {
         let buddy_on = if self.profile.version >= (6, 14) { self.feats.has(PICK_BUDDY) } else { self.feats.has(NEXT_BUDDY) };
-        if buddy_on {
+        if buddy_on && !self.profile.stable_6_18(33) {
             if let Some(n) = self.cfs(q).next {
                 if self.entity_eligible(q, n) {
                     return Some(n);
@@ -1307,6 +1438,10 @@ impl Kernel {
         let (se, pse) = self.find_matching_se(Ent::task(curr), pe);
         let (cse_idle, pse_idle) = (self.se_is_idle(se), self.se_is_idle(pse));
         if cse_idle && !pse_idle {
+            if self.eevdf() && self.profile.version >= (6, 15) {
+                // f553741ac8c0 (v6.15): "Cancel the slice protection of the idle entity".
+                self.cancel_protect_slice(se);
+            }
             self.resched_curr(cpu);
             return;
         }
@@ -1318,6 +1453,10 @@ impl Kernel {
         }
         let q = self.cfs_of(se);
         self.update_curr(q, now);
+        if self.eevdf() && self.profile.version >= (6, 17) {
+            self.check_preempt_wakeup_v6_17(cpu, q, se, pse, wake_fork, now);
+            return;
+        }
         if self.eevdf() {
             // v6.12 PREEMPT_SHORT: a shorter-slice eligible wakee cancels protection.
             if self.feats.has(PREEMPT_SHORT) {
@@ -1325,9 +1464,8 @@ impl Kernel {
                 let short = ps.slice < cs.slice
                     && self.entity_eligible(q, pse)
                     && (vdiff(ps.deadline, cs.deadline) < 0 || !self.entity_eligible(q, se));
-                if short && cs.vlag == cs.deadline as i64 {
-                    let d = cs.deadline as i64 + 1;
-                    self.se_mut(se).vlag = d;
+                if short {
+                    self.cancel_protect_slice(se);
                 }
             }
             if self.pick_eevdf(q) == Some(pse) {
@@ -1345,6 +1483,63 @@ impl Kernel {
                 self.set_last_buddy(se);
             }
         }
+    }
+
+    /// The EEVDF decision of `check_preempt_wakeup_fair()` (v6.17 - 6.18.44;
+    /// wakeup_preempt_fair() in 6.18.33+), after update_curr() of the common
+    /// cfs_rq `q` of curr's entity `se` and the wakee's `pse`:
+    /// - v6.17 (9de74a9850b9): PREEMPT_SHORT applies iff the wakee's slice is
+    ///   shorter than curr's (no eligibility or deadline test); then the pick
+    ///   ignores curr's protection.
+    /// - 6.18.33+ (e837456fdca8 as reverted by 15257cc2f905): otherwise no
+    ///   preemption by a WF_FORK wakeup or a wakee that is still delayed;
+    ///   (NEXT_BUDDY's set_preempt_buddy()/preempt_sync() are not modelled,
+    ///   FIDELITY(F-648)); the pick is `pick_next_entity()` repeated while it
+    ///   completes delayed dequeues (ac8e69e69363, 9f6d929ee2c6).
+    ///   v6.17 - 6.18.32: one `__pick_eevdf()`, a delayed pick counting as
+    ///   somebody else.
+    /// - The wakee preempts iff it is the pick; in SHORT mode curr's
+    ///   protection is then cancelled. Otherwise (RUN_TO_PARITY) curr's
+    ///   protection is tightened to the smallest queued slice
+    ///   (update_protect_slice()): in SHORT mode only up to 6.18.32 (3a0baa8e6c57),
+    ///   after every non-preempting wakeup from 6.18.33.
+    fn check_preempt_wakeup_v6_17(&mut self, cpu: CpuId, q: CfsId, se: Ent, pse: Ent, wake_fork: bool, now: u64) {
+        let stable33 = self.profile.stable_6_18(33);
+        let short = self.feats.has(PREEMPT_SHORT) && self.se(pse).slice < self.se(se).slice;
+        if stable33 && !short && (wake_fork || self.se(pse).sched_delayed) {
+            return;
+        }
+        let pick = if stable33 { self.wakeup_pick_next_entity(cpu, q, !short, now) } else { self.pick_eevdf_protect(q, !short) };
+        if pick == Some(pse) {
+            if short {
+                self.cancel_protect_slice(se);
+            }
+            self.resched_curr(cpu);
+            return;
+        }
+        if self.feats.has(RUN_TO_PARITY) && (short || stable33) {
+            self.update_protect_slice(q, se);
+        }
+    }
+
+    /// The pick of the 6.18.33+ wakeup check (ac8e69e69363 "Fix
+    /// wakeup_preempt_fair() vs delayed dequeue", 9f6d929ee2c6 "Fix
+    /// wakeup_preempt_fair() for not waking up task"): `pick_next_entity()`,
+    /// which completes the dequeue of a delayed entity it picks (its lag
+    /// clipped to <= 0 under DELAY_ZERO) and returns none, repeated until it
+    /// returns a non-delayed entity or `q` is empty.
+    fn wakeup_pick_next_entity(&mut self, cpu: CpuId, q: CfsId, protect: bool, now: u64) -> Option<Ent> {
+        while self.cfs(q).nr_running > 0 {
+            let e = self.pick_eevdf_protect(q, protect)?;
+            match e.task_id().filter(|t| self.tasks[t.idx()].se.sched_delayed) {
+                Some(t) => {
+                    self.dequeue_task_fair(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
+                    self.finish_delayed_dequeue(t);
+                }
+                None => return Some(e),
+            }
+        }
+        None
     }
 
     /// `resched_curr()`: set TIF_NEED_RESCHED on the CPU's current task.
@@ -1611,6 +1806,242 @@ mod tests {
         assert!(!resched, "W ran exactly C's lead: eligible and protected (RUN_TO_PARITY)");
         let (_, _, resched) = wake_after(6_758);
         assert!(resched, "one ns past C's lead: W is not eligible");
+    }
+
+    // ------------------------------------------------------------ v6.18 and stable-6.18.44
+
+    /// A kernel on `ncpus` CPUs of one LLC, with `patch` applied.
+    fn kernel_on(kernel: &str, patch: Option<&str>, ncpus: u32) -> Kernel {
+        let cpus = (0..ncpus).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+        let t = CpuTopology::new(cpus, vec![vec![10]]).unwrap();
+        let mut p = profile(kernel).unwrap();
+        if let Some(x) = patch {
+            p.apply_patches(x).unwrap();
+        }
+        Kernel::new(&t, p)
+    }
+
+    /// `a` becomes curr of CPU 0 at time 0 (set_next_entity(): slice protection set).
+    fn make_curr(k: &mut Kernel, a: TaskId) {
+        k.set_next_entity(CpuId(0).into(), a.into(), 0);
+        k.rqs[0].curr = Some(a);
+    }
+
+    // 2ae891b82695 (v6.15): base slice 0.70 ms normalized, 1.4 ms on 2 CPUs
+    // (factor 1 + ilog2(2)); v6.12.0 has 0.75 ms, 1.5 ms.
+    #[test]
+    fn v6_18_base_slice_is_1_4_ms_on_2_cpus() {
+        assert_eq!(kernel_on("v6.18", None, 2).tun.base_slice_ns, 1_400_000);
+        assert_eq!(kernel_on("v6.12", None, 2).tun.base_slice_ns, 1_500_000);
+        assert_eq!(kernel_on("v6.18", Some("stable-6.18.44"), 2).tun.base_slice_ns, 1_400_000);
+    }
+
+    // update_entity_lag(): v6.6 - 6.18.16 clamp the lag at max(2 * slice,
+    // TICK_NSEC) = max(2.8, 4.0) = 4.0 ms on 2 CPUs at HZ 250; 6.18.17+
+    // (6e3c0a4e1ad1) at the largest slice on the cfs_rq + TICK_NSEC = 1.4 +
+    // 4.0 = 5.4 ms. S sleeps 13.33 ms behind V (V = (0 + 20 + 20) / 3 ms).
+    #[test]
+    fn stable_6_18_17_lag_clamp_is_max_slice_plus_tick() {
+        let sleep_lag = |patch: Option<&str>| {
+            let mut k = kernel_on("v6.18", patch, 2);
+            let ids = hand_queue(&mut k, &[(1024, 0, 1_400_000), (1024, 20 * MS, 21 * MS), (1024, 20 * MS, 21 * MS)]);
+            assert_eq!(k.lag_limit(CpuId(0).into(), ids[0].into(), 1024), if patch.is_some() { 5_400_000 } else { 4 * MS });
+            run_then_sleep(&mut k, ids[0], 0);
+            assert!(!k.tasks[ids[0].idx()].se.on_rq, "eligible: dequeued at once");
+            k.tasks[ids[0].idx()].se.vlag
+        };
+        assert_eq!(sleep_lag(None), 4_000_000);
+        assert_eq!(sleep_lag(Some("stable-6.18.44")), 5_400_000);
+        // The largest slice queued, not the entity's own: a 3 ms slice raises it to 7 ms.
+        let mut k = kernel_on("v6.18", Some("stable-6.18.44"), 2);
+        let ids = hand_queue(&mut k, &[(1024, 0, MS), (1024, 0, MS)]);
+        k.tasks[ids[1].idx()].se.slice = 3 * MS;
+        assert_eq!(k.lag_limit(CpuId(0).into(), ids[0].into(), 1024), 7 * MS);
+        assert_eq!(k.lag_limit(CpuId(0).into(), ids[0].into(), 2048), 7 * MS / 2, "in virtual time");
+    }
+
+    // 2a77e4be12cb (v6.14) PICK_BUDDY: pick_next_entity() honours an eligible
+    // cfs_rq->next with NEXT_BUDDY off; v6.12.0 only under NEXT_BUDDY.
+    #[test]
+    fn v6_18_pick_buddy_without_next_buddy() {
+        for (kernel, want) in [("v6.12", 1), ("v6.18", 0)] {
+            let mut k = one_cpu(kernel);
+            let ids = hand_queue(&mut k, &[(1024, 0, 5 * MS), (1024, 0, MS)]);
+            k.rqs[0].cfs.next = Some(ids[0].into());
+            assert!(!k.feats.has(NEXT_BUDDY));
+            assert_eq!(k.pick_next_entity_eevdf(CpuId(0).into()), Some(ids[want].into()), "{kernel}");
+        }
+    }
+
+    // v6.17 set_protect_slice() (052c3d87c82e) and update_curr()
+    // (0b9ca2dcabc3): with a shorter slice queued, curr's protection ends
+    // vruntime + that slice after the pick, and update_curr() reschedules
+    // then although curr is eligible and before its deadline. v6.12 protects
+    // to the deadline and reschedules an unprotected curr only if ineligible.
+    #[test]
+    fn v6_18_protection_bound_by_the_smallest_queued_slice() {
+        for (kernel, resched) in [("v6.12", false), ("v6.18", true)] {
+            let mut k = one_cpu(kernel);
+            let ids = hand_queue(&mut k, &[(1024, 0, 700_000), (1024, MS, MS + 700_000)]);
+            k.tasks[ids[1].idx()].se.slice = 100_000;
+            make_curr(&mut k, ids[0]);
+            if kernel == "v6.18" {
+                assert_eq!(k.tasks[ids[0].idx()].se.vlag, 100_000, "vprot = vruntime + 0.1 ms");
+            }
+            k.update_curr(CpuId(0).into(), 200_000);
+            assert!(k.entity_eligible(CpuId(0), ids[0]), "A (0.2 ms) <= V (0.6 ms)");
+            assert_eq!(k.rqs[0].need_resched, resched, "{kernel}");
+        }
+    }
+
+    // 74eec63661d4 (v6.17) NO_RUN_TO_PARITY: curr is still protected for the
+    // normalized base slice (0.7 ms), here half of its 1.4 ms request; v6.12
+    // without RUN_TO_PARITY does not protect at all.
+    #[test]
+    fn v6_18_no_run_to_parity_protects_0_7_ms() {
+        for (kernel, want) in [("v6.12", 1), ("v6.18", 0)] {
+            let mut k = kernel_on(kernel, None, 2);
+            k.feats.set(RUN_TO_PARITY, false);
+            let s = k.tun.base_slice_ns;
+            let ids = hand_queue(&mut k, &[(1024, 0, s), (1024, 500_000, 900_000), (1024, MS, 3 * MS)]);
+            make_curr(&mut k, ids[0]);
+            k.update_curr(CpuId(0).into(), 300_000);
+            assert!(k.entity_eligible(CpuId(0), ids[0]) && k.entity_eligible(CpuId(0), ids[1]), "V = 0.6 ms");
+            assert_eq!(k.pick_eevdf(CpuId(0)), Some(ids[want].into()), "{kernel}");
+        }
+        let mut k = kernel_on("v6.18", None, 2);
+        k.feats.set(RUN_TO_PARITY, false);
+        let ids = hand_queue(&mut k, &[(1024, 0, 1_400_000), (1024, MS, 3 * MS)]);
+        make_curr(&mut k, ids[0]);
+        assert_eq!(k.tasks[ids[0].idx()].se.vlag, 700_000);
+    }
+
+    // v6.17 check_preempt_wakeup_fair() (9de74a9850b9, 3a0baa8e6c57): a
+    // shorter-slice wakee makes the pick ignore curr's protection, and the
+    // protection is cancelled only if the wakee wins; when it loses, curr's
+    // protection is tightened to vruntime + the smallest slice. v6.12 cancels
+    // it as soon as the eligible wakee has an earlier deadline, win or lose.
+    // A (curr, v 0, deadline 0.7 ms), X (deadline 0.05 ms), W (wakee, slice
+    // 0.1 ms, deadline 0.1 ms), all at V = 0: X is the pick.
+    #[test]
+    fn v6_18_shorter_slice_wakee_cancels_only_when_it_wins() {
+        for kernel in ["v6.12", "v6.18"] {
+            let mut k = one_cpu(kernel);
+            let ids = hand_queue(&mut k, &[(1024, 0, 700_000), (1024, 0, 50_000), (1024, 0, 100_000)]);
+            let (a, w) = (ids[0], ids[2]);
+            make_curr(&mut k, a);
+            k.tasks[w.idx()].se.slice = 100_000;
+            k.check_preempt_wakeup(CpuId(0), w, false, 0);
+            assert!(!k.rqs[0].need_resched, "{kernel}: X is the pick, not W");
+            let se = &k.tasks[a.idx()].se;
+            if kernel == "v6.12" {
+                assert!(!k.protect_slice(a.into()), "v6.12: cancelled although W lost");
+                assert_eq!(se.vlag, 700_001);
+            } else {
+                assert!(k.protect_slice(a.into()), "v6.18: kept");
+                assert_eq!(se.vlag, 100_000, "tightened to vruntime + 0.1 ms");
+            }
+        }
+    }
+
+    // f553741ac8c0 (v6.15): a non-idle wakee preempting a SCHED_IDLE curr
+    // also cancels its slice protection.
+    #[test]
+    fn v6_18_idle_curr_loses_its_protection() {
+        for (kernel, kept) in [("v6.12", true), ("v6.18", false)] {
+            let mut k = one_cpu(kernel);
+            let ids = hand_queue(&mut k, &[(1024, 0, 700_000), (1024, 0, 700_000)]);
+            k.tasks[ids[0].idx()].policy = Policy::Idle;
+            make_curr(&mut k, ids[0]);
+            k.check_preempt_wakeup(CpuId(0), ids[1], false, 0);
+            assert!(k.rqs[0].need_resched);
+            assert_eq!(k.protect_slice(ids[0].into()), kept, "{kernel}");
+        }
+    }
+
+    // The wakeup check of 6.18.33 (ac8e69e69363): the pick goes through
+    // pick_next_entity(), which completes the dequeue of a delayed sleeper it
+    // returns (lag clipped to 0 by DELAY_ZERO) and picks again. A is curr and
+    // ineligible (10 ms), D a delayed sleeper (2 ms, deadline 2.5 ms), W the
+    // wakee (4 ms, deadline 4.7 ms); V = 5.33 ms: D and W are eligible and D's
+    // deadline is the earliest. v6.18.0 picks D, "somebody else": no
+    // preemption. stable-6.18.44 dequeues D (lag +3.33 ms clipped to 0); V =
+    // 7 ms, A is still ineligible and W is the pick: W preempts A.
+    #[test]
+    fn stable_6_18_33_wakeup_pick_purges_delayed_sleepers() {
+        let run = |patch: Option<&str>| {
+            let mut k = kernel_on("v6.18", patch, 1);
+            let ids = hand_queue(&mut k, &[(1024, 10 * MS, 10_700_000), (1024, 2 * MS, 2_500_000), (1024, 4 * MS, 4_700_000)]);
+            let (a, d, w) = (ids[0], ids[1], ids[2]);
+            k.tasks[d.idx()].state = TaskState::Sleeping;
+            k.mark_delayed(d);
+            make_curr(&mut k, a);
+            assert_eq!(k.pick_eevdf(CpuId(0)), Some(d.into()), "the delayed sleeper is the EEVDF pick");
+            k.check_preempt_wakeup(CpuId(0), w, false, 0);
+            (k, d)
+        };
+        let (k, d) = run(None);
+        assert!(!k.rqs[0].need_resched, "v6.18.0: D is the pick, W does not preempt");
+        assert!(k.tasks[d.idx()].se.on_rq && k.tasks[d.idx()].se.sched_delayed);
+        let (k, d) = run(Some("stable-6.18.44"));
+        assert!(k.rqs[0].need_resched, "6.18.44: D dropped, W is the pick");
+        let se = &k.tasks[d.idx()].se;
+        assert!(!se.on_rq && !se.sched_delayed, "D's delayed dequeue completed");
+        assert_eq!(se.vlag, 0, "DELAY_ZERO: +3.33 ms clipped to 0");
+        assert_eq!((k.rqs[0].cfs.nr_running, k.rqs[0].cfs.h_nr_delayed), (2, 0));
+    }
+
+    // 6.18.33 (e837456fdca8): no preemption by a WF_FORK wakeup or a wakee
+    // that is still delayed, before any pick; v6.18.0 preempts when the
+    // wakee is the pick. A is curr and ineligible, W eligible.
+    #[test]
+    fn stable_6_18_33_fork_and_delayed_wakees_do_not_preempt() {
+        for (patch, preempts) in [(None, true), (Some("stable-6.18.44"), false)] {
+            for delayed in [false, true] {
+                let mut k = kernel_on("v6.18", patch, 1);
+                let ids = hand_queue(&mut k, &[(1024, 10 * MS, 10_700_000), (1024, 4 * MS, 4_700_000)]);
+                make_curr(&mut k, ids[0]);
+                if delayed {
+                    k.tasks[ids[1].idx()].state = TaskState::Sleeping;
+                    k.mark_delayed(ids[1]);
+                }
+                k.check_preempt_wakeup(CpuId(0), ids[1], !delayed, 0);
+                assert_eq!(k.rqs[0].need_resched, preempts, "{patch:?} delayed {delayed}");
+            }
+        }
+    }
+
+    // 6.18.33 (e837456fdca8): PICK_BUDDY is inside __pick_eevdf(), so the
+    // wakeup check sees an eligible cfs_rq->next. A curr and ineligible, X
+    // (next buddy, deadline 6 ms) and W (wakee, deadline 4.7 ms) eligible:
+    // v6.18.0 picks W and preempts; 6.18.44 picks X and does not.
+    #[test]
+    fn stable_6_18_33_wakeup_check_sees_the_next_buddy() {
+        for (patch, preempts) in [(None, true), (Some("stable-6.18.44"), false)] {
+            let mut k = kernel_on("v6.18", patch, 1);
+            let ids = hand_queue(&mut k, &[(1024, 10 * MS, 10_700_000), (1024, 3 * MS, 6 * MS), (1024, 4 * MS, 4_700_000)]);
+            make_curr(&mut k, ids[0]);
+            k.rqs[0].cfs.next = Some(ids[1].into());
+            k.check_preempt_wakeup(CpuId(0), ids[2], false, 0);
+            assert_eq!(k.rqs[0].need_resched, preempts, "{patch:?}");
+        }
+    }
+
+    // 6.18.33: update_protect_slice() after every non-preempting wakeup, not
+    // only in PREEMPT_SHORT mode. A curr (protected to its 0.7 ms deadline),
+    // X queued with a 0.1 ms slice (after A's pick), W an equal-slice wakee
+    // that loses: 6.18.44 tightens A's vprot to vruntime + 0.1 ms.
+    #[test]
+    fn stable_6_18_33_tightens_protection_after_any_wakeup() {
+        for (patch, vprot) in [(None, 700_000), (Some("stable-6.18.44"), 100_000)] {
+            let mut k = kernel_on("v6.18", patch, 1);
+            let ids = hand_queue(&mut k, &[(1024, 0, 700_000), (1024, 0, 800_000), (1024, 0, 900_000)]);
+            make_curr(&mut k, ids[0]);
+            k.tasks[ids[1].idx()].se.slice = 100_000;
+            k.check_preempt_wakeup(CpuId(0), ids[2], false, 0);
+            assert!(!k.rqs[0].need_resched);
+            assert_eq!(k.tasks[ids[0].idx()].se.vlag, vprot, "{patch:?}");
+        }
     }
 
     // pick_next_entity() (<= v6.5): CFS picks the leftmost (smallest vruntime) entity; a next buddy

@@ -278,7 +278,7 @@ impl Kernel {
         }
         let rq = &self.rqs[this_cpu.idx()];
         let mut nr = rq.nr_running();
-        if self.profile.has_patch(Patch::DelayedAccounting) {
+        if self.profile.delayed_accounting() {
             // aa3ee4f0b754 (v6.15): delayed sleepers do not count; v6.12.0 counts them.
             nr -= rq.cfs.h_nr_delayed;
         }
