@@ -589,6 +589,7 @@ fn v6_12() -> KernelProfile {
 ///   a vruntime bound (vprot), `__pick_eevdf(protect)`, PREEMPT_SHORT only for
 ///   a shorter-slice wakee, protection cancelled only when the wakee wins,
 ///   update_curr() reschedules when the deadline passed or protection ended.
+///
 /// What of v6.13-v6.18 is not modelled: FIDELITY(F-647).
 fn v6_18() -> KernelProfile {
     let mut p = v6_12();
