@@ -489,10 +489,12 @@ fn context_switch1_unpinned_rq_lock_wait_rises_past_one_task_per_cpu() {
     assert!(a100.metric_value < a56.metric_value, "ops/s 56: {} 100: {}", a56.metric_value, a100.metric_value);
     // Roaming pairs make newly idle CPUs pull under the busiest rq's lock and
     // wakers queue behind it: the wait share rises past one task per CPU.
-    // (x3.3 since the L1 level, F-026: roaming pairs now refill their hot
-    // sets and switch less often; x4.6 before it with the pipe costs measured
-    // on the guest, x6 with the older 0.8 / 0.7 us.)
-    assert!(wait(&a84) > 3.0 * wait(&a56), "v6.12 wait share 56: {:e} 84: {:e}", wait(&a56), wait(&a84));
+    // (x2.4 since session 13's pipe costs, measured without perf: 0.36 /
+    // 0.325 us, cheaper switches between lock sections; x3.3 since the L1
+    // level, F-026: roaming pairs now refill their hot sets and switch less
+    // often; x4.6 before it with the pipe costs measured on the guest under
+    // perf, x6 with the older 0.8 / 0.7 us.)
+    assert!(wait(&a84) > 2.0 * wait(&a56), "v6.12 wait share 56: {:e} 84: {:e}", wait(&a56), wait(&a84));
     assert!(wait(&a84) > 0.01, "v6.12 at 84 pairs: rq-lock wait {:.4} of CPU time", wait(&a84));
     // (x1.2 since the L1 level, F-026: at 4 tasks per CPU every switch-in
     // refills its hot set, so the pairs switch less often; x1.5 before it with

@@ -439,16 +439,20 @@ fn default_core_bw() -> u64 {
 /// pipe` pinned and unpinned (docs/CALIBRATION.md "local"; checked by
 /// crates/engine/tests/local_calibration.rs).
 /// A context switch in the EPYC KVM guest: `perf bench sched pipe` pinned to
-/// one vCPU (6.54 / 6.74 us of CPU per round trip, processes / threads) less
-/// two pipe writes and reads at the cost `hackbench -p` pinned to one vCPU
-/// gives (0.725 us per message), halved; docs/CALIBRATION.md "local".
-pub const GUEST_CONTEXT_SWITCH_NS: u64 = 2500;
+/// one vCPU, measured without perf counters on it (session 13: 5.26 / 5.43 us
+/// of CPU per round trip, processes / threads, 3 runs each; 6.54 / 6.74 under
+/// the per-task counters used before) less two pipe writes and reads at the
+/// cost `hackbench -p` pinned to one vCPU gives (0.685 us per message),
+/// halved: the modelled round trip is then within 3 % of both;
+/// docs/CALIBRATION.md "local".
+pub const GUEST_CONTEXT_SWITCH_NS: u64 = 1800;
 /// The waker's VM exit on an IPI in the EPYC KVM guest: unpinned `perf bench
-/// sched pipe` takes 17-27 us of CPU per round trip against 6.5 pinned (8 us
-/// per cross-vCPU wakeup), loopback TCP (tbench, memcached with one
-/// connection) 12-13 us more per request and side than with both vCPUs busy;
-/// 10 us sits between the two.
-pub const GUEST_IPI_SEND_NS: u64 = 10_000;
+/// sched pipe` takes 28.5 / 28.2 us of CPU per round trip (processes /
+/// threads, without perf counters, session 13) against 5.3 / 5.4 pinned,
+/// 11.6 / 11.4 us more per cross-vCPU wakeup; 11 us puts the modelled round
+/// trip within 1 % (it was 10 us from the same rows measured under per-task
+/// perf counters, 17-27 us per round trip).
+pub const GUEST_IPI_SEND_NS: u64 = 11_000;
 /// A halted vCPU of the EPYC KVM guest back to running after an IPI: the host
 /// wakes the vCPU thread and re-enters the guest (unpinned pipe: 43-58 us per
 /// round trip of which ~12 us is CPU on each side).
