@@ -110,3 +110,51 @@ fn unwritable_trace_path_is_a_usage_error_before_the_run() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// scripts/placement-summary (which compares real and modelled placement,
+/// docs/CALIBRATION.md "pgbench placement") reads schedlab's ftrace text: its
+/// migration count is the run's own (workload plus the machine's kernel
+/// threads), and every CPU's shares add up to the whole trace.
+#[test]
+fn placement_summary_reads_the_ftrace_and_agrees_with_the_run() {
+    let ft = tmp("placement.txt");
+    let fts = ft.to_str().unwrap();
+    let json = ok(&[
+        "run",
+        "--json",
+        "--machine",
+        "zen3-2s-nps1",
+        "--kernel",
+        "v3.10",
+        "--workload",
+        "hackbench",
+        "--set",
+        "groups=4,loops=30",
+        "--ftrace",
+        fts,
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let migrations = v["migrations"].as_u64().expect("migrations in the run's JSON");
+    let noise_migr = v["machine"]["noise"]["kthread_migrations"].as_u64().unwrap_or(0);
+    let out =
+        Command::new(python()).arg(repo_root().join("scripts/placement-summary")).args([fts, "--kinds", "hackbench"]).output().unwrap();
+    let so = text(&out.stdout);
+    assert!(out.status.success(), "placement-summary failed:\n{so}\n{}", text(&out.stderr));
+    let _ = std::fs::remove_file(&ft);
+    // "migrations: KIND WHEN N, ...": the counts add up to the run's.
+    let line = so.lines().find(|l| l.starts_with("migrations: ")).expect("a migrations line");
+    let counted: u64 = line.trim_start_matches("migrations: ").split(", ").filter_map(|f| f.rsplit(' ').next()?.parse::<u64>().ok()).sum();
+    assert!(migrations > 0, "hackbench on 128 CPUs migrates");
+    assert_eq!(counted, migrations + noise_migr, "{so}");
+    // Each CPU line's shares sum to 100 % (rounding aside).
+    for l in so.lines().filter(|l| l.starts_with("cpu ")) {
+        let sum: f64 = l
+            .split(": ")
+            .nth(1)
+            .unwrap()
+            .split(", ")
+            .map(|f| f.rsplit(' ').next().unwrap().trim_end_matches('%').parse::<f64>().unwrap())
+            .sum();
+        assert!((sum - 100.0).abs() < 0.5, "{l}");
+    }
+}
