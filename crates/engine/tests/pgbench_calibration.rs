@@ -162,15 +162,14 @@ fn check(mode: &str, db_size: u64, figures: &[Figure]) {
 /// The backends' switches at 2 clients within 25 %: 1.21 per transaction
 /// counted without perf's per-task work in the way (1.04 under it, sessions
 /// 6-12) against the model's 1.00: two backends and the client on two vCPUs,
-/// where the guest's 6.18 preempts a backend that the modelled v6.12 lets
-/// run (the hackbench rows of local_calibration.rs show the same). The client's switches (its
-/// sleeps in poll()) within 0.35 per transaction rather than 15 %: whether a
-/// reply is already there when the client polls again depends on the guest's
-/// wakeup latency, which the `local` machine calibration is to set (with this
-/// machine file's 19 us per idle-vCPU wakeup the model's client sleeps
-/// 0.60 / 0.30 / 0.11 times per transaction at 2 / 4 / 8 clients, the real one
-/// 0.90 / 0.45 / 0.23); its CPU is checked within 15 % all the same, as a
-/// sleep costs it only 2.3 us.
+/// where the guest's 6.18 preempts a backend more often than the model does
+/// (the hackbench rows of local_calibration.rs show the same). The client's
+/// switches (its sleeps in poll()) within 0.35 per transaction rather than
+/// 15 %: whether a reply is already there when the client polls again depends
+/// on the guest's wakeup latency and on how the backends are split over the
+/// two vCPUs (docs/CALIBRATION.md "pgbench placement"): the model's client
+/// sleeps 0.66 / 0.36 / 0.15 times per transaction at 2 / 4 / 8 clients, the
+/// real one 0.78 / 0.42 / 0.24.
 const SELECT: &[Figure] = &[
     ("backend CPU us/txn", |r| r.be_cpu_us, Tol::Rel(0.15), 2, 8),
     ("client CPU us/txn", |r| r.cl_cpu_us, Tol::Rel(0.25), 2, 2),
