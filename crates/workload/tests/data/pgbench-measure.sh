@@ -23,7 +23,11 @@ D=$(mktemp -d /tmp/pgb.XXXXXX); chown postgres "$D"
 CG=/sys/fs/cgroup/unified
 [ -f "$CG/cgroup.procs" ] || CG=/sys/fs/cgroup
 grep -q cgroup2 /proc/mounts && [ -f "$CG/cgroup.procs" ] || { echo "pgbench-measure.sh: needs a cgroup v2 hierarchy at /sys/fs/cgroup/unified or /sys/fs/cgroup" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "pgbench-measure.sh: run as root (it creates cgroups and counts system-wide)" >&2; exit 2; }
+command -v perf > /dev/null || { echo "pgbench-measure.sh: perf not found: apt-get install linux-perf" >&2; exit 2; }
 mkdir -p "$CG/pgb-be" "$CG/pgb-cl"
+perf stat -x, -a -e context-switches -G pgb-cl -o /dev/null -- true 2> /dev/null \
+  || { echo "pgbench-measure.sh: perf cannot count per cgroup here (perf stat -a -G pgb-cl failed): check perf_event_paranoid and the cgroup v2 mount" >&2; exit 2; }
 EV="context-switches cpu-migrations sched:sched_wakeup raw_syscalls:sys_enter"
 GEV=; GGRP=
 for g in pgb-be pgb-cl; do for e in $EV; do GEV="$GEV${GEV:+,}$e"; GGRP="$GGRP${GGRP:+,}$g"; done; done
