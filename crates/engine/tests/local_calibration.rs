@@ -345,7 +345,7 @@ const OPEN: &[(&str, &[&str], &str, &str)] = &[
         "memcached",
         &["client_threads=2"],
         "client switches/op",
-        "0.158 per request against 0.038 (measured without perf, session 13; 0.17 under per-task counters, whose work per switch kept the real threads sleeping more): each vCPU runs a worker and a client thread, and the real ones almost never sleep. v6.18 + stable-6.18.44 brought the model from 0.487 (v6.12) to 0.158: the 1.4 ms slice and the v6.14/v6.15 delayed-dequeue accounting each take part of it; the rest are replies that wake a client and preempt the worker",
+        "0.158 per request against 0.038 (measured without perf, session 13; 0.17 under per-task counters, whose work per switch kept the real threads sleeping more): each vCPU runs a worker and a client thread, and the real ones almost never sleep. v6.18 + stable-6.18.44 brought the model from 0.487 (v6.12) to 0.158: the 1.4 ms slice and the v6.14-v6.16 delayed-dequeue accounting each take part of it; the rest are replies that wake a client and preempt the worker",
     ),
     ("memcached", &["client_threads=2"], "wakeups/op", "the switches above"),
     ("memcached", &["client_threads=2"], "server CPU us/op", "the switches above (7.6 against 6.5 us)"),

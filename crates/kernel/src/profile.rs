@@ -230,7 +230,7 @@ pub enum Patch {
     /// ("sched/eevdf: More PELT vs DELAYED_DEQUEUE", v6.14: the runnable
     /// signal and the balancer's task counts exclude delayed tasks),
     /// 61b82dfb6b7e (v6.14: can_migrate_task() moves a delayed task only for
-    /// migrate_load) and aa3ee4f0b754 (v6.15: wake_affine_idle()'s sync test
+    /// migrate_load) and aa3ee4f0b754 (v6.16: wake_affine_idle()'s sync test
     /// subtracts delayed tasks).
     DelayedAccounting,
     /// The 6.18.y stable changes to the fair class up to 6.18.44, on v6.18
@@ -266,7 +266,7 @@ impl Patch {
         (
             "delayed-accounting",
             Patch::DelayedAccounting,
-            "v6.14/v6.15 delayed-dequeue accounting (h_nr_delayed in runnable, balancer counts, wake_affine_idle; delayed tasks move for load only); base v6.12",
+            "v6.14-v6.16 delayed-dequeue accounting (h_nr_delayed in runnable, balancer counts, wake_affine_idle; delayed tasks move for load only); base v6.12",
         ),
         (
             "stable-6.18.44",
@@ -594,7 +594,7 @@ fn v6_12() -> KernelProfile {
 fn v6_18() -> KernelProfile {
     let mut p = v6_12();
     p.name = "v6.18";
-    p.summary = "v6.12 + 0.70 ms base slice (v6.15), PICK_BUDDY (v6.14), v6.14/v6.15 delayed-dequeue accounting, v6.17 run-to-parity (vprot bound, PREEMPT_SHORT only for shorter slices)";
+    p.summary = "v6.12 + 0.70 ms base slice (v6.15), PICK_BUDDY (v6.14), v6.14-v6.16 delayed-dequeue accounting, v6.17 run-to-parity (vprot bound, PREEMPT_SHORT only for shorter slices)";
     p.tree = "Linux v6.18 release (2025-11-30)";
     p.version = (6, 18);
     p.tunables.base_slice_ns = 700_000;
@@ -705,8 +705,8 @@ impl KernelProfile {
                     self.name
                 ));
             }
-            if patch == Patch::DelayedAccounting && self.version >= (6, 15) {
-                return Err(format!("patch delayed-accounting: {} already has it (v6.14/v6.15); use v6.12 as the base", self.name));
+            if patch == Patch::DelayedAccounting && self.version >= (6, 16) {
+                return Err(format!("patch delayed-accounting: {} already has it (v6.14-v6.16); use v6.12 as the base", self.name));
             }
             if matches!(patch, Patch::WakeeFlips | Patch::RunnableLoad) && self.version != (3, 10) {
                 return Err(format!("patch {tok} applies to v3.10 (it was merged for v3.11/v3.12); {} is not that base", self.name));
@@ -748,13 +748,13 @@ impl KernelProfile {
         self.patches.contains(&p)
     }
 
-    /// The delayed-dequeue accounting of v6.14/v6.15 (h_nr_runnable in the
+    /// The delayed-dequeue accounting of v6.14-v6.16 (h_nr_runnable in the
     /// runnable signal and the balancer's counts, can_migrate_task() moving a
     /// delayed task for migrate_load only, wake_affine_idle()'s sync test
-    /// without delayed tasks): from v6.15 on, or `--patch delayed-accounting`
+    /// without delayed tasks): from v6.16 on, or `--patch delayed-accounting`
     /// on v6.12. v6.12.0 counts delayed sleepers everywhere.
     pub fn delayed_accounting(&self) -> bool {
-        self.version >= (6, 15) || self.has_patch(Patch::DelayedAccounting)
+        self.version >= (6, 16) || self.has_patch(Patch::DelayedAccounting)
     }
 
     /// Whether this kernel has the 6.18.y stable change that first shipped
@@ -789,7 +789,7 @@ impl KernelProfile {
                 } else if self.version >= (6, 12) {
                     "a shorter-slice eligible wakee with an earlier deadline (or curr ineligible) cancels curr's protection before the pick, win or lose (v6.12-v6.16)"
                 } else {
-                    "none (v6.12+)"
+                    "none (PREEMPT_SHORT came with v6.12)"
                 },
             ),
             (
@@ -831,7 +831,7 @@ impl KernelProfile {
             v.push((
                 "delayed-dequeue accounting",
                 if self.delayed_accounting() {
-                    "delayed sleepers are not runnable: PELT runnable, balancer counts, wake_affine_idle(); moved for load only (v6.14/v6.15)"
+                    "delayed sleepers are not runnable: PELT runnable, balancer counts, wake_affine_idle(); moved for load only (v6.14-v6.16)"
                 } else {
                     "delayed sleepers count as runnable everywhere (v6.12.0)"
                 },
@@ -942,7 +942,7 @@ pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
     ("DELAY_ZERO", (6, 12, 0), "54a58a787791"),
     ("PICK_BUDDY", (6, 14, 0), "2a77e4be12cb (\"sched/fair: Untangle NEXT_BUDDY and pick_next_task()\")"),
     ("base_slice=0.70ms", (6, 15, 0), "2ae891b82695 (\"sched: Reduce the default slice to avoid tasks getting an extra tick\")"),
-    ("delayed_accounting", (6, 15, 0), "\"sched/eevdf: More PELT vs DELAYED_DEQUEUE\" + 61b82dfb6b7e (v6.14), aa3ee4f0b754 (v6.15)"),
+    ("delayed_accounting", (6, 16, 0), "\"sched/eevdf: More PELT vs DELAYED_DEQUEUE\" + 61b82dfb6b7e (v6.14), aa3ee4f0b754 (v6.16)"),
     ("run_to_parity_vprot", (6, 17, 0), "9cdb4fe20cd2, 74eec63661d4, 9de74a9850b9, 052c3d87c82e, 3a0baa8e6c57, 0b9ca2dcabc3"),
     ("SIS_SHORT", (99, 0, 0), "never merged (shortrun RFC)"),
     ("NEXT_BUDDY", (2, 6, 31), "(NEXT_BUDDY)"),
@@ -1070,7 +1070,7 @@ mod tests {
         assert_eq!(t.base_slice_ns, 3_000_000);
         assert_eq!(t.nr_latency, 8);
     }
-    // v6.18 as tagged: the v6.15 slice, PICK_BUDDY, the v6.14/v6.15
+    // v6.18 as tagged: the v6.15 slice, PICK_BUDDY, the v6.14-v6.16
     // delayed-dequeue accounting; stable-6.18.44 goes on v6.18 only, and
     // delayed-accounting (already in v6.18) on v6.12 only.
     #[test]

@@ -279,7 +279,7 @@ impl Kernel {
         let rq = &self.rqs[this_cpu.idx()];
         let mut nr = rq.nr_running();
         if self.profile.delayed_accounting() {
-            // aa3ee4f0b754 (v6.15): delayed sleepers do not count; v6.12.0 counts them.
+            // aa3ee4f0b754 (v6.16): delayed sleepers do not count; v6.12.0 counts them.
             nr -= rq.cfs.h_nr_delayed;
         }
         if sync && nr == 1 {
@@ -1660,7 +1660,7 @@ mod placement_tests {
     }
 
     // Issue 14 item 7 — v6.12.0 wake_affine_idle(): `sync && nr_running == 1`
-    // counts a delayed-dequeue sleeper; aa3ee4f0b754 (v6.15, `--patch
+    // counts a delayed-dequeue sleeper; aa3ee4f0b754 (v6.16, `--patch
     // delayed-accounting`) subtracts it.
     #[test]
     fn v6_12_sync_affine_counts_delayed_tasks() {
