@@ -214,8 +214,9 @@ def main(argv):
           f"{task_switches} sched_switch from a task, run summary says {cs['voluntary']} + {cs['involuntary']} (+ {k_switches} of kernel threads)")
     check(counts["sched_waking"] == run["wakeups"] + k_wakeups,
           f"{counts['sched_waking']} sched_waking, run says {run['wakeups']} wakeups (+ {k_wakeups} of kernel threads)")
-    check(counts["sched_migrate_task"] == run["migrations"],
-          f"{counts['sched_migrate_task']} sched_migrate_task, run says {run['migrations']} migrations")
+    k_migrations = noise.get("kthread_migrations", 0)
+    check(counts["sched_migrate_task"] == run["migrations"] + k_migrations,
+          f"{counts['sched_migrate_task']} sched_migrate_task, run says {run['migrations']} migrations (+ {k_migrations} of kernel threads)")
     check(counts["sched_wakeup_new"] == run["tasks"]["created"] + kthreads,
           f"{counts['sched_wakeup_new']} sched_wakeup_new, run created {run['tasks']['created']} tasks (+ {kthreads} kernel threads)")
     check(counts["sched_process_exit"] == run["tasks"]["exited"],

@@ -68,6 +68,9 @@ enum EvKind {
     Kthread { cpu: u16 },
     /// A request from the network arrives on `cpu` (arrivals.rs).
     Arrival { cpu: u16 },
+    /// An interrupt on `cpu` wakes the machine's unbound background task
+    /// (machine noise).
+    Unbound { cpu: u16 },
 }
 
 /// Per-CPU engine state (what the hardware is doing). What every event on the
@@ -356,8 +359,8 @@ pub struct Sim<'a> {
 const INF: u64 = u64::MAX;
 
 /// Event-queue slots per CPU besides its segment end: Tick, Resched, WakeList,
-/// NohzBalance, Irq, Kthread, Arrival.
-const PER_CPU_SLOTS: u32 = 7;
+/// NohzBalance, Irq, Kthread, Arrival, Unbound.
+const PER_CPU_SLOTS: u32 = 8;
 
 /// Payload bytes per channel message for the transfer cost (F-016).
 const MSG_BYTES: u64 = 100;
@@ -522,6 +525,7 @@ impl<'a> Sim<'a> {
             EvKind::Irq { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 4,
             EvKind::Kthread { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 5,
             EvKind::Arrival { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 6,
+            EvKind::Unbound { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 7,
             EvKind::Timer { task } => self.nr_cpus_slots + task,
         }
     }
@@ -544,7 +548,8 @@ impl<'a> Sim<'a> {
             3 => EvKind::NohzBalance { cpu },
             4 => EvKind::Irq { cpu },
             5 => EvKind::Kthread { cpu },
-            _ => EvKind::Arrival { cpu },
+            6 => EvKind::Arrival { cpu },
+            _ => EvKind::Unbound { cpu },
         }
     }
 
@@ -688,6 +693,7 @@ impl<'a> Sim<'a> {
                 }
                 EvKind::Irq { cpu } => self.noise_irq(CpuId(cpu)),
                 EvKind::Kthread { cpu } => self.noise_kthread(CpuId(cpu)),
+                EvKind::Unbound { cpu } => self.noise_unbound(CpuId(cpu)),
                 EvKind::Arrival { cpu } => self.arrival(CpuId(cpu)),
                 EvKind::WakeList { cpu } => {
                     let c = CpuId(cpu);

@@ -16,6 +16,15 @@
 //!   activation that finds the thread still runnable is folded into it (a
 //!   kworker drains its queue in one run).
 //!
+//! - One unbound background task for the machine (the RCU grace-period
+//!   kthread, a daemon's timer thread, an unbound kworker): a Poisson process of
+//!   `unbound_per_s` per CPU wakes it from that CPU's interrupt with the task
+//!   running there as `current`, not WF_SYNC. Unlike the per-CPU threads it goes
+//!   through select_task_rq_fair(), whose record_wakee() counts it in the
+//!   interrupted task's wakee_flips, as the kernel does; it runs an
+//!   exponentially distributed time (mean `unbound_run_ns`) and sleeps. An
+//!   activation that finds it still runnable is folded into it.
+//!
 //! Draws come from a stream of their own, so the workload's jitter draws are
 //! the same with and without noise. The kernel threads are not the workload's:
 //! they do not keep a run alive and are left out of its switch, wakeup,
@@ -32,14 +41,20 @@ use crate::{EvKind, LoopStack, Sim, SimConfig, TaskRt};
 
 /// `TaskRt::program` of a kernel thread (it has no ops; `kthread_step` runs it).
 pub(crate) const KTHREAD_PROGRAM: u32 = u32::MAX;
+/// Name of the unbound background task in results and traces (the per-CPU
+/// kernel threads are `kthread/CPU`).
+pub(crate) const UNBOUND_NAME: &str = "kthread/unbound";
 /// `TaskParams::mm` of a kernel thread: no mm, the CPU keeps the last one (lazy TLB).
 pub(crate) const KTHREAD_MM: u32 = u32::MAX;
 
 /// Counts of the background, for reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoiseStats {
-    /// Kernel-thread wakeups that found the thread asleep (each one ran).
+    /// Kernel-thread wakeups that found the thread asleep (each one ran),
+    /// the unbound background task's included.
     pub kthread_wakeups: u64,
+    /// Of those, the unbound background task's.
+    pub unbound_wakeups: u64,
     /// CPU time the kernel threads ran.
     pub kthread_ns: u64,
     /// Interrupts (not the tick) that hit a running task, and the time they took.
@@ -66,6 +81,12 @@ pub(crate) struct NoiseRt {
     pub(crate) kthread: Vec<Option<TaskId>>,
     /// The kernel thread of a CPU is runnable or running.
     active: Vec<bool>,
+    unbound_gap_ns: u64,
+    unbound_run_ns: u64,
+    /// The unbound background task, once created (at its first activation).
+    pub(crate) unbound: Option<TaskId>,
+    /// It is runnable or running.
+    unbound_active: bool,
     pub(crate) stats: NoiseStats,
     /// Event slots the background keeps armed (one per source and CPU).
     pub(crate) armed: usize,
@@ -93,6 +114,10 @@ impl NoiseRt {
             rng: Pcg32::new(cfg.seed, 0x006e_6f69_7365),
             kthread: vec![None; cpus],
             active: vec![false; cpus],
+            unbound_gap_ns: if n.unbound_run_ns > 0 { gap_ns(n.unbound_per_s) } else { 0 },
+            unbound_run_ns: n.unbound_run_ns,
+            unbound: None,
+            unbound_active: false,
             stats: NoiseStats::default(),
             armed: 0,
         }
@@ -118,6 +143,11 @@ impl Sim<'_> {
             if self.noise.kthread_gap_ns > 0 {
                 let at = self.noise.exp(self.noise.kthread_gap_ns);
                 self.push(at, EvKind::Kthread { cpu: c });
+                self.noise.armed += 1;
+            }
+            if self.noise.unbound_gap_ns > 0 {
+                let at = self.noise.exp(self.noise.unbound_gap_ns);
+                self.push(at, EvKind::Unbound { cpu: c });
                 self.noise.armed += 1;
             }
         }
@@ -174,9 +204,37 @@ impl Sim<'_> {
         }
     }
 
+    /// An interrupt on `c` wakes the unbound background task, in the context of
+    /// whatever runs on `c` (try_to_wake_up() from interrupt context: the
+    /// interrupted task is `current`, and its wakee_flips count the wakeup).
+    pub(crate) fn noise_unbound(&mut self, c: CpuId) {
+        let gap = self.noise.exp(self.noise.unbound_gap_ns);
+        self.push(self.now + gap, EvKind::Unbound { cpu: c.0 });
+        if self.noise.unbound_active {
+            return; // still runnable: this work is done in the same run
+        }
+        self.noise.unbound_active = true;
+        self.noise.stats.kthread_wakeups += 1;
+        self.noise.stats.unbound_wakeups += 1;
+        match self.noise.unbound {
+            Some(k) => {
+                let current = self.cpus[c.idx()].running;
+                self.wake(k, c, current, WakeFlags::default());
+                self.irq_exit_preempt(c);
+            }
+            None => self.create_bg_task(c, None),
+        }
+    }
+
     /// Create the kernel thread of `c` (pinned there, no mm) and wake it as new.
     fn create_kthread(&mut self, c: CpuId) {
-        let params = TaskParams { nice: 0, policy: Default::default(), mm: KTHREAD_MM, cpus_allowed: Some(vec![c]), group: 0 };
+        self.create_bg_task(c, Some(c));
+    }
+
+    /// Create a background task (no mm) from `c`'s interrupt, pinned to `pin`
+    /// (a per-CPU kernel thread) or unbound, and wake it as new.
+    fn create_bg_task(&mut self, c: CpuId, pin: Option<CpuId>) {
+        let params = TaskParams { nice: 0, policy: Default::default(), mm: KTHREAD_MM, cpus_allowed: pin.map(|p| vec![p]), group: 0 };
         let p = self.kernel.sched_fork(&params, None, c, self.now);
         debug_assert_eq!(p.idx(), self.rt.len());
         self.mem.push(TaskMem::default());
@@ -199,7 +257,10 @@ impl Sim<'_> {
             held_locks: 0,
             owed_refill: 0,
         });
-        self.noise.kthread[c.idx()] = Some(p);
+        match pin {
+            Some(_) => self.noise.kthread[c.idx()] = Some(p),
+            None => self.noise.unbound = Some(p),
+        }
         self.kthread_ids.push(p);
         let r = self.kernel.wake_up_new_task(p, c, self.now, &mut self.fx);
         if self.trace.is_some() {
@@ -212,8 +273,10 @@ impl Sim<'_> {
     /// The kernel thread `t`'s program on `c`: run one activation, then sleep.
     /// Returns whether the caller should continue (a segment to run).
     pub(crate) fn kthread_step(&mut self, c: CpuId, t: TaskId) -> bool {
+        let unbound = self.noise.unbound == Some(t);
         if self.rt[t.idx()].stage == 0 {
-            let d = self.noise.exp(self.noise.kthread_run_ns);
+            let mean = if unbound { self.noise.unbound_run_ns } else { self.noise.kthread_run_ns };
+            let d = self.noise.exp(mean);
             self.noise.stats.kthread_ns += d;
             let r = &mut self.rt[t.idx()];
             r.remaining = d;
@@ -221,7 +284,11 @@ impl Sim<'_> {
             true
         } else {
             self.rt[t.idx()].stage = 0;
-            self.noise.active[c.idx()] = false;
+            if unbound {
+                self.noise.unbound_active = false;
+            } else {
+                self.noise.active[c.idx()] = false;
+            }
             self.block(c);
             false
         }
@@ -268,7 +335,9 @@ mod tests {
         assert_eq!(q.noise, NoiseStats::default());
         let n = r.noise;
         // Poisson counts: 12 CPUs x 1 s x rate, within about 4 standard deviations.
-        assert!((35..=90).contains(&n.kthread_wakeups), "kthread wakeups {}", n.kthread_wakeups);
+        let per_cpu = n.kthread_wakeups - n.unbound_wakeups;
+        assert!((35..=90).contains(&per_cpu), "per-CPU kthread wakeups {per_cpu}");
+        assert!((150..=260).contains(&n.unbound_wakeups), "unbound wakeups {} (12 x 17 expected)", n.unbound_wakeups);
         assert!((180..=300).contains(&n.irqs), "irqs {}", n.irqs);
         let ticks = n.tick_ns / m.noise.tick_ns;
         assert!((2_900..=3_000).contains(&ticks), "ticks on 12 busy CPUs at HZ=250: {ticks}");
@@ -280,7 +349,35 @@ mod tests {
         assert_eq!(q.groups.iter().map(|g| g.runtime_ns).sum::<u64>(), total);
         // The kernel threads are not the workload's.
         assert_eq!(r.tasks_created, q.tasks_created);
-        assert!(r.task_names.iter().filter(|(n, _)| n.starts_with("kthread/")).count() == 12);
+        assert_eq!(r.task_names.iter().filter(|(n, _)| n.starts_with("kthread/")).count(), 13);
+        assert_eq!(r.task_names.iter().filter(|(n, _)| n == UNBOUND_NAME).count(), 1);
+    }
+
+    /// The unbound task's wakeups go through select_task_rq_fair() from the
+    /// interrupted task's context, so on a v4.7+ kernel they are the
+    /// background's only contribution to a workload task's wakee_flips (a
+    /// pinned kernel thread's wakeup skips record_wakee()); without them the
+    /// CPU hogs (which wake nobody) have none.
+    #[test]
+    fn unbound_wakeups_count_in_the_interrupted_tasks_flips() {
+        let m = schedlab_machine::load("x86-12").unwrap();
+        let p = schedlab_workload::params::Params::parse("tasks=12").unwrap();
+        let w = schedlab_workload::build("soaker", &p, 12, &m.topology.core_groups()).unwrap();
+        let flips = |unbound: bool| {
+            let mut m = m.clone();
+            if !unbound {
+                m.noise.unbound_per_s = 0.0;
+            }
+            let c = cfg(3, true);
+            let k = schedlab_kernel::Kernel::new(&m.topology, schedlab_kernel::profile::profile("v6.12").unwrap());
+            let (r, k) = crate::Sim::new(&m, k, &w, &c).run_keep_kernel(&c);
+            let hogs: Vec<usize> = (0..k.tasks.len()).filter(|&i| r.task_names[i].0.starts_with("cpu-soaker")).collect();
+            assert_eq!(hogs.len(), 12);
+            (hogs.iter().filter(|&&i| k.tasks[i].last_wakee.is_some()).count(), r.noise.unbound_wakeups)
+        };
+        let (with, n) = flips(true);
+        assert!(n > 100 && with == 12, "{with} of 12 hogs woke the unbound task ({n} wakeups)");
+        assert_eq!(flips(false), (0, 0), "pinned kernel threads leave no wakee history on v6.12");
     }
 
     #[test]

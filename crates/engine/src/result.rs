@@ -303,6 +303,7 @@ impl Sim<'_> {
                 .zip(&self.kernel.tasks)
                 .map(|(rt, t)| match self.wl.tasks.get(rt.spec as usize) {
                     Some(ts) => (ts.name.clone(), t.group),
+                    None if self.noise.unbound == Some(t.id) => (crate::noise::UNBOUND_NAME.to_string(), t.group),
                     None => (format!("kthread/{}", t.cpu.0), t.group),
                 })
                 .collect(),

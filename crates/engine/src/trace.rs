@@ -225,7 +225,8 @@ impl Sim<'_> {
         let Some(tr) = self.trace.as_deref_mut() else { return };
         let pid = PID_BASE + p.0;
         debug_assert_eq!(tr.tasks.len(), p.idx());
-        tr.tasks.push(TraceTask { pid, tgid: pid, ppid: 0, comm: comm_of(&format!("kthread/{}", cpu.0)), prio: 120 });
+        let name = if self.noise.unbound == Some(p) { crate::noise::UNBOUND_NAME.to_string() } else { format!("kthread/{}", cpu.0) };
+        tr.tasks.push(TraceTask { pid, tgid: pid, ppid: 0, comm: comm_of(&name), prio: 120 });
         // Woken from the timer softirq, in the context of what runs on `cpu`.
         let current = self.cpus[cpu.idx()].running;
         self.tr_push(cpu, current, EventKind::WakeupNew { task: p.0, target_cpu: r.cpu.0 });

@@ -71,7 +71,7 @@ fn steady_state_allocates_nothing_per_switch() {
     let cases: &[Case] = &[
         ("laptop-4c8t", "v6.12", "pipe", "loops=20000", "loops=40000", None, None),
         ("x86-12", "v3.10", "hackbench", "groups=2,loops=200,pipe=1", "groups=2,loops=400,pipe=1", None, None),
-        ("zen3-2s-nps1", "v6.6", "hackbench", "groups=4,loops=100", "groups=4,loops=250", None, None),
+        ("zen3-2s-nps1", "v6.6", "hackbench", "groups=4,loops=100", "groups=4,loops=300", None, None),
         (
             "spr-112",
             "v6.12",

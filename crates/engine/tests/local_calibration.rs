@@ -308,13 +308,6 @@ const OPEN: &[(&str, &[&str], &str, &str)] = &[
     ("hackbench", &["groups=2", "pipe=0", "threads=0"], "wakeups/op", "as the switches: 0.040 against 0.061"),
     (
         "hackbench",
-        &["groups=1", "pipe=0", "threads=1"],
-        "client switches/op",
-        "sockets, threads: 0.093 per message against 0.079 (0.086 under v6.12 with the session 13 costs, 0.078 with session 12's): the thread row moves with every change of the per-switch cost and the kernel, seed spread about 25 %; the process run of the same size agrees (0.081 against 0.083)",
-    ),
-    ("hackbench", &["groups=1", "pipe=0", "threads=1"], "wakeups/op", "as the switches"),
-    (
-        "hackbench",
         &["pipe=1", "loops=1000"],
         "client switches/op",
         "pipes, 1 group across both vCPUs: the real receivers sleep 1.7x as often (0.102 per message against 0.060); pinned to one vCPU (pin=1) the write and read costs agree (0.747 against 0.749 us per message)",

@@ -575,6 +575,14 @@ impl Kernel {
             se.vruntime = se.vruntime.wrapping_sub(min);
             se.vruntime_relative = true;
         }
+        if self.profile.wake_wide == crate::profile::WakeWideVariant::V3_12 {
+            // task_waking_fair() -> record_wakee() (v3.12-v4.6): every full
+            // wakeup of a fair task, pinned wakees included (a per-CPU kworker
+            // woken from an interrupt counts in the interrupted task's flips).
+            if let Some(w) = waker {
+                self.record_wakee(w, p, now);
+            }
+        }
         self.last_scan = 0;
         let cpu = self.select_task_rq(p, prev, this_cpu, waker, wf.union(WakeFlags::TTWU), now);
         let scanned = std::mem::take(&mut self.last_scan);

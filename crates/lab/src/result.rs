@@ -86,6 +86,9 @@ pub struct Noise {
     pub kthread_wakeups: u64,
     pub kthread_ns: u64,
     pub kthread_switches: u64,
+    /// Migrations of the background's tasks (the unbound one moves; per-CPU ones are pinned).
+    #[serde(default)]
+    pub kthread_migrations: u64,
     pub irqs: u64,
     pub irq_ns: u64,
     pub tick_ns: u64,
@@ -219,6 +222,7 @@ impl RunReport {
                     kthread_wakeups: r.noise.kthread_wakeups,
                     kthread_ns: r.noise.kthread_ns,
                     kthread_switches: r.noise.switches,
+                    kthread_migrations: r.noise.migrations,
                     irqs: r.noise.irqs,
                     irq_ns: r.noise.irq_ns,
                     tick_ns: r.noise.tick_ns,

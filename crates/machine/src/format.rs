@@ -456,8 +456,8 @@ pub(crate) fn to_toml(m: &Machine) -> String {
     let _ = writeln!(s, "\n[noise]");
     let _ = writeln!(
         s,
-        "tick_ns = {}\nirq_per_s = {:?}\nirq_ns = {}\nkthread_per_s = {:?}\nkthread_run_ns = {}",
-        n.tick_ns, n.irq_per_s, n.irq_ns, n.kthread_per_s, n.kthread_run_ns
+        "tick_ns = {}\nirq_per_s = {:?}\nirq_ns = {}\nkthread_per_s = {:?}\nkthread_run_ns = {}\nunbound_per_s = {:?}\nunbound_run_ns = {}",
+        n.tick_ns, n.irq_per_s, n.irq_ns, n.kthread_per_s, n.kthread_run_ns, n.unbound_per_s, n.unbound_run_ns
     );
     for st in &m.idle_states {
         let _ = writeln!(

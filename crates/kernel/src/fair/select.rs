@@ -78,7 +78,10 @@ impl Kernel {
         let sd_flag = wf.sd_flag();
         let ttwu = wf.contains(WakeFlags::TTWU);
         let sync = wf.contains(WakeFlags::SYNC) && waker.is_some();
-        if ttwu {
+        // v4.7+ (c58d25f371f5): record_wakee() here, so wakeups of tasks
+        // pinned to one CPU (select_task_rq() skips the class hook) do not
+        // count. The v3.12 form records in task_waking_fair() (core.rs).
+        if ttwu && self.profile.wake_wide != WakeWideVariant::V3_12 {
             if let Some(w) = waker {
                 self.record_wakee(w, p, now);
             }
@@ -155,8 +158,10 @@ impl Kernel {
     }
 
     /// `record_wakee()` (v3.12+, 62470419e993): the waker counts how often it switches wakee.
-    /// v3.11 form resets the count every second, v4.5+ halves it.
-    fn record_wakee(&mut self, waker: TaskId, p: TaskId, now: u64) {
+    /// v3.11 form resets the count every second, v4.5+ halves it. Called from
+    /// task_waking_fair() for every full wakeup of a fair task up to v4.6, from
+    /// select_task_rq_fair() since v4.7 (c58d25f371f5 "sched/fair: Move record_wakee()").
+    pub(crate) fn record_wakee(&mut self, waker: TaskId, p: TaskId, now: u64) {
         if self.profile.wake_wide == WakeWideVariant::None {
             return; // v3.10 and older keep no wakee history
         }
@@ -1557,12 +1562,33 @@ mod placement_tests {
             let w = occupy(&mut k, 0);
             let a = sleeper_on(&mut k, 1);
             let b = sleeper_on(&mut k, 2);
-            k.select_task_rq_fair(a, CpuId(1), CpuId(0), Some(w), WakeFlags::TTWU, 0); // first call: decay stamp set
+            k.record_wakee(w, a, 0); // first call: decay stamp set
             k.tasks[w.idx()].wakee_flips = 80;
             k.tasks[w.idx()].last_wakee = Some(a);
             // 1.1 s later a different wakee: decay, then +1
-            k.select_task_rq_fair(b, CpuId(2), CpuId(0), Some(w), WakeFlags::TTWU, 1_100_000_000);
+            k.record_wakee(w, b, 1_100_000_000);
             assert_eq!(k.tasks[w.idx()].wakee_flips, after, "{kernel}");
+        }
+    }
+
+    // Where record_wakee() runs: in task_waking_fair() for every full wakeup up
+    // to v4.6 (the v3.12 form: a wakee pinned to one CPU counts), in
+    // select_task_rq_fair() from v4.7 (c58d25f371f5), which select_task_rq()
+    // skips for a pinned wakee. A per-CPU kworker woken from an interrupt thus
+    // gave the interrupted task flips on v3.12-v4.6 and gives none since.
+    #[test]
+    fn pinned_wakees_count_as_flips_until_v4_6() {
+        for (kernel, counted) in [("v3.11", true), ("v6.6", false)] {
+            let mut k = Kernel::new(&flat_llc(6), profile(kernel).unwrap());
+            let w = occupy(&mut k, 0);
+            let kw = sleeper_on(&mut k, 0);
+            k.tasks[kw.idx()].cpus_allowed = Some(Box::new(crate::cpumask::CpuMask::from_cpus(6, [CpuId(0)])));
+            let p = sleeper_on(&mut k, 1);
+            k.try_to_wake_up(kw, CpuId(0), Some(w), WakeFlags::default(), 1000, &mut crate::core::Effects::default());
+            assert_eq!(k.tasks[w.idx()].last_wakee == Some(kw), counted, "{kernel}: pinned wakee recorded");
+            k.try_to_wake_up(p, CpuId(0), Some(w), WakeFlags::default(), 2000, &mut crate::core::Effects::default());
+            assert_eq!(k.tasks[w.idx()].last_wakee, Some(p), "{kernel}");
+            assert_eq!(k.tasks[w.idx()].wakee_flips, if counted { 2 } else { 1 }, "{kernel}");
         }
     }
 
