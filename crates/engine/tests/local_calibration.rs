@@ -12,6 +12,12 @@
 //! programs" has the tables this test prints (`cargo test --release -p
 //! schedlab-engine --test local_calibration -- --nocapture`).
 //!
+//! The guest's kernel is not mainline in one respect that matters here: a
+//! vendor rule (`vcpu_pack_room`, boot option sched_vcpu_pack=15; FIDELITY
+//! F-649, probed by scripts/probe-vcpu-pack) keeps a wakee on the waker's vCPU
+//! while the two fit in it, where mainline and the model send it to the idle
+//! vCPU. The placement-dependent rows in OPEN compare against that rule.
+//!
 //! `SCHEDLAB_CALIB_KERNEL=NAME[:PATCHES]` runs the model under another
 //! profile (with `--patch`-style overlays after the colon, e.g.
 //! `v6.18:stable-6.18.44`) to compare kernels on the same table; the
