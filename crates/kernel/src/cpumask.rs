@@ -146,6 +146,21 @@ impl CpuMask {
             self.count_range(s, self.words().len() * 64) + self.count_range(0, c)
         }
     }
+    /// How many CPUs of the mask `for_each_cpu_wrap(start)` visits at or
+    /// after `from` and before `to`, where `from` comes no later than `to` in
+    /// that order: `count_wrap_before(start, to) - count_wrap_before(start,
+    /// from)`, in word operations over the CPUs between the two only (a walk
+    /// that counts as it goes pays for the distance it covers, not for the
+    /// size of the mask).
+    #[inline]
+    pub fn count_wrap_between(&self, start: CpuId, from: CpuId, to: CpuId) -> u32 {
+        let (s, f, t) = (start.idx(), from.idx(), to.idx());
+        if (f >= s) == (t >= s) {
+            self.count_range(f, t)
+        } else {
+            self.count_range(f, self.words().len() * 64) + self.count_range(0, t)
+        }
+    }
 }
 
 /// `for_each_cpu_wrap()` iterator: the bits at and above `start`, then the
@@ -235,6 +250,11 @@ mod tests {
                 let order: Vec<CpuId> = m.iter_wrap(CpuId(s)).collect();
                 for (i, &c) in order.iter().enumerate() {
                     assert_eq!(m.count_wrap_before(CpuId(s), c) as usize, i, "bits {bits:?} start {s} cpu {c:?}");
+                    // Counted in steps from every earlier point of the walk.
+                    for (j, &f) in order[..=i].iter().enumerate() {
+                        assert_eq!(m.count_wrap_between(CpuId(s), f, c) as usize, i - j, "bits {bits:?} start {s} {f:?}..{c:?}");
+                    }
+                    assert_eq!(m.count_wrap_between(CpuId(s), CpuId(s), c) as usize, i, "bits {bits:?} start {s} cpu {c:?}");
                 }
                 for hi in s..=130u16 {
                     assert_eq!(m.count_range(s as usize, hi as usize) as usize, m.iter().filter(|c| c.0 >= s && c.0 < hi).count());

@@ -869,7 +869,8 @@ impl Kernel {
     ///
     /// Model: same CPUs examined, same result, same `last_scan` count as
     /// testing every CPU in order, but only the CPUs of `idle_hint` are tested;
-    /// the busy CPUs in between are counted with word operations.
+    /// the busy CPUs in between are counted with word operations, from one
+    /// candidate to the next (the cost follows the distance walked, not the LLC).
     fn select_idle_cpu_budget(&mut self, sc: &mut SisScratch, cls_on: bool, start: CpuId, nr: u64, this_cpu: CpuId) -> Option<CpuId> {
         if cls_on {
             sc.seg[0].and_from(&sc.cls, &sc.cpus);
@@ -883,8 +884,12 @@ impl Kernel {
         // Without a cluster level the first segment is empty: nothing to walk or count.
         for seg in &sc.seg[if cls_on { 0 } else { 1 }..] {
             sc.cand.and_from(seg, &self.idle_hint);
+            // The walk's position, counted on from the last candidate.
+            let (mut at, mut in_seg) = (start, 0u64);
             for c in sc.cand.iter_wrap(start) {
-                let pos = base + seg.count_wrap_before(start, c) as u64;
+                in_seg += seg.count_wrap_between(start, at, c) as u64;
+                at = c;
+                let pos = base + in_seg;
                 if pos + 1 >= nr {
                     // The budget ran out at position nr - 1, before `c`.
                     self.last_scan += nr - 1;
