@@ -120,6 +120,16 @@ impl CpuMask {
             *d = x & !y;
         }
     }
+    /// `Some((lo, hi))` when the mask's CPUs are exactly `lo..hi` (one
+    /// contiguous, non-empty range, as an LLC's span without affinity limits).
+    pub fn contiguous(&self) -> Option<(usize, usize)> {
+        let w = self.words();
+        let first = w.iter().position(|&x| x != 0)?;
+        let last = w.iter().rposition(|&x| x != 0)?;
+        let lo = first * 64 + w[first].trailing_zeros() as usize;
+        let hi = last * 64 + 64 - w[last].leading_zeros() as usize;
+        (self.weight() as usize == hi - lo).then_some((lo, hi))
+    }
     /// Number of CPUs set in `lo..hi` (word operations).
     pub fn count_range(&self, lo: usize, hi: usize) -> u32 {
         if lo >= hi {
@@ -260,6 +270,16 @@ mod tests {
                     assert_eq!(m.count_range(s as usize, hi as usize) as usize, m.iter().filter(|c| c.0 >= s && c.0 < hi).count());
                 }
             }
+        }
+        for (bits, want) in [
+            (vec![], None),
+            (vec![5], Some((5, 6))),
+            (vec![63, 64], Some((63, 65))),
+            (vec![0, 2], None),
+            ((3..130).collect::<Vec<u16>>(), Some((3, 130))),
+            ((0..130).filter(|&c| c != 64).collect::<Vec<u16>>(), None),
+        ] {
+            assert_eq!(CpuMask::from_cpus(130, bits.iter().map(|&b| CpuId(b))).contiguous(), want, "bits {bits:?}");
         }
         let a = CpuMask::from_cpus(130, [1, 64, 65, 129].map(CpuId));
         let b = CpuMask::from_cpus(130, [64, 129, 3].map(CpuId));

@@ -30,6 +30,24 @@ impl SisScratch {
     }
 }
 
+/// CPUs of `seg` that `for_each_cpu_wrap(start)` visits at or after `from`
+/// and before `to` ([`CpuMask::count_wrap_between`]); by arithmetic when the
+/// segment is one range of CPUs (`dense`, [`CpuMask::contiguous`]: an LLC
+/// without affinity limits), so a step of the walk costs the same on any LLC.
+#[inline]
+fn walk_count(seg: &CpuMask, dense: Option<(usize, usize)>, start: CpuId, from: CpuId, to: CpuId) -> u64 {
+    let Some((lo, hi)) = dense else {
+        return seg.count_wrap_between(start, from, to) as u64;
+    };
+    let range = |a: usize, b: usize| b.min(hi).saturating_sub(a.max(lo)) as u64;
+    let (s, f, t) = (start.idx(), from.idx(), to.idx());
+    if (f >= s) == (t >= s) {
+        range(f, t)
+    } else {
+        range(f, usize::MAX) + range(0, t)
+    }
+}
+
 /// Group classification used by the v5.5+ slow path (`enum group_type`, v5.5+), low to high.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
@@ -869,8 +887,8 @@ impl Kernel {
     ///
     /// Model: same CPUs examined, same result, same `last_scan` count as
     /// testing every CPU in order, but only the CPUs of `idle_hint` are tested;
-    /// the busy CPUs in between are counted with word operations, from one
-    /// candidate to the next (the cost follows the distance walked, not the LLC).
+    /// the busy CPUs in between are counted from one candidate to the next,
+    /// by arithmetic on a contiguous segment and word operations otherwise.
     fn select_idle_cpu_budget(&mut self, sc: &mut SisScratch, cls_on: bool, start: CpuId, nr: u64, this_cpu: CpuId) -> Option<CpuId> {
         if cls_on {
             sc.seg[0].and_from(&sc.cls, &sc.cpus);
@@ -886,8 +904,9 @@ impl Kernel {
             sc.cand.and_from(seg, &self.idle_hint);
             // The walk's position, counted on from the last candidate.
             let (mut at, mut in_seg) = (start, 0u64);
+            let dense = seg.contiguous();
             for c in sc.cand.iter_wrap(start) {
-                in_seg += seg.count_wrap_between(start, at, c) as u64;
+                in_seg += walk_count(seg, dense, start, at, c);
                 at = c;
                 let pos = base + in_seg;
                 if pos + 1 >= nr {
