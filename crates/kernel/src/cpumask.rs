@@ -120,14 +120,27 @@ impl CpuMask {
             *d = x & !y;
         }
     }
-    /// `Some((lo, hi))` when the mask's CPUs are exactly `lo..hi` (one
-    /// contiguous, non-empty range, as an LLC's span without affinity limits).
-    pub fn contiguous(&self) -> Option<(usize, usize)> {
+    /// Words of the mask (64 CPUs each).
+    #[inline]
+    pub fn nr_words(&self) -> usize {
+        self.len as usize
+    }
+    /// Word `i` (CPUs `64 i .. 64 i + 64`).
+    #[inline]
+    pub fn word(&self, i: usize) -> u64 {
+        self.words()[i]
+    }
+    /// `Some((first, last + 1))`: the lowest CPU set and one past the highest.
+    pub fn bounds(&self) -> Option<(usize, usize)> {
         let w = self.words();
         let first = w.iter().position(|&x| x != 0)?;
         let last = w.iter().rposition(|&x| x != 0)?;
-        let lo = first * 64 + w[first].trailing_zeros() as usize;
-        let hi = last * 64 + 64 - w[last].leading_zeros() as usize;
+        Some((first * 64 + w[first].trailing_zeros() as usize, last * 64 + 64 - w[last].leading_zeros() as usize))
+    }
+    /// `Some((lo, hi))` when the mask's CPUs are exactly `lo..hi` (one
+    /// contiguous, non-empty range, as an LLC's span without affinity limits).
+    pub fn contiguous(&self) -> Option<(usize, usize)> {
+        let (lo, hi) = self.bounds()?;
         (self.weight() as usize == hi - lo).then_some((lo, hi))
     }
     /// Number of CPUs set in `lo..hi` (word operations).
