@@ -6,7 +6,9 @@
 //! holding the entry with the smallest key below it. Moving a slot's key is a
 //! walk of log2(leaves) levels whose sibling loads are independent of each
 //! other and whose comparisons are branch-free. The other slots live in an
-//! indexed 4-ary min-heap; `pop` takes the smaller of the two minima. One
+//! indexed 4-ary min-heap of bare keys (16 bytes, the key names its slot),
+//! laid out so that a node's four children fill one 64-byte line: a
+//! sift-down level is one cache line; `pop` takes the smaller of the two minima. One
 //! sequence counter serves both, so the order is exactly that of one heap.
 //!
 //! Rescheduling a slot moves its single entry instead of leaving a stale event
@@ -45,27 +47,28 @@ fn key_slot(key: u128) -> u32 {
     (key as u64 & (MAX_SLOTS as u64 - 1)) as u32
 }
 
+#[inline]
+fn key_at(key: u128) -> u64 {
+    (key >> 64) as u64
+}
+
+/// One cache line of the heap: a node's `D` children (16-byte keys).
 #[derive(Clone, Copy, Debug)]
-struct Entry {
-    key: u128,
-    slot: u32,
-}
+#[repr(C, align(64))]
+struct Line([u128; D]);
 
-impl Entry {
-    #[inline]
-    fn before(&self, o: &Entry) -> bool {
-        self.key < o.key
-    }
-
-    #[inline]
-    fn at(&self) -> u64 {
-        (self.key >> 64) as u64
-    }
-}
+/// Heap position `i` lives at `HEAP_PAD + i` of the flat line array: the
+/// root alone in line 0's last key, and the children of `i` (`D * i + 1 ..=
+/// D * i + D`) together in line `i + 1`, so a sift-down level reads one
+/// cache line.
+const HEAP_PAD: usize = D - 1;
 
 #[derive(Clone, Debug)]
 pub struct EventQueue {
-    heap: Vec<Entry>,
+    /// The 4-ary heap of keys (a key names its slot), `hlen` of them, laid
+    /// out as [`HEAP_PAD`] says.
+    heap: Vec<Line>,
+    hlen: usize,
     pos: Vec<u32>,
     seq: u64,
     /// The slot returned by the last `pop`, still queued (not yet removed).
@@ -128,7 +131,8 @@ impl EventQueue {
         assert!(slots <= MAX_SLOTS, "event queue: {slots} slots (CPUs x 8 + tasks) is more than the {MAX_SLOTS} it can hold");
         let tree = vec![EMPTY; 2 * cap];
         EventQueue {
-            heap: Vec::with_capacity(slots),
+            heap: Vec::with_capacity((slots + HEAP_PAD).div_ceil(D)),
+            hlen: 0,
             pos: vec![NONE; slots],
             seq: 0,
             popped: None,
@@ -176,18 +180,56 @@ impl EventQueue {
         }
     }
 
+    /// The key at heap position `i` (< `hlen`).
+    #[inline(always)]
+    fn hget(&self, i: usize) -> u128 {
+        let j = i + HEAP_PAD;
+        self.heap[j / D].0[j % D]
+    }
+
+    #[inline(always)]
+    fn hset(&mut self, i: usize, key: u128) {
+        let j = i + HEAP_PAD;
+        self.heap[j / D].0[j % D] = key;
+    }
+
+    /// The earliest key of the heap, if any.
     #[inline]
-    fn place(&mut self, i: usize, e: Entry) {
-        self.pos[e.slot as usize] = i as u32;
-        self.heap[i] = e;
+    fn hfirst(&self) -> Option<u128> {
+        (self.hlen > 0).then(|| self.heap[0].0[HEAP_PAD])
+    }
+
+    fn hpush(&mut self, key: u128) -> usize {
+        let i = self.hlen;
+        let j = i + HEAP_PAD;
+        if j / D >= self.heap.len() {
+            self.heap.push(Line([EMPTY; D]));
+        }
+        self.hlen += 1;
+        self.hset(i, key);
+        i
+    }
+
+    fn hpop(&mut self) -> Option<u128> {
+        if self.hlen == 0 {
+            return None;
+        }
+        self.hlen -= 1;
+        Some(self.hget(self.hlen))
+    }
+
+    #[inline]
+    fn place(&mut self, i: usize, key: u128) {
+        self.pos[key_slot(key) as usize] = i as u32;
+        self.hset(i, key);
     }
 
     fn sift_up(&mut self, mut i: usize) {
-        let e = self.heap[i];
+        let e = self.hget(i);
         while i > 0 {
             let parent = (i - 1) / D;
-            let p = self.heap[parent];
-            if !e.before(&p) {
+            let p = self.hget(parent);
+            if e >= p {
                 break;
             }
             self.place(i, p);
@@ -197,29 +239,30 @@ impl EventQueue {
     }
 
     fn sift_down(&mut self, mut i: usize) {
-        let e = self.heap[i];
-        let n = self.heap.len();
+        let e = self.hget(i);
+        let n = self.hlen;
         loop {
             let first = D * i + 1;
             if first >= n {
                 break;
             }
-            let last = (first + D).min(n);
+            // The children are line `i + 1`; the keys past the heap's end are
+            // not read (stale ones may sit there).
+            let line = &self.heap[i + 1].0;
+            let last = (first + D).min(n) - first;
             // Branch-free minimum of the children (the comparisons are unpredictable).
-            let mut c = first;
-            let mut ck = self.heap[first].key;
-            for k in first + 1..last {
-                let kk = self.heap[k].key;
+            let mut c = 0;
+            let mut ck = line[0];
+            for (k, &kk) in line.iter().enumerate().take(last).skip(1) {
                 let lt = kk < ck;
                 c = if lt { k } else { c };
                 ck = if lt { kk } else { ck };
             }
-            if ck >= e.key {
+            if ck >= e {
                 break;
             }
-            let ce = self.heap[c];
-            self.place(i, ce);
-            i = c;
+            self.place(i, ck);
+            i = first + c;
         }
         self.place(i, e);
     }
@@ -237,18 +280,16 @@ impl EventQueue {
             self.tree_set(slot, key);
             return;
         }
-        let e = Entry { key, slot };
         let p = self.pos[slot as usize];
         if p == NONE {
-            self.heap.push(e);
-            let i = self.heap.len() - 1;
+            let i = self.hpush(key);
             self.pos[slot as usize] = i as u32;
             self.sift_up(i);
         } else {
             let p = p as usize;
-            let old = self.heap[p];
-            self.heap[p] = e;
-            if e.before(&old) {
+            let old = self.hget(p);
+            self.hset(p, key);
+            if key < old {
                 self.sift_up(p);
             } else {
                 self.sift_down(p);
@@ -276,12 +317,12 @@ impl EventQueue {
             return;
         }
         self.pos[slot as usize] = NONE;
-        let last = self.heap.pop().unwrap();
+        let last = self.hpop().expect("a slot with a heap position has a heap entry");
         let p = p as usize;
-        if p == self.heap.len() {
+        if p == self.hlen {
             return;
         }
-        let removed_before = self.heap[p].before(&last);
+        let removed_before = self.hget(p) < last;
         self.place(p, last);
         if removed_before {
             self.sift_down(p);
@@ -302,7 +343,7 @@ impl EventQueue {
             return None;
         }
         let t = self.tree[1];
-        if t == EMPTY || key_slot(t) != slot || self.heap.first().is_some_and(|e| e.key < t) {
+        if t == EMPTY || key_slot(t) != slot || self.hfirst().is_some_and(|k| k < t) {
             return None;
         }
         self.popped = Some(slot);
@@ -315,17 +356,18 @@ impl EventQueue {
             self.remove(s);
         }
         let t = self.tree[1];
-        let top = match self.heap.first() {
-            Some(&top) if top.key < t => top,
-            _ if t != EMPTY => Entry { key: t, slot: key_slot(t) },
+        let top = match self.hfirst() {
+            Some(k) if k < t => k,
+            _ if t != EMPTY => t,
             _ => return None,
         };
-        self.popped = Some(top.slot);
-        Some((top.slot, top.at()))
+        let slot = key_slot(top);
+        self.popped = Some(slot);
+        Some((slot, key_at(top)))
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.tlen - self.popped.is_some() as usize
+        self.hlen + self.tlen - self.popped.is_some() as usize
     }
 
     pub fn is_empty(&self) -> bool {

@@ -179,8 +179,9 @@ pub struct Kernel {
     pub(crate) sis_scratch: Option<Box<crate::fair::select::SisScratch>>,
     /// CPUs that may be idle or SCHED_IDLE-only (a superset): set where a CPU
     /// can become one (curr cleared, a task dequeued, a SCHED_IDLE task
-    /// enqueued), cleared by select_idle_cpu()'s walk when it finds the CPU
-    /// busy. The walk checks only these CPUs and counts the others by word
+    /// enqueued; `schedule()` leaving it idle or SCHED_IDLE-only), cleared when
+    /// `schedule()` leaves it running with no SCHED_IDLE task queued and by
+    /// select_idle_cpu()'s walk when it finds the CPU busy. The walk checks only these CPUs and counts the others by word
     /// operations, so its cost follows the idle CPUs it examines, not the LLC
     /// size (a simulator index: the kernel's walk reads every rq).
     pub(crate) idle_hint: CpuMask,
@@ -805,11 +806,16 @@ impl Kernel {
                 next = self.pick_next_task_fair(cpu, now);
             }
         }
-        if next.is_none() {
-            self.idle_hint.set(cpu);
-        }
         let rq = &mut self.rqs[cpu.idx()];
         rq.curr = next;
+        if next.is_none() || rq.nr_running() == rq.cfs.h_nr_idle {
+            self.idle_hint.set(cpu); // idle, or SCHED_IDLE tasks only
+        } else if rq.cfs.h_nr_idle == 0 {
+            // Running with no SCHED_IDLE task queued: busy until a schedule()
+            // here leaves it idle or SCHED_IDLE-only (both set the hint
+            // again), so the walk need not find this out itself.
+            self.idle_hint.clear(cpu);
+        }
         let mut next_run_delay = None;
         if prev != next {
             rq.nr_switches += 1;

@@ -120,6 +120,29 @@ impl CpuMask {
             *d = x & !y;
         }
     }
+    /// Words of the mask (64 CPUs each).
+    #[inline]
+    pub fn nr_words(&self) -> usize {
+        self.len as usize
+    }
+    /// Word `i` (CPUs `64 i .. 64 i + 64`).
+    #[inline]
+    pub fn word(&self, i: usize) -> u64 {
+        self.words()[i]
+    }
+    /// `Some((first, last + 1))`: the lowest CPU set and one past the highest.
+    pub fn bounds(&self) -> Option<(usize, usize)> {
+        let w = self.words();
+        let first = w.iter().position(|&x| x != 0)?;
+        let last = w.iter().rposition(|&x| x != 0)?;
+        Some((first * 64 + w[first].trailing_zeros() as usize, last * 64 + 64 - w[last].leading_zeros() as usize))
+    }
+    /// `Some((lo, hi))` when the mask's CPUs are exactly `lo..hi` (one
+    /// contiguous, non-empty range, as an LLC's span without affinity limits).
+    pub fn contiguous(&self) -> Option<(usize, usize)> {
+        let (lo, hi) = self.bounds()?;
+        (self.weight() as usize == hi - lo).then_some((lo, hi))
+    }
     /// Number of CPUs set in `lo..hi` (word operations).
     pub fn count_range(&self, lo: usize, hi: usize) -> u32 {
         if lo >= hi {
@@ -144,6 +167,21 @@ impl CpuMask {
             self.count_range(s, c)
         } else {
             self.count_range(s, self.words().len() * 64) + self.count_range(0, c)
+        }
+    }
+    /// How many CPUs of the mask `for_each_cpu_wrap(start)` visits at or
+    /// after `from` and before `to`, where `from` comes no later than `to` in
+    /// that order: `count_wrap_before(start, to) - count_wrap_before(start,
+    /// from)`, in word operations over the CPUs between the two only (a walk
+    /// that counts as it goes pays for the distance it covers, not for the
+    /// size of the mask).
+    #[inline]
+    pub fn count_wrap_between(&self, start: CpuId, from: CpuId, to: CpuId) -> u32 {
+        let (s, f, t) = (start.idx(), from.idx(), to.idx());
+        if (f >= s) == (t >= s) {
+            self.count_range(f, t)
+        } else {
+            self.count_range(f, self.words().len() * 64) + self.count_range(0, t)
         }
     }
 }
@@ -235,11 +273,26 @@ mod tests {
                 let order: Vec<CpuId> = m.iter_wrap(CpuId(s)).collect();
                 for (i, &c) in order.iter().enumerate() {
                     assert_eq!(m.count_wrap_before(CpuId(s), c) as usize, i, "bits {bits:?} start {s} cpu {c:?}");
+                    // Counted in steps from every earlier point of the walk.
+                    for (j, &f) in order[..=i].iter().enumerate() {
+                        assert_eq!(m.count_wrap_between(CpuId(s), f, c) as usize, i - j, "bits {bits:?} start {s} {f:?}..{c:?}");
+                    }
+                    assert_eq!(m.count_wrap_between(CpuId(s), CpuId(s), c) as usize, i, "bits {bits:?} start {s} cpu {c:?}");
                 }
                 for hi in s..=130u16 {
                     assert_eq!(m.count_range(s as usize, hi as usize) as usize, m.iter().filter(|c| c.0 >= s && c.0 < hi).count());
                 }
             }
+        }
+        for (bits, want) in [
+            (vec![], None),
+            (vec![5], Some((5, 6))),
+            (vec![63, 64], Some((63, 65))),
+            (vec![0, 2], None),
+            ((3..130).collect::<Vec<u16>>(), Some((3, 130))),
+            ((0..130).filter(|&c| c != 64).collect::<Vec<u16>>(), None),
+        ] {
+            assert_eq!(CpuMask::from_cpus(130, bits.iter().map(|&b| CpuId(b))).contiguous(), want, "bits {bits:?}");
         }
         let a = CpuMask::from_cpus(130, [1, 64, 65, 129].map(CpuId));
         let b = CpuMask::from_cpus(130, [64, 129, 3].map(CpuId));

@@ -30,6 +30,24 @@ impl SisScratch {
     }
 }
 
+/// CPUs of `seg` that `for_each_cpu_wrap(start)` visits at or after `from`
+/// and before `to` ([`CpuMask::count_wrap_between`]); by arithmetic when the
+/// segment is one range of CPUs (`dense`, [`CpuMask::contiguous`]: an LLC
+/// without affinity limits), so a step of the walk costs the same on any LLC.
+#[inline]
+fn walk_count(seg: &CpuMask, dense: Option<(usize, usize)>, start: CpuId, from: CpuId, to: CpuId) -> u64 {
+    let Some((lo, hi)) = dense else {
+        return seg.count_wrap_between(start, from, to) as u64;
+    };
+    let range = |a: usize, b: usize| b.min(hi).saturating_sub(a.max(lo)) as u64;
+    let (s, f, t) = (start.idx(), from.idx(), to.idx());
+    if (f >= s) == (t >= s) {
+        range(f, t)
+    } else {
+        range(f, usize::MAX) + range(0, t)
+    }
+}
+
 /// Group classification used by the v5.5+ slow path (`enum group_type`, v5.5+), low to high.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
@@ -750,10 +768,6 @@ impl Kernel {
     fn select_idle_cpu_scan(&mut self, p: TaskId, llc: usize, has_idle_core: bool, target: CpuId, sc: &mut SisScratch) -> Option<CpuId> {
         let this_cpu = self.cur_this_cpu;
         let now = self.cur_now;
-        sc.cpus.copy_from(&self.sd.domains[llc].span);
-        if let Some(m) = &self.tasks[p.idx()].cpus_allowed {
-            sc.cpus.and_with(m);
-        }
         let mut nr: u64 = u64::MAX;
         if self.feats.has(SIS_PROP) && !has_idle_core {
             nr = self.sis_prop_budget(llc, this_cpu, now);
@@ -794,6 +808,23 @@ impl Kernel {
         // then the rest of the LLC. Both walks are for_each_cpu_wrap(): lazy, so a
         // scan that stops at its budget has not looked at the CPUs after it.
         let cls_on = self.profile.sis_cluster_first && self.cluster_span_into(target, llc, &mut sc.cls);
+        let affine_all = self.tasks[p.idx()].cpus_allowed.is_none();
+        if affine_all && !cls_on && !has_idle_core {
+            // The whole LLC, one walk: nothing to build (select_idle_cpu_span).
+            let found = self.select_idle_cpu_span(llc, start, nr, this_cpu);
+            if found.is_some() {
+                self.xw(|r| {
+                    r.path = Path::IdleCpu;
+                    r.scan_end = ScanEnd::Found;
+                });
+            }
+            return found;
+        }
+        // `cpumask_and(cpus, sched_domain_span(sd), p->cpus_ptr)`
+        sc.cpus.copy_from(&self.sd.domains[llc].span);
+        if let Some(m) = &self.tasks[p.idx()].cpus_allowed {
+            sc.cpus.and_with(m);
+        }
         if !has_idle_core {
             // `if (!--nr) return -1;` (v5.12-v5.19; `--nr <= 0` v6.0+): no
             // avg_scan_cost update when the budget runs out.
@@ -874,7 +905,8 @@ impl Kernel {
     ///
     /// Model: same CPUs examined, same result, same `last_scan` count as
     /// testing every CPU in order, but only the CPUs of `idle_hint` are tested;
-    /// the busy CPUs in between are counted with word operations.
+    /// the busy CPUs in between are counted from one candidate to the next,
+    /// by arithmetic on a contiguous segment and word operations otherwise.
     fn select_idle_cpu_budget(&mut self, sc: &mut SisScratch, cls_on: bool, start: CpuId, nr: u64, this_cpu: CpuId) -> Option<CpuId> {
         if cls_on {
             sc.seg[0].and_from(&sc.cls, &sc.cpus);
@@ -888,8 +920,13 @@ impl Kernel {
         // Without a cluster level the first segment is empty: nothing to walk or count.
         for seg in &sc.seg[if cls_on { 0 } else { 1 }..] {
             sc.cand.and_from(seg, &self.idle_hint);
+            // The walk's position, counted on from the last candidate.
+            let (mut at, mut in_seg) = (start, 0u64);
+            let dense = seg.contiguous();
             for c in sc.cand.iter_wrap(start) {
-                let pos = base + seg.count_wrap_before(start, c) as u64;
+                in_seg += walk_count(seg, dense, start, at, c);
+                at = c;
+                let pos = base + in_seg;
                 if pos + 1 >= nr {
                     // The budget ran out at position nr - 1, before `c`.
                     self.last_scan += nr - 1;
@@ -917,6 +954,68 @@ impl Kernel {
         }
         self.last_scan += base;
         self.update_scan_cost(this_cpu, base, true);
+        self.xw(|r| r.scan_end = ScanEnd::Exhausted);
+        None
+    }
+
+    /// [`Self::select_idle_cpu_budget`] for a walk of the whole LLC span (no
+    /// cluster first, no affinity limit), the common case: the span's words
+    /// and `idle_hint`'s are combined one word at a time as the walk reaches
+    /// them, in `for_each_cpu_wrap(start)` order, and the position counted by
+    /// arithmetic when the span is one range of CPUs. Nothing is built per
+    /// wakeup: the cost follows the words and candidates the walk reaches
+    /// before its budget or an idle CPU stops it, not the LLC size.
+    ///
+    /// Kernel: the `else` branch of the loop in `select_idle_cpu()`, v5.12-v6.12.
+    fn select_idle_cpu_span(&mut self, llc: usize, start: CpuId, nr: u64, this_cpu: CpuId) -> Option<CpuId> {
+        let dom = &self.sd.domains[llc];
+        let weight = dom.span_weight as u64;
+        let dense = dom.span.bounds().filter(|&(lo, hi)| (hi - lo) as u64 == weight);
+        let n = dom.span.nr_words();
+        let s = start.idx();
+        let (w0, hi_mask) = (s / 64, !0u64 << (s % 64));
+        let (mut at, mut pos) = (start, 0u64);
+        // Words in wrap order: start's word from start, the words after it,
+        // the words before it, and start's word below start.
+        for step in 0..=n {
+            let (wi, m) = match step {
+                0 => (w0, hi_mask),
+                _ if step < n => ((w0 + step) % n, !0),
+                _ => (w0, !hi_mask),
+            };
+            let span = &self.sd.domains[llc].span;
+            let mut bits = span.word(wi) & self.idle_hint.word(wi) & m;
+            while bits != 0 {
+                let c = CpuId((wi * 64 + bits.trailing_zeros() as usize) as u16);
+                bits &= bits - 1;
+                pos += walk_count(&self.sd.domains[llc].span, dense, start, at, c);
+                at = c;
+                if pos + 1 >= nr {
+                    // The budget ran out at position nr - 1, before `c`.
+                    self.last_scan += nr - 1;
+                    self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
+                    return None;
+                }
+                if self.idle_candidate(c) {
+                    self.last_scan += pos + 1;
+                    self.update_scan_cost(this_cpu, pos + 1, true);
+                    return Some(c);
+                }
+                let rq = &self.rqs[c.idx()];
+                let maybe_idle =
+                    (rq.curr.is_none() && rq.nr_running() == 0) || (rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle);
+                if !maybe_idle {
+                    self.idle_hint.clear(c); // busy: set again when it may become idle
+                }
+            }
+        }
+        if weight >= nr {
+            self.last_scan += nr - 1;
+            self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
+            return None;
+        }
+        self.last_scan += weight;
+        self.update_scan_cost(this_cpu, weight, true);
         self.xw(|r| r.scan_end = ScanEnd::Exhausted);
         None
     }
