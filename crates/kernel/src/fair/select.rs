@@ -93,6 +93,7 @@ impl Kernel {
         now: u64,
     ) -> CpuId {
         // FIDELITY(F-001): no EAS, select_idle_capacity, wake_cap, kthread stacking or WF_CURRENT_CPU.
+        // FIDELITY(F-649): mainline only; the measuring guest's vendor wakeup packing (vcpu_pack_room()) is not modelled.
         let sd_flag = wf.sd_flag();
         let ttwu = wf.contains(WakeFlags::TTWU);
         let sync = wf.contains(WakeFlags::SYNC) && waker.is_some();
