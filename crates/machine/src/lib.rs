@@ -114,15 +114,7 @@ impl Noise {
     /// rates measured here (they are the kernel's, not the hypervisor's) with
     /// the tick at the cost of a bare-metal timer interrupt [assumed, see
     /// docs/CALIBRATION.md]. Interrupt and kthread durations as measured.
-    pub const BARE_METAL_DEFAULT: Noise = Noise {
-        tick_ns: 2_000,
-        irq_per_s: 20.0,
-        irq_ns: 5_000,
-        kthread_per_s: 5.0,
-        kthread_run_ns: 12_000,
-        unbound_per_s: UNBOUND_PER_S,
-        unbound_run_ns: UNBOUND_RUN_NS,
-    };
+    pub const BARE_METAL_DEFAULT: Noise = Noise { tick_ns: 2_000, ..Noise::GUEST_MEASURED };
 }
 
 impl Default for Noise {

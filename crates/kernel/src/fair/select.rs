@@ -927,23 +927,8 @@ impl Kernel {
             for c in sc.cand.iter_wrap(start) {
                 in_seg += walk_count(seg, dense, start, at, c);
                 at = c;
-                let pos = base + in_seg;
-                if pos + 1 >= nr {
-                    // The budget ran out at position nr - 1, before `c`.
-                    self.last_scan += nr - 1;
-                    self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
-                    return None;
-                }
-                if self.idle_candidate(c) {
-                    self.last_scan += pos + 1;
-                    self.update_scan_cost(this_cpu, pos + 1, true);
-                    return Some(c);
-                }
-                let rq = &self.rqs[c.idx()];
-                let maybe_idle =
-                    (rq.curr.is_none() && rq.nr_running() == 0) || (rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle);
-                if !maybe_idle {
-                    self.idle_hint.clear(c); // busy: set again when it may become idle
+                if let Some(end) = self.sis_visit(c, base + in_seg, nr, this_cpu) {
+                    return end;
                 }
             }
             base += seg.weight() as u64;
@@ -956,6 +941,30 @@ impl Kernel {
         self.last_scan += base;
         self.update_scan_cost(this_cpu, base, true);
         self.xw(|r| r.scan_end = ScanEnd::Exhausted);
+        None
+    }
+
+    /// One candidate `c` of `select_idle_cpu()`'s budgeted walk at position
+    /// `pos` (0-based, counted from the walk's start): `Some(end)` ends the walk
+    /// (`Some(None)`: the budget ran out at position nr - 1, before `c`;
+    /// `Some(Some(c))`: `c` is idle), `None` goes on, after clearing `c`'s
+    /// idle hint if it cannot be idle.
+    fn sis_visit(&mut self, c: CpuId, pos: u64, nr: u64, this_cpu: CpuId) -> Option<Option<CpuId>> {
+        if pos + 1 >= nr {
+            self.last_scan += nr - 1;
+            self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
+            return Some(None);
+        }
+        if self.idle_candidate(c) {
+            self.last_scan += pos + 1;
+            self.update_scan_cost(this_cpu, pos + 1, true);
+            return Some(Some(c));
+        }
+        let rq = &self.rqs[c.idx()];
+        let maybe_idle = (rq.curr.is_none() && rq.nr_running() == 0) || (rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle);
+        if !maybe_idle {
+            self.idle_hint.clear(c); // busy: set again when it may become idle
+        }
         None
     }
 
@@ -991,22 +1000,8 @@ impl Kernel {
                 bits &= bits - 1;
                 pos += walk_count(&self.sd.domains[llc].span, dense, start, at, c);
                 at = c;
-                if pos + 1 >= nr {
-                    // The budget ran out at position nr - 1, before `c`.
-                    self.last_scan += nr - 1;
-                    self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
-                    return None;
-                }
-                if self.idle_candidate(c) {
-                    self.last_scan += pos + 1;
-                    self.update_scan_cost(this_cpu, pos + 1, true);
-                    return Some(c);
-                }
-                let rq = &self.rqs[c.idx()];
-                let maybe_idle =
-                    (rq.curr.is_none() && rq.nr_running() == 0) || (rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle);
-                if !maybe_idle {
-                    self.idle_hint.clear(c); // busy: set again when it may become idle
+                if let Some(end) = self.sis_visit(c, pos, nr, this_cpu) {
+                    return end;
                 }
             }
         }
