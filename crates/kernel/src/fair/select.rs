@@ -902,7 +902,7 @@ impl Kernel {
     /// candidate wins, `if (!--nr) return -1` stops the walk, and a walk that
     /// did not run out charges its cost (update_scan_cost()).
     ///
-    /// Kernel: the `else` branch of the loop in `select_idle_cpu()`, v5.12-v6.12.
+    /// Kernel: the `else` branch of the loop in `select_idle_cpu()`, v5.12-v6.18.
     ///
     /// Model: same CPUs examined, same result, same `last_scan` count as
     /// testing every CPU in order, but only the CPUs of `idle_hint` are tested;
@@ -933,13 +933,21 @@ impl Kernel {
             }
             base += seg.weight() as u64;
         }
-        if base >= nr {
+        self.sis_walk_end(base, nr, this_cpu)
+    }
+
+    /// The end of a budgeted walk that found no idle CPU among `walked`
+    /// positions: out of budget at position nr - 1 if the walk was that long
+    /// (no scan cost charged, as the kernel's `return -1` from the loop),
+    /// otherwise exhausted, charging the positions walked (update_scan_cost()).
+    fn sis_walk_end(&mut self, walked: u64, nr: u64, this_cpu: CpuId) -> Option<CpuId> {
+        if walked >= nr {
             self.last_scan += nr - 1;
             self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
             return None;
         }
-        self.last_scan += base;
-        self.update_scan_cost(this_cpu, base, true);
+        self.last_scan += walked;
+        self.update_scan_cost(this_cpu, walked, true);
         self.xw(|r| r.scan_end = ScanEnd::Exhausted);
         None
     }
@@ -976,7 +984,7 @@ impl Kernel {
     /// wakeup: the cost follows the words and candidates the walk reaches
     /// before its budget or an idle CPU stops it, not the LLC size.
     ///
-    /// Kernel: the `else` branch of the loop in `select_idle_cpu()`, v5.12-v6.12.
+    /// Kernel: the `else` branch of the loop in `select_idle_cpu()`, v5.12-v6.18.
     fn select_idle_cpu_span(&mut self, llc: usize, start: CpuId, nr: u64, this_cpu: CpuId) -> Option<CpuId> {
         let dom = &self.sd.domains[llc];
         let weight = dom.span_weight as u64;
@@ -1005,15 +1013,7 @@ impl Kernel {
                 }
             }
         }
-        if weight >= nr {
-            self.last_scan += nr - 1;
-            self.xw(|r| r.scan_end = ScanEnd::BudgetOut);
-            return None;
-        }
-        self.last_scan += weight;
-        self.update_scan_cost(this_cpu, weight, true);
-        self.xw(|r| r.scan_end = ScanEnd::Exhausted);
-        None
+        self.sis_walk_end(weight, nr, this_cpu)
     }
 
     /// Copy the span of the cluster domain below the LLC holding `target` into
