@@ -149,6 +149,26 @@ impl Sim<'_> {
                         self.advance(t);
                     }
                 }
+                Op::ReadAll { chan, cost, per_msg } => {
+                    if stage == 0 {
+                        match self.chan_read_all(c, t, chan) {
+                            (ChanOutcome::Blocked, _) => return,
+                            (ChanOutcome::Done { woke }, taken) => {
+                                // The messages' lines come from the writer's caches.
+                                let xfer = self.chan_writer[chan as usize].map_or(0, |w| self.cost.message_ns(w, c, MSG_BYTES));
+                                let j = self.jitter(cost + per_msg * taken) + xfer;
+                                let r = &mut self.rt[t.idx()];
+                                r.remaining = j;
+                                r.stage = 1;
+                                if woke && self.preempt_point(c) {
+                                    return;
+                                }
+                            }
+                        }
+                    } else {
+                        self.advance(t);
+                    }
+                }
                 Op::Sleep { ns } => {
                     self.advance(t);
                     let at = self.now + ns;
@@ -448,6 +468,31 @@ impl Sim<'_> {
         woken.clear();
         self.wake_buf = woken;
         ChanOutcome::Done { woke }
+    }
+
+    /// `Op::ReadAll`: take every message of `chan` (blocking while it is
+    /// empty), then wake blocked writers once as [`Self::chan_read`] does.
+    /// Returns the outcome and the number of messages taken.
+    pub(crate) fn chan_read_all(&mut self, c: CpuId, t: TaskId, chan: u32) -> (ChanOutcome, u64) {
+        let ch = &mut self.chans[chan as usize];
+        let n = ch.count;
+        if n == 0 {
+            return (self.chan_read(c, t, chan, false), 0);
+        }
+        // All but the last leave without the writer check; the last one's read does it.
+        ch.count = 1;
+        if ch.tagged {
+            let keep = ch.tags.len().saturating_sub(1);
+            ch.tags.drain(..keep);
+        }
+        let stamps = self.chans[chan as usize].stamps.len().saturating_sub(1);
+        for _ in 0..stamps {
+            if let Some(at) = self.chans[chan as usize].stamps.pop_front() {
+                let hist = self.arrivals.as_ref().map_or(0, |a| a.hist);
+                self.rt[t.idx()].req_stamps.push_back((hist, at));
+            }
+        }
+        (self.chan_read(c, t, chan, false), n as u64)
     }
 
     /// A message was queued on `chan`, which is registered in an epoll

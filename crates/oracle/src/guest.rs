@@ -79,6 +79,9 @@ pub fn workload_command(w: &Workload, duration_ns: Option<u64>, cores: &[Vec<u16
             GuestWorkload { command: c, host_bins: vec![], programs: vec!["sl-pingpong"] }
         }
         "netperf" => {
+            if param(w, "mode")? == "TCP_STREAM" {
+                bail!("the oracle runs netperf TCP_RR and UDP_RR (its guest program sl-rr); mode=TCP_STREAM has no guest program yet");
+            }
             let mode = if param(w, "mode")? == "UDP_RR" { "udp" } else { "tcp" };
             let c = format!(
                 "sl-rr -m {mode} -n {} -r {} -R {} -d {}",
@@ -452,6 +455,8 @@ mod tests {
         assert_eq!(g.command, "sl-rr -m udp -n 3 -r 1 -R 1 -d 2000");
         let err = workload_command(&built("schbench", ""), None, &[]).unwrap_err().to_string();
         assert!(err.contains("no guest program") && err.contains("netperf"), "{err}");
+        let err = workload_command(&built("netperf", "mode=TCP_STREAM"), Some(2_000_000_000), &[]).unwrap_err().to_string();
+        assert!(err.contains("TCP_STREAM") && err.contains("no guest program"), "{err}");
     }
 
     #[test]

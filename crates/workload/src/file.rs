@@ -459,6 +459,7 @@ fn check_op_ranges(op: &Op, nc: usize, ns: usize, nt: usize) -> Result<(), Strin
     let sem = |s: u32| if (s as usize) < ns { Ok(()) } else { Err(format!("semaphore {s} does not exist ({ns} semaphores)")) };
     match *op {
         Op::Write { chan: c, .. } | Op::Read { chan: c, .. } | Op::WriteTag { chan: c, .. } | Op::ReadTag { chan: c, .. } => chan(c),
+        Op::ReadAll { chan: c, .. } => chan(c),
         Op::WriteReg { chan_base: c, .. } | Op::Poll { chan: c } => chan(c),
         Op::WakeQueued { chan: c, .. } | Op::ReadReg { chan_base: c, .. } => chan(c),
         Op::SemWait { sem: s } | Op::SemPost { sem: s, .. } | Op::WakeLatency { sem: s, .. } | Op::SemWake { sem: s, .. } => sem(s),
@@ -644,6 +645,7 @@ const OPS: &[(&str, &[&str])] = &[
     ("poll", &["chan"]),
     ("epoll_next", &["set", "max"]),
     ("read_reg", &["chan_base", "cost"]),
+    ("read_all", &["chan", "cost", "per_msg"]),
     ("wake_queued", &["chan", "sem_base", "cost"]),
     ("wake_latency", &["hist", "sem"]),
     ("sem_wake", &["sem", "n"]),
@@ -704,7 +706,7 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             }
             Ok(x)
         };
-        let f64_ = |k: &str| if matches!(k, "ns" | "cost") { time(k) } else { f64_(k) };
+        let f64_ = |k: &str| if matches!(k, "ns" | "cost" | "per_msg") { time(k) } else { f64_(k) };
         let op = match name {
             "run" => Op::Run { ns: f64_("ns")? },
             "run_dist" => Op::RunDist { lo: f32("lo")?, mid: f32("mid")?, hi: f32("hi")? },
@@ -729,6 +731,7 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             "poll" => Op::Poll { chan: f32("chan")? },
             "epoll_next" => Op::EpollNext { set: f32("set")?, max: f32("max")? },
             "read_reg" => Op::ReadReg { chan_base: f32("chan_base")?, cost: f64_("cost")? },
+            "read_all" => Op::ReadAll { chan: f32("chan")?, cost: f64_("cost")?, per_msg: f64_("per_msg")? },
             "wake_queued" => Op::WakeQueued { chan: f32("chan")?, sem_base: f32("sem_base")?, cost: f64_("cost")? },
             "wake_latency" => Op::WakeLatency { hist: f32("hist")?, sem: f32("sem")? },
             "sem_wake" => Op::SemWake { sem: f32("sem")?, n: f32("n")? },
@@ -771,6 +774,7 @@ fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
         Op::Poll { chan } => ("poll", vec![chan as u64]),
         Op::EpollNext { set, max } => ("epoll_next", vec![set as u64, max as u64]),
         Op::ReadReg { chan_base, cost } => ("read_reg", vec![chan_base as u64, cost]),
+        Op::ReadAll { chan, cost, per_msg } => ("read_all", vec![chan as u64, cost, per_msg]),
         Op::WakeQueued { chan, sem_base, cost } => ("wake_queued", vec![chan as u64, sem_base as u64, cost]),
         Op::WakeLatency { hist, sem } => ("wake_latency", vec![hist as u64, sem as u64]),
         Op::SemWake { sem, n } => ("sem_wake", vec![sem as u64, n as u64]),
@@ -1137,6 +1141,8 @@ mod tests {
                 "rate=20000",
                 "rate=20000,clients=3",
                 "rate=1000,instances=2",
+                // byte streams (read_all)
+                "mode=TCP_STREAM,instances=2,message_size=64",
             ] {
                 let Ok(w) = build(b.name, &Params::parse(set).unwrap(), 12, &[]) else { continue };
                 let text = to_toml(&w, "test");

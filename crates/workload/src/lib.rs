@@ -154,6 +154,15 @@ pub enum Op {
         chan_base: u32,
         cost: u64,
     },
+    /// recv() on a byte stream (TCP): block while the channel is empty, then
+    /// take every message queued at that moment (the reader's buffer holds
+    /// them all) and spend `cost + per_msg x taken` ns copying them. Wakes
+    /// blocked writers as the channel's kind does, once, after the drain.
+    ReadAll {
+        chan: u32,
+        cost: u64,
+        per_msg: u64,
+    },
     /// A hub's "wake everyone queued" (schbench `xlist_wake_all`): take every
     /// message of `chan` at once (never blocks; none is fine) and stamp their
     /// semaphores `sem_base + tag` with the current time (one timestamp for the
@@ -498,6 +507,7 @@ impl Workload {
                     }
                     Op::Write { chan, .. }
                     | Op::Read { chan, .. }
+                    | Op::ReadAll { chan, .. }
                     | Op::WriteTag { chan, .. }
                     | Op::ReadTag { chan, .. }
                     | Op::WriteReg { chan_base: chan, .. }

@@ -56,6 +56,22 @@ pub const UDP_RECV_NS: u64 = 800;
 /// Copying payload through the socket layer: ~10 GB/s memcpy, per KiB (§12.2:
 /// 5-15 us per side for 5 KB messages).
 pub const COPY_NS_PER_KB: u64 = 100;
+/// netperf TCP_STREAM over loopback, measured on the development guest
+/// (scripts/calibrate-tcpstream, crates/workload/tests/data/tcpstream-local.txt;
+/// sender and receiver on separate vCPUs, the sender 100 % busy): one send()
+/// costs its sender 0.86-0.91 us at 64 B, 1.07 at 1 KiB, 1.72-1.77 at 4 KiB and
+/// 5.2-6.5 at 16 KiB (the copy into the skb, and the loopback transmit with the
+/// receive softirq on the sender's CPU, per segment). The line through 64 B
+/// and 16 KiB: 0.87 us + 0.283 us per KiB (4 KiB: 2.0 us, 15 % above).
+pub const STREAM_SEND_NS: u64 = 870;
+pub const STREAM_SEND_NS_PER_KB: u64 = 283;
+/// One recv() of everything queued (netserver reads into a large buffer): 5.3-7.2 us
+/// per call measured, 3-48 KiB per call, with 0.6-0.75 sleeps per call; less the
+/// model's two switches per sleep (`local-guest`: 1.8 us each) [derived].
+pub const STREAM_RECV_NS: u64 = 4_000;
+/// The receiver's copy to user space of data the sender just wrote (hot in the
+/// LLC): 0.02 us per KiB (5.7 us per call at 3 KiB, 6.5 at 48 KiB).
+pub const STREAM_RECV_NS_PER_KB: u64 = 20;
 /// A futex wake that finds a waiter (syscall + wake_q) or a lock-free list
 /// push plus FUTEX_WAKE (schbench fpost).
 pub const FUTEX_WAKE_NS: u64 = 1_500;

@@ -1,22 +1,29 @@
-//! netperf TCP_RR / UDP_RR over loopback (benchmark-workloads §6).
+//! netperf TCP_RR / UDP_RR / TCP_STREAM over loopback (benchmark-workloads §6).
 //!
 //! `instances` independent netperf processes, each paired with its own
-//! forked netserver child; strictly one transaction in flight per pair
-//! (no -b burst): request of `request_size` bytes, response of
-//! `response_size` bytes, both delivered in softirq on the sender's CPU with
-//! WF_SYNC.
+//! forked netserver child. TCP_RR / UDP_RR: strictly one transaction in
+//! flight per pair (no -b burst): request of `request_size` bytes, response
+//! of `response_size` bytes, both delivered in softirq on the sender's CPU
+//! with WF_SYNC. TCP_STREAM: netperf send()s `message_size` bytes in a loop
+//! (nettest_omni's send_data loop) and netserver recv()s whatever has arrived
+//! (a sync wakeup from the sender's softirq when it was asleep); the sender
+//! blocks only when the socket buffer is full.
 
-use super::costs::{COPY_NS_PER_KB, TCP_RECV_NS, TCP_SEND_NS, UDP_RECV_NS, UDP_SEND_NS};
+use super::costs::{
+    COPY_NS_PER_KB, STREAM_RECV_NS, STREAM_RECV_NS_PER_KB, STREAM_SEND_NS, STREAM_SEND_NS_PER_KB, TCP_RECV_NS, TCP_SEND_NS, UDP_RECV_NS,
+    UDP_SEND_NS,
+};
 use super::{choice, pick_metric, push_prog, start_task, Builtin, COUNTER_OPS, HIST_REQUEST};
 use crate::params::{ParamDoc, Params};
 use crate::{Arrivals, ChannelKind, ChannelSpec, MetricSpec, Op, Workload, WorkloadError};
 
 pub const BUILTIN: Builtin = Builtin {
     name: "netperf",
-    summary: "netperf TCP_RR / UDP_RR: netperf/netserver pairs, one transaction in flight each",
-    metric: "transactions/s (all pairs, higher is better)",
+    summary: "netperf TCP_RR / UDP_RR (one transaction in flight per pair) or TCP_STREAM (bulk send): netperf/netserver pairs",
+    metric: "transactions/s (all pairs, higher is better); TCP_STREAM: Mbit/s received (all pairs)",
     params: &[
-        ParamDoc { key: "mode", default: "TCP_RR", help: "TCP_RR or UDP_RR (-t)" },
+        ParamDoc { key: "mode", default: "TCP_RR", help: "TCP_RR, UDP_RR or TCP_STREAM (-t)" },
+        ParamDoc { key: "message_size", default: "16384", help: "TCP_STREAM: bytes per send() (-- -m; netperf's default is the send socket buffer, 16384 on Linux)" },
         ParamDoc { key: "instances", default: "1", help: "concurrent netperf/netserver pairs" },
         ParamDoc { key: "request_size", default: "1", help: "request bytes (-- -r req,rsp)" },
         ParamDoc { key: "response_size", default: "1", help: "response bytes" },
@@ -36,8 +43,16 @@ pub const NETPERF_USER_NS: u64 = 500;
 
 // FIDELITY(F-102): loopback TCP/UDP as sync channels.
 fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, WorkloadError> {
-    let mode = choice(p, "mode", "TCP_RR", &["TCP_RR", "UDP_RR"])?;
+    let mode = choice(p, "mode", "TCP_RR", &["TCP_RR", "UDP_RR", "TCP_STREAM"])?;
     let n = p.u64_in("instances", 1, 1, 50_000)? as u32;
+    if mode == "TCP_STREAM" {
+        return stream(p, n);
+    }
+    if p.get("message_size").is_some() {
+        return Err(WorkloadError(
+            "netperf: message_size applies to mode=TCP_STREAM; for TCP_RR / UDP_RR use request_size and response_size".into(),
+        ));
+    }
     let req = p.u64_in("request_size", 1, 1, 1 << 20)?;
     let rsp = p.u64_in("response_size", 1, 1, 1 << 20)?;
     let (send, recv) = if mode == "TCP_RR" { (TCP_SEND_NS, TCP_RECV_NS) } else { (UDP_SEND_NS, UDP_RECV_NS) };
@@ -132,6 +147,68 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     Ok(w)
 }
 
+/// Socket buffering of one TCP_STREAM connection: loopback autotunes the
+/// receive buffer up to tcp_rmem's maximum (6 MiB by default) [assumed: 4 MiB
+/// in flight]; the measured sender never blocked with the receiver on another CPU.
+const STREAM_INFLIGHT_BYTES: u64 = 4 << 20;
+
+/// `mode=TCP_STREAM`: netperf's send loop and netserver's recv loop.
+// FIDELITY(F-110): bytes counted at send(); one channel message per send(), the receiver takes all queued.
+fn stream(p: &Params, n: u32) -> Result<Workload, WorkloadError> {
+    for k in ["request_size", "response_size", "rate", "rx_queues", "metric"] {
+        if p.get(k).is_some() {
+            return Err(WorkloadError(format!("netperf: {k} does not apply to mode=TCP_STREAM (it takes instances and message_size)")));
+        }
+    }
+    let m = p.u64_in("message_size", 16384, 1, 1 << 20)?;
+    let capacity = (STREAM_INFLIGHT_BYTES / m).clamp(1, u32::MAX as u64) as u32;
+    let sock = ChannelSpec { capacity, sync: true, kind: ChannelKind::Socket, epoll: None };
+    let mut w = Workload {
+        memory: Vec::new(),
+        arrivals: None,
+        name: "netperf".into(),
+        params: vec![("mode".into(), "TCP_STREAM".into()), ("instances".into(), n.to_string()), ("message_size".into(), m.to_string())],
+        programs: Vec::new(),
+        tasks: Vec::new(),
+        channels: Vec::new(),
+        sems: Vec::new(),
+        metric: MetricSpec::ScaledRate {
+            name: "throughput".into(),
+            unit: "Mbit/s".into(),
+            counter: COUNTER_OPS,
+            divisor: 1_000_000,
+            start: None,
+            end: None,
+        },
+        time_bounded: true,
+        groups: Vec::new(),
+        jitter_pct: 10,
+    };
+    let per_kb = |ns_per_kb: u64| m * ns_per_kb / 1024;
+    let mut servers = Vec::new();
+    for i in 0..n {
+        let c = w.channels.len() as u32;
+        w.channels.push(sock.clone());
+        let client = vec![
+            Op::Loop { count: u64::MAX },
+            Op::Write { chan: c, cost: STREAM_SEND_NS + per_kb(STREAM_SEND_NS_PER_KB) },
+            Op::Count { id: COUNTER_OPS, n: m * 8 },
+            Op::EndLoop,
+        ];
+        let server = vec![
+            Op::Loop { count: u64::MAX },
+            Op::ReadAll { chan: c, cost: STREAM_RECV_NS, per_msg: per_kb(STREAM_RECV_NS_PER_KB) },
+            Op::EndLoop,
+        ];
+        let cp = push_prog(&mut w, client);
+        servers.push(server);
+        w.tasks.push(start_task(format!("netperf-{i}"), cp, 1 + 2 * i));
+        w.tasks.push(start_task(format!("netserver-{i}"), u32::MAX, 2 + 2 * i));
+    }
+    super::push_server_programs(&mut w, servers);
+    Ok(w)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +220,25 @@ mod tests {
         assert_ne!(w.tasks[0].mm, w.tasks[1].mm);
         let c = &w.programs[w.tasks[2].program as usize];
         assert_eq!(c[2], Op::Write { chan: 2, cost: UDP_SEND_NS });
-        assert!(crate::build("netperf", &Params::parse("mode=TCP_STREAM").unwrap(), 12, &[]).is_err());
+        assert!(crate::build("netperf", &Params::parse("mode=TCP_SENDFILE").unwrap(), 12, &[]).is_err());
+        assert!(crate::build("netperf", &Params::parse("message_size=64").unwrap(), 12, &[]).is_err());
+    }
+
+    #[test]
+    fn stream_sends_in_a_loop_and_the_server_drains() {
+        let w = crate::build("netperf", &Params::parse("mode=TCP_STREAM,message_size=64,instances=2").unwrap(), 12, &[]).unwrap();
+        assert_eq!(w.tasks.len(), 4);
+        assert_eq!(w.channels.len(), 2);
+        assert!(w.channels.iter().all(|c| c.sync && c.capacity == 65_536));
+        let c = &w.programs[w.tasks[0].program as usize];
+        assert_eq!(c[1], Op::Write { chan: 0, cost: STREAM_SEND_NS + 64 * STREAM_SEND_NS_PER_KB / 1024 });
+        assert_eq!(c[2], Op::Count { id: COUNTER_OPS, n: 512 });
+        let s = &w.programs[w.tasks[1].program as usize];
+        assert!(matches!(s[1], Op::ReadAll { chan: 0, cost: STREAM_RECV_NS, .. }));
+        assert!(matches!(w.metric, MetricSpec::ScaledRate { divisor: 1_000_000, .. }));
+        for bad in ["mode=TCP_STREAM,request_size=2", "mode=TCP_STREAM,rate=1000", "mode=TCP_STREAM,message_size=0"] {
+            let e = crate::build("netperf", &Params::parse(bad).unwrap(), 12, &[]).unwrap_err().0;
+            assert!(e.contains("netperf") || e.contains("message_size"), "{bad}: {e}");
+        }
     }
 }
