@@ -128,35 +128,25 @@ impl Sim<'_> {
                         }
                     }
                 }
-                Op::Read { chan, cost } | Op::ReadTag { chan, cost } | Op::ReadReg { chan_base: chan, cost } => {
+                Op::Read { chan, cost }
+                | Op::ReadTag { chan, cost }
+                | Op::ReadReg { chan_base: chan, cost }
+                | Op::ReadAll { chan, cost, .. } => {
                     if stage == 0 {
                         let chan = if let Op::ReadReg { .. } = op { chan + self.rt[t.idx()].reg } else { chan };
-                        match self.chan_read(c, t, chan, matches!(op, Op::ReadTag { .. })) {
+                        let (outcome, cost) = match op {
+                            Op::ReadAll { per_msg, .. } => {
+                                let (o, taken) = self.chan_read_all(c, t, chan);
+                                (o, cost + per_msg * taken)
+                            }
+                            _ => (self.chan_read(c, t, chan, matches!(op, Op::ReadTag { .. })), cost),
+                        };
+                        match outcome {
                             ChanOutcome::Blocked => return,
                             ChanOutcome::Done { woke } => {
                                 // The message's lines come from the writer's caches.
                                 let xfer = self.chan_writer[chan as usize].map_or(0, |w| self.cost.message_ns(w, c, MSG_BYTES));
                                 let j = self.jitter(cost) + xfer;
-                                let r = &mut self.rt[t.idx()];
-                                r.remaining = j;
-                                r.stage = 1;
-                                if woke && self.preempt_point(c) {
-                                    return;
-                                }
-                            }
-                        }
-                    } else {
-                        self.advance(t);
-                    }
-                }
-                Op::ReadAll { chan, cost, per_msg } => {
-                    if stage == 0 {
-                        match self.chan_read_all(c, t, chan) {
-                            (ChanOutcome::Blocked, _) => return,
-                            (ChanOutcome::Done { woke }, taken) => {
-                                // The messages' lines come from the writer's caches.
-                                let xfer = self.chan_writer[chan as usize].map_or(0, |w| self.cost.message_ns(w, c, MSG_BYTES));
-                                let j = self.jitter(cost + per_msg * taken) + xfer;
                                 let r = &mut self.rt[t.idx()];
                                 r.remaining = j;
                                 r.stage = 1;

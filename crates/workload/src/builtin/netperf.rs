@@ -137,14 +137,19 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             Op::Write { chan: c_rsp, cost: send + copy(rsp) },
             Op::EndLoop,
         ];
-        // Client programs first, then server programs (compact workload files).
-        let cp = push_prog(&mut w, client);
-        servers.push(server);
-        w.tasks.push(start_task(format!("netperf-{i}"), cp, 1 + 2 * i));
-        w.tasks.push(start_task(format!("netserver-{i}"), u32::MAX, 2 + 2 * i));
+        add_pair(&mut w, &mut servers, i, client, server);
     }
     super::push_server_programs(&mut w, servers);
     Ok(w)
+}
+
+/// Pair `i`: its netperf task with `client`, its netserver task with `server`
+/// (client programs first, the server programs after them: compact workload files).
+fn add_pair(w: &mut Workload, servers: &mut Vec<Vec<Op>>, i: u32, client: Vec<Op>, server: Vec<Op>) {
+    let cp = push_prog(w, client);
+    servers.push(server);
+    w.tasks.push(start_task(format!("netperf-{i}"), cp, 1 + 2 * i));
+    w.tasks.push(start_task(format!("netserver-{i}"), u32::MAX, 2 + 2 * i));
 }
 
 /// Socket buffering of one TCP_STREAM connection: loopback autotunes the
@@ -200,10 +205,7 @@ fn stream(p: &Params, n: u32) -> Result<Workload, WorkloadError> {
             Op::ReadAll { chan: c, cost: STREAM_RECV_NS, per_msg: per_kb(STREAM_RECV_NS_PER_KB) },
             Op::EndLoop,
         ];
-        let cp = push_prog(&mut w, client);
-        servers.push(server);
-        w.tasks.push(start_task(format!("netperf-{i}"), cp, 1 + 2 * i));
-        w.tasks.push(start_task(format!("netserver-{i}"), u32::MAX, 2 + 2 * i));
+        add_pair(&mut w, &mut servers, i, client, server);
     }
     super::push_server_programs(&mut w, servers);
     Ok(w)
