@@ -24,36 +24,45 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 const NIL: u32 = u32::MAX;
 
+/// A tree node: 40 bytes (a test checks it), so that a cfs_rq's few queued
+/// entities share few cache lines. The sort keys are derived, not stored:
+/// (vruntime - anchor as a signed value, `seq`) and the same with the
+/// deadline; the treap priority is `mix(seq)`.
 #[derive(Clone, Debug)]
 struct Node {
     ent: Ent,
-    vruntime: u64,
-    deadline: u64,
-    /// (vruntime - anchor) as a signed value, then the insertion sequence.
-    key: (i64, u64),
-    /// (deadline - anchor) as a signed value, then the insertion sequence.
-    dkey: (i64, u64),
-    prio: u64,
+    /// Children; in a free node, `left` links the free list.
     left: u32,
     right: u32,
-    /// The node with the smallest `dkey` in this subtree.
+    /// The node with the smallest deadline key in this subtree.
     min_d: u32,
+    vruntime: u64,
+    deadline: u64,
+    /// Insertion sequence: breaks ties of both keys, and seeds the priority.
+    seq: u64,
 }
 
 /// The ordered set of queued entities of one cfs_rq.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Timeline {
     nodes: Vec<Node>,
-    free: Vec<u32>,
-    root: u32,
-    anchor: u64,
-    seq: u64,
-    len: usize,
     /// Entity -> node. A hash map keeps its buckets when entries leave, so a
     /// timeline that has held n entities inserts and removes without
     /// allocating (a B-tree allocates a node whenever it splits or refills).
     /// Only looked up: no order depends on it.
     at: HashMap<Ent, u32, BuildHasherDefault<EntHasher>>,
+    anchor: u64,
+    seq: u64,
+    root: u32,
+    /// Head of the free nodes' list (linked through `Node::left`), last freed first.
+    free: u32,
+    len: u32,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline { nodes: Vec::new(), at: HashMap::default(), anchor: 0, seq: 0, root: NIL, free: NIL, len: 0 }
+    }
 }
 
 /// Hash of an entity id (a `u32`): one multiply, fixed (deterministic).
@@ -97,7 +106,7 @@ impl Timeline {
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -114,13 +123,27 @@ impl Timeline {
         v.wrapping_sub(self.anchor) as i64
     }
 
+    /// Node `n`'s timeline key: (vruntime - anchor as a signed value, insertion sequence).
+    #[inline]
+    fn key(&self, n: u32) -> (i64, u64) {
+        let x = &self.nodes[n as usize];
+        (self.rel(x.vruntime), x.seq)
+    }
+
+    /// Node `n`'s deadline key: (deadline - anchor as a signed value, insertion sequence).
+    #[inline]
+    fn dkey(&self, n: u32) -> (i64, u64) {
+        let x = &self.nodes[n as usize];
+        (self.rel(x.deadline), x.seq)
+    }
+
     fn pull(&mut self, n: u32) {
         let (l, r) = (self.nodes[n as usize].left, self.nodes[n as usize].right);
         let mut m = n;
         for c in [l, r] {
             if c != NIL {
                 let cm = self.nodes[c as usize].min_d;
-                if self.nodes[cm as usize].dkey < self.nodes[m as usize].dkey {
+                if self.dkey(cm) < self.dkey(m) {
                     m = cm;
                 }
             }
@@ -134,7 +157,7 @@ impl Timeline {
             return (NIL, NIL);
         }
         steps.set(steps.get() + 1);
-        if self.nodes[t as usize].key < k {
+        if self.key(t) < k {
             let (a, b) = self.split(self.nodes[t as usize].right, k, steps);
             self.nodes[t as usize].right = a;
             self.pull(t);
@@ -156,7 +179,7 @@ impl Timeline {
             return a;
         }
         steps.set(steps.get() + 1);
-        if self.nodes[a as usize].prio > self.nodes[b as usize].prio {
+        if mix(self.nodes[a as usize].seq) > mix(self.nodes[b as usize].seq) {
             let r = self.merge(self.nodes[a as usize].right, b, steps);
             self.nodes[a as usize].right = r;
             self.pull(a);
@@ -178,30 +201,19 @@ impl Timeline {
             self.anchor = vruntime;
         }
         self.seq += 1;
-        let node = Node {
-            ent: e,
-            vruntime,
-            deadline,
-            key: (self.rel(vruntime), self.seq),
-            dkey: (self.rel(deadline), self.seq),
-            prio: mix(self.seq),
-            left: NIL,
-            right: NIL,
-            min_d: NIL,
-        };
-        let n = match self.free.pop() {
-            Some(i) => {
-                self.nodes[i as usize] = node;
-                i
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
+        let node = Node { ent: e, left: NIL, right: NIL, min_d: NIL, vruntime, deadline, seq: self.seq };
+        let n = if self.free != NIL {
+            let i = self.free;
+            self.free = self.nodes[i as usize].left;
+            self.nodes[i as usize] = node;
+            i
+        } else {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
         };
         self.nodes[n as usize].min_d = n;
         self.at.insert(e, n);
-        let k = self.nodes[n as usize].key;
+        let k = self.key(n);
         let (a, b) = self.split(self.root, k, steps);
         let a = self.merge(a, n, steps);
         self.root = self.merge(a, b, steps);
@@ -213,12 +225,13 @@ impl Timeline {
         let Some(n) = self.at.remove(&e) else {
             return false;
         };
-        let k = self.nodes[n as usize].key;
+        let k = self.key(n);
         let (a, b) = self.split(self.root, k, steps);
         // `n` is the smallest key of `b`: cut it off the left spine.
         let b = self.drop_leftmost(b, n, steps);
         self.root = self.merge(a, b, steps);
-        self.free.push(n);
+        self.nodes[n as usize].left = self.free;
+        self.free = n;
         self.len -= 1;
         true
     }
@@ -298,7 +311,7 @@ impl Timeline {
     /// down the augmented tree.
     pub fn pick_eligible_earliest(&self, eligible: impl Fn(u64) -> bool, steps: &Cell<u64>) -> Option<Ent> {
         let mut best: Option<u32> = None;
-        let better = |a: u32, b: Option<u32>| b.is_none_or(|b| self.nodes[a as usize].dkey < self.nodes[b as usize].dkey);
+        let better = |a: u32, b: Option<u32>| b.is_none_or(|b| self.dkey(a) < self.dkey(b));
         let mut t = if self.len == 0 { NIL } else { self.root };
         while t != NIL {
             steps.set(steps.get() + 1);
@@ -344,7 +357,7 @@ impl Timeline {
 
     /// The entities in insertion order (debug cross-checks).
     pub fn iter_insertion_order(&self) -> impl Iterator<Item = Ent> + '_ {
-        let mut v: Vec<(u64, Ent)> = self.at.values().map(|&n| (self.nodes[n as usize].key.1, self.nodes[n as usize].ent)).collect();
+        let mut v: Vec<(u64, Ent)> = self.at.values().map(|&n| (self.nodes[n as usize].seq, self.nodes[n as usize].ent)).collect();
         v.sort_unstable();
         v.into_iter().map(|x| x.1)
     }
@@ -359,6 +372,14 @@ impl Timeline {
 mod tests {
     use super::*;
     use crate::sched::TaskId;
+
+    // A node stays 40 bytes and the timeline's inline part 88 (the layout
+    // cannot grow back unnoticed: see `Node`).
+    #[test]
+    fn timeline_layout_is_compact() {
+        assert_eq!(std::mem::size_of::<Node>(), 40);
+        assert_eq!(std::mem::size_of::<Timeline>(), 88);
+    }
 
     fn vdiff(a: u64, b: u64) -> i64 {
         a.wrapping_sub(b) as i64
