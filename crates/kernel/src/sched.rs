@@ -347,7 +347,6 @@ pub struct Rq {
     /// task on_rq at any level of this CPU's hierarchy (detach_tasks() walks
     /// it from the tail).
     pub cfs_tasks: CfsTasks,
-    pub cpu: CpuId,
     /// Active balance pending: push the running task to this CPU at the next schedule().
     pub active_balance: Option<CpuId>,
     /// `rq->idle_stamp`: when the CPU last went idle (0 = not idle).
@@ -357,9 +356,10 @@ pub struct Rq {
     /// schedstat: `ttwu_count` (wakeups of tasks that ended up here) and
     /// `ttwu_local` (of those, woken by this CPU).
     pub ttwu_count: u64,
-    pub ttwu_local: u64,
     /// schedstat: `sched_goidle`.
     pub sched_goidle: u64,
+    pub ttwu_local: u64,
+    pub cpu: CpuId,
     /// When the first pending wake-list entry's ttwu_pending becomes visible
     /// to CPUs other than the waker that set it.
     pub ttwu_pending_visible_at: u64,
@@ -632,5 +632,11 @@ mod layout_tests {
         assert_eq!(size_of::<Rq>(), 7 * 64);
         let hot_end = offset_of!(Rq, wake_list) + size_of::<Vec<TaskId>>();
         assert!(hot_end <= 6 * 64, "the switch-time fields of a runqueue end at {hot_end}, past six lines");
+        // A wakeup counts itself on the waker's runqueue and a CPU going idle
+        // on its own: both on the line of the cfs_rq's tail (the waker's
+        // select_task_rq() read its first).
+        for (name, off) in [("ttwu_count", offset_of!(Rq, ttwu_count)), ("sched_goidle", offset_of!(Rq, sched_goidle))] {
+            assert_eq!(off / 64, (offset_of!(Rq, cfs) + size_of::<CfsRq>() - 1) / 64, "{name} at {off}");
+        }
     }
 }
