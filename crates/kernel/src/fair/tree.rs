@@ -24,6 +24,16 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 const NIL: u32 = u32::MAX;
 
+/// Up to this many nodes (the most entities the timeline has held at once),
+/// an entity's node is found by scanning them; past it, through `Timeline::at`.
+const SCAN_NODES: usize = 8;
+
+/// The entity of a free node: a group slot no machine has (2^31 - 1).
+#[inline]
+fn free_mark() -> Ent {
+    Ent::group(0x7fff_ffff)
+}
+
 /// A tree node: 40 bytes (a test checks it), so that a cfs_rq's few queued
 /// entities share few cache lines. The sort keys are derived, not stored:
 /// (vruntime - anchor as a signed value, `seq`) and the same with the
@@ -46,10 +56,12 @@ struct Node {
 #[derive(Clone)]
 pub struct Timeline {
     nodes: Vec<Node>,
-    /// Entity -> node. A hash map keeps its buckets when entries leave, so a
-    /// timeline that has held n entities inserts and removes without
-    /// allocating (a B-tree allocates a node whenever it splits or refills).
-    /// Only looked up: no order depends on it.
+    /// Entity -> node, once the timeline has used more than [`SCAN_NODES`]
+    /// nodes (empty before: the few nodes are scanned, lines the tree
+    /// operation reads anyway, instead of the map's two). A hash map keeps its
+    /// buckets when entries leave, so a timeline that has held n entities
+    /// inserts and removes without allocating (a B-tree allocates a node
+    /// whenever it splits or refills). Only looked up: no order depends on it.
     at: HashMap<Ent, u32, BuildHasherDefault<EntHasher>>,
     anchor: u64,
     seq: u64,
@@ -115,7 +127,17 @@ impl Timeline {
 
     /// Whether `e` is in the tree.
     pub fn contains(&self, e: Ent) -> bool {
-        self.at.contains_key(&e)
+        self.find(e).is_some()
+    }
+
+    /// The node of `e`, if it is in the tree.
+    #[inline]
+    fn find(&self, e: Ent) -> Option<u32> {
+        if self.nodes.len() > SCAN_NODES {
+            self.at.get(&e).copied()
+        } else {
+            self.nodes.iter().position(|x| x.ent == e).map(|i| i as u32)
+        }
     }
 
     #[inline]
@@ -195,7 +217,7 @@ impl Timeline {
     /// `__enqueue_entity()`: insert `e` with its current vruntime and deadline
     /// (neither may change while it is in the tree).
     pub fn insert(&mut self, e: Ent, vruntime: u64, deadline: u64, steps: &Cell<u64>) {
-        debug_assert!(!self.at.contains_key(&e), "{e:?} inserted twice");
+        debug_assert!(!self.contains(e), "{e:?} inserted twice");
         if self.len == 0 {
             self.root = Self::new_root();
             self.anchor = vruntime;
@@ -209,10 +231,16 @@ impl Timeline {
             i
         } else {
             self.nodes.push(node);
+            if self.nodes.len() == SCAN_NODES + 1 {
+                // Past the scanned size (no node is free): index them all.
+                self.at.extend(self.nodes.iter().enumerate().map(|(i, x)| (x.ent, i as u32)));
+            }
             (self.nodes.len() - 1) as u32
         };
         self.nodes[n as usize].min_d = n;
-        self.at.insert(e, n);
+        if self.nodes.len() > SCAN_NODES {
+            self.at.insert(e, n);
+        }
         let k = self.key(n);
         let (a, b) = self.split(self.root, k, steps);
         let a = self.merge(a, n, steps);
@@ -222,14 +250,18 @@ impl Timeline {
 
     /// `__dequeue_entity()`: remove `e`; false if it was not in the tree.
     pub fn remove(&mut self, e: Ent, steps: &Cell<u64>) -> bool {
-        let Some(n) = self.at.remove(&e) else {
+        let Some(n) = self.find(e) else {
             return false;
         };
+        if self.nodes.len() > SCAN_NODES {
+            self.at.remove(&e);
+        }
         let k = self.key(n);
         let (a, b) = self.split(self.root, k, steps);
         // `n` is the smallest key of `b`: cut it off the left spine.
         let b = self.drop_leftmost(b, n, steps);
         self.root = self.merge(a, b, steps);
+        self.nodes[n as usize].ent = free_mark();
         self.nodes[n as usize].left = self.free;
         self.free = n;
         self.len -= 1;
@@ -352,19 +384,21 @@ impl Timeline {
     /// The entities in no particular order, without allocating (for sums:
     /// [`Self::iter`] keeps a stack for the in-order walk).
     pub fn iter_unordered(&self) -> impl Iterator<Item = Ent> + '_ {
-        self.at.keys().copied()
+        // Before the map exists it is empty, and the nodes are scanned.
+        let scanned = if self.nodes.len() > SCAN_NODES { 0 } else { self.nodes.len() };
+        self.at.keys().copied().chain(self.nodes[..scanned].iter().map(|x| x.ent).filter(|&e| e != free_mark()))
     }
 
     /// The entities in insertion order (debug cross-checks).
     pub fn iter_insertion_order(&self) -> impl Iterator<Item = Ent> + '_ {
-        let mut v: Vec<(u64, Ent)> = self.at.values().map(|&n| (self.nodes[n as usize].seq, self.nodes[n as usize].ent)).collect();
+        let mut v: Vec<(u64, Ent)> = self.nodes.iter().filter(|x| x.ent != free_mark()).map(|x| (x.seq, x.ent)).collect();
         v.sort_unstable();
         v.into_iter().map(|x| x.1)
     }
 
     /// The vruntime and deadline `e` was inserted with (consistency checks).
     pub fn stored(&self, e: Ent) -> Option<(u64, u64)> {
-        self.at.get(&e).map(|&n| (self.nodes[n as usize].vruntime, self.nodes[n as usize].deadline))
+        self.find(e).map(|n| (self.nodes[n as usize].vruntime, self.nodes[n as usize].deadline))
     }
 }
 
@@ -390,6 +424,18 @@ mod tests {
     /// vruntimes straddling the u64 wrap and many equal keys and deadlines.
     #[test]
     fn timeline_matches_a_flat_list() {
+        check_against_flat_list(usize::MAX);
+    }
+
+    // The same while the timeline never holds more than it scans (no map).
+    #[test]
+    fn small_timeline_matches_a_flat_list() {
+        check_against_flat_list(SCAN_NODES);
+    }
+
+    /// Random inserts (while fewer than `cap` are queued), removes, leftmost
+    /// and picks, checked against a flat list.
+    fn check_against_flat_list(cap: usize) {
         let steps = Cell::new(0);
         let mut t = Timeline::default();
         let mut flat: Vec<(Ent, u64, u64)> = Vec::new();
@@ -401,7 +447,7 @@ mod tests {
         let base = u64::MAX - 5000;
         for step in 0..20000u32 {
             let op = rnd(10);
-            if op < 5 || flat.is_empty() {
+            if (op < 5 || flat.is_empty()) && flat.len() < cap {
                 let e = Ent::task(TaskId(step));
                 let v = base.wrapping_add(rnd(200) * 50);
                 let d = v.wrapping_add(rnd(4) * 1000);
@@ -414,6 +460,13 @@ mod tests {
                 assert!(!t.remove(e, &steps));
             }
             assert_eq!(t.len(), flat.len());
+            // The map exists past the scanned size, and then indexes every queued entity.
+            assert_eq!(t.at.len(), if t.nodes.len() > SCAN_NODES { flat.len() } else { 0 });
+            let mut unordered: Vec<Ent> = t.iter_unordered().collect();
+            unordered.sort_unstable();
+            let mut want: Vec<Ent> = flat.iter().map(|x| x.0).collect();
+            want.sort_unstable();
+            assert_eq!(unordered, want);
             // leftmost: the first minimum in insertion order.
             let mut order: Vec<(Ent, u64)> = flat.iter().map(|&(e, v, _)| (e, v)).collect();
             order.sort_by(|a, b| vdiff(a.1, b.1).cmp(&0));
