@@ -192,9 +192,11 @@ pub struct Task {
     /// Position in `rq->cfs_tasks` (most recently used at the head): larger =
     /// more recently enqueued or picked. The balancer detaches from the tail.
     pub mru: u64,
-    pub wakee_flip_decay_ts: u64,
     /// `se.nr_migrations`
     pub nr_migrations: u64,
+    /// On the line of `wakee_flips` and `last_wakee`: record_wakee() touches
+    /// one line of the waker.
+    pub wakee_flip_decay_ts: u64,
     /// `p->cpus_ptr`; `None` = all CPUs. Boxed: most tasks have none, and an
     /// inline 1024-CPU mask would double the size of every task.
     pub cpus_allowed: Option<Box<CpuMask>>,
@@ -629,6 +631,9 @@ mod layout_tests {
         assert_eq!(size_of::<SchedEntity>(), 136);
         assert_eq!((size_of::<Task>(), align_of::<Task>()), (256, 64));
         assert_eq!(size_of::<CfsRq>(), 248);
+        let line = |off: usize| off / 64;
+        assert_eq!(line(offset_of!(Task, wakee_flip_decay_ts)), line(offset_of!(Task, wakee_flips)));
+        assert_eq!(line(offset_of!(Task, last_wakee)), line(offset_of!(Task, wakee_flips)));
         assert_eq!(size_of::<Rq>(), 7 * 64);
         let hot_end = offset_of!(Rq, wake_list) + size_of::<Vec<TaskId>>();
         assert!(hot_end <= 6 * 64, "the switch-time fields of a runqueue end at {hot_end}, past six lines");
