@@ -305,14 +305,9 @@ pub struct CfsRq {
     /// Sum of util_est of enqueued tasks (`avg.util_est` of the root cfs_rq).
     pub util_est_enqueued: u64,
     pub avg: SchedAvg,
-    /// Queued entities except `curr` (the rbtree), ordered by vruntime; ties
-    /// break as the rbtree breaks them (a later insert goes right).
-    pub queue: crate::fair::tree::Timeline,
     pub curr: Option<Ent>,
     /// Sum of the weights of queued entities including curr.
     pub load_weight: u64,
-    /// `tg_load_avg_contrib`: this cfs_rq's share last added to `tg->load_avg`.
-    pub tg_load_avg_contrib: i64,
     pub min_vruntime: u64,
     /// EEVDF: sum of (v_i - min_vruntime) * w_i over the tree (not curr).
     pub avg_vruntime: i64,
@@ -321,6 +316,12 @@ pub struct CfsRq {
     pub next: Option<Ent>,
     pub last: Option<Ent>,
     pub skip: Option<Ent>,
+    /// Queued entities except `curr` (the rbtree), ordered by vruntime; ties
+    /// break as the rbtree breaks them (a later insert goes right).
+    pub queue: crate::fair::tree::Timeline,
+    /// `tg_load_avg_contrib`: this cfs_rq's share last added to `tg->load_avg`
+    /// (group cfs_rqs only: last).
+    pub tg_load_avg_contrib: i64,
 }
 
 // FIDELITY(F-006): fair class only; capacity 1024 at maximum frequency on every CPU.
@@ -328,10 +329,11 @@ pub struct CfsRq {
 ///
 /// Layout: what a balance pass or an idle scan reads of every runqueue it
 /// looks at (`curr`, `ttwu_pending`, the root cfs_rq's counts, util_est and
-/// load/runnable/util averages) is the first cache line; what a wakeup, an
-/// enqueue, a dequeue, a pick and a switch touch follows, within the first
-/// six lines; the fields of the periodic and idle balancing and of older
-/// kernels' tick come last (seven lines in all). `repr(C)` keeps the declared
+/// load/runnable/util averages) is the first cache line; the rest of what an
+/// enqueue, a dequeue or a pick touches (the cfs_rq, `cfs_tasks`) fills the
+/// next three; what a switch and a wakeup add (idle stamps, switch and
+/// wakeup counts) is the fifth; the fields of the periodic and idle
+/// balancing and of older kernels' tick come last (seven lines in all). `repr(C)` keeps the declared
 /// order, the alignment starts each runqueue on a line, and tests check the
 /// offsets and the size.
 #[derive(Clone, Debug)]
@@ -367,7 +369,7 @@ pub struct Rq {
     pub ttwu_pending_visible_at: u64,
     /// The wake list (`rq->wake_list` / `llist`), in arrival order.
     pub wake_list: Vec<TaskId>,
-    // What a switch or a wakeup does not touch: after the first six lines.
+    // What a switch or a wakeup does not touch.
     pub max_idle_balance_cost: u64,
     /// v5.13-v6.6 SIS_PROP: `wake_avg_idle` and its aging stamp (jiffies).
     pub wake_avg_idle: u64,
@@ -622,26 +624,30 @@ mod layout_tests {
     }
     // The hot state stays in few lines (issue 21: at 4096 tasks on 1024 CPUs
     // what a switch touches must fit the L2): a task in four lines, a runqueue
-    // in seven with what a switch or wakeup touches in the first six, a
-    // sched_avg in one. A field added to these must keep them so (or move a
-    // cold one out).
+    // in seven with what an enqueue, dequeue or pick touches in the first four
+    // and what a switch or wakeup adds in the fifth, a sched_avg in one. A
+    // field added to these must keep them so (or move a cold one out).
     #[test]
     fn hot_structs_keep_their_cache_line_budget() {
         assert_eq!(size_of::<crate::pelt::SchedAvg>(), 64);
         assert_eq!(size_of::<SchedEntity>(), 136);
         assert_eq!((size_of::<Task>(), align_of::<Task>()), (256, 64));
-        assert_eq!(size_of::<CfsRq>(), 248);
+        assert_eq!(size_of::<CfsRq>(), 224);
         let line = |off: usize| off / 64;
         assert_eq!(line(offset_of!(Task, wakee_flip_decay_ts)), line(offset_of!(Task, wakee_flips)));
         assert_eq!(line(offset_of!(Task, last_wakee)), line(offset_of!(Task, wakee_flips)));
         assert_eq!(size_of::<Rq>(), 7 * 64);
-        let hot_end = offset_of!(Rq, wake_list) + size_of::<Vec<TaskId>>();
-        assert!(hot_end <= 6 * 64, "the switch-time fields of a runqueue end at {hot_end}, past six lines");
-        // A wakeup counts itself on the waker's runqueue and a CPU going idle
-        // on its own: both on the line of the cfs_rq's tail (the waker's
-        // select_task_rq() read its first).
-        for (name, off) in [("ttwu_count", offset_of!(Rq, ttwu_count)), ("sched_goidle", offset_of!(Rq, sched_goidle))] {
-            assert_eq!(off / 64, (offset_of!(Rq, cfs) + size_of::<CfsRq>() - 1) / 64, "{name} at {off}");
+        let enqueue_end = offset_of!(Rq, active_balance) + size_of::<Option<CpuId>>();
+        assert!(enqueue_end <= 4 * 64, "the enqueue-time fields of a runqueue end at {enqueue_end}, past four lines");
+        for (name, off) in [
+            ("idle_stamp", offset_of!(Rq, idle_stamp)),
+            ("avg_idle", offset_of!(Rq, avg_idle)),
+            ("nr_switches", offset_of!(Rq, nr_switches)),
+            ("ttwu_count", offset_of!(Rq, ttwu_count)),
+            ("sched_goidle", offset_of!(Rq, sched_goidle)),
+            ("ttwu_local", offset_of!(Rq, ttwu_local)),
+        ] {
+            assert_eq!(line(off), 4, "{name} at {off} is not in the fifth line");
         }
     }
 }

@@ -53,18 +53,23 @@ struct Node {
 }
 
 /// The ordered set of queued entities of one cfs_rq.
+type EntMap = HashMap<Ent, u32, BuildHasherDefault<EntHasher>>;
+
+/// 64 bytes (a test checks it): a runqueue holds it with the rest of what an
+/// enqueue touches in its first four lines (`crate::sched::Rq`).
 #[derive(Clone)]
 pub struct Timeline {
     nodes: Vec<Node>,
-    /// Entity -> node, once the timeline has used more than [`SCAN_NODES`]
-    /// nodes (empty before: the few nodes are scanned, lines the tree
-    /// operation reads anyway, instead of the map's two). A hash map keeps its
-    /// buckets when entries leave, so a timeline that has held n entities
-    /// inserts and removes without allocating (a B-tree allocates a node
-    /// whenever it splits or refills). Only looked up: no order depends on it.
-    at: HashMap<Ent, u32, BuildHasherDefault<EntHasher>>,
     anchor: u64,
     seq: u64,
+    /// Entity -> node, once the timeline has used more than [`SCAN_NODES`]
+    /// nodes (None before: the few nodes are scanned, lines the tree
+    /// operation reads anyway, instead of the map's). Boxed: only busy
+    /// runqueues have one. A hash map keeps its buckets when entries leave, so
+    /// a timeline that has held n entities inserts and removes without
+    /// allocating (a B-tree allocates a node whenever it splits or refills).
+    /// Only looked up: no order depends on it.
+    at: Option<Box<EntMap>>,
     root: u32,
     /// Head of the free nodes' list (linked through `Node::left`), last freed first.
     free: u32,
@@ -73,7 +78,7 @@ pub struct Timeline {
 
 impl Default for Timeline {
     fn default() -> Self {
-        Timeline { nodes: Vec::new(), at: HashMap::default(), anchor: 0, seq: 0, root: NIL, free: NIL, len: 0 }
+        Timeline { nodes: Vec::new(), anchor: 0, seq: 0, at: None, root: NIL, free: NIL, len: 0 }
     }
 }
 
@@ -133,8 +138,8 @@ impl Timeline {
     /// The node of `e`, if it is in the tree.
     #[inline]
     fn find(&self, e: Ent) -> Option<u32> {
-        if self.nodes.len() > SCAN_NODES {
-            self.at.get(&e).copied()
+        if let Some(at) = &self.at {
+            at.get(&e).copied()
         } else {
             self.nodes.iter().position(|x| x.ent == e).map(|i| i as u32)
         }
@@ -233,13 +238,13 @@ impl Timeline {
             self.nodes.push(node);
             if self.nodes.len() == SCAN_NODES + 1 {
                 // Past the scanned size (no node is free): index them all.
-                self.at.extend(self.nodes.iter().enumerate().map(|(i, x)| (x.ent, i as u32)));
+                self.at = Some(Box::new(self.nodes.iter().enumerate().map(|(i, x)| (x.ent, i as u32)).collect()));
             }
             (self.nodes.len() - 1) as u32
         };
         self.nodes[n as usize].min_d = n;
-        if self.nodes.len() > SCAN_NODES {
-            self.at.insert(e, n);
+        if let Some(at) = &mut self.at {
+            at.insert(e, n);
         }
         let k = self.key(n);
         let (a, b) = self.split(self.root, k, steps);
@@ -253,8 +258,8 @@ impl Timeline {
         let Some(n) = self.find(e) else {
             return false;
         };
-        if self.nodes.len() > SCAN_NODES {
-            self.at.remove(&e);
+        if let Some(at) = &mut self.at {
+            at.remove(&e);
         }
         let k = self.key(n);
         let (a, b) = self.split(self.root, k, steps);
@@ -384,9 +389,10 @@ impl Timeline {
     /// The entities in no particular order, without allocating (for sums:
     /// [`Self::iter`] keeps a stack for the in-order walk).
     pub fn iter_unordered(&self) -> impl Iterator<Item = Ent> + '_ {
-        // Before the map exists it is empty, and the nodes are scanned.
-        let scanned = if self.nodes.len() > SCAN_NODES { 0 } else { self.nodes.len() };
-        self.at.keys().copied().chain(self.nodes[..scanned].iter().map(|x| x.ent).filter(|&e| e != free_mark()))
+        // The map's keys, or before it exists the live nodes'.
+        let scanned = if self.at.is_some() { 0 } else { self.nodes.len() };
+        let mapped = self.at.iter().flat_map(|at| at.keys().copied());
+        mapped.chain(self.nodes[..scanned].iter().map(|x| x.ent).filter(|&e| e != free_mark()))
     }
 
     /// The entities in insertion order (debug cross-checks).
@@ -407,12 +413,12 @@ mod tests {
     use super::*;
     use crate::sched::TaskId;
 
-    // A node stays 40 bytes and the timeline's inline part 88 (the layout
+    // A node stays 40 bytes and the timeline's inline part 64 (the layout
     // cannot grow back unnoticed: see `Node`).
     #[test]
     fn timeline_layout_is_compact() {
         assert_eq!(std::mem::size_of::<Node>(), 40);
-        assert_eq!(std::mem::size_of::<Timeline>(), 88);
+        assert_eq!(std::mem::size_of::<Timeline>(), 64);
     }
 
     fn vdiff(a: u64, b: u64) -> i64 {
@@ -461,7 +467,7 @@ mod tests {
             }
             assert_eq!(t.len(), flat.len());
             // The map exists past the scanned size, and then indexes every queued entity.
-            assert_eq!(t.at.len(), if t.nodes.len() > SCAN_NODES { flat.len() } else { 0 });
+            assert_eq!(t.at.as_ref().map(|at| at.len()), (t.nodes.len() > SCAN_NODES).then_some(flat.len()));
             let mut unordered: Vec<Ent> = t.iter_unordered().collect();
             unordered.sort_unstable();
             let mut want: Vec<Ent> = flat.iter().map(|x| x.0).collect();
