@@ -81,8 +81,9 @@ impl Sim<'_> {
                             j = self.numa_run_ns(t, c, j);
                         }
                         let r = &mut self.rt[t.idx()];
-                        if r.held_locks == 0 {
-                            // A refill owed from a switch-in at a lock (Sim::owe_refill).
+                        // A refill owed from a switch-in at a lock (Sim::owe_refill;
+                        // none without locks: `owed_refill` is then never read).
+                        if self.has_locks && r.held_locks == 0 {
                             j += std::mem::take(&mut r.owed_refill);
                         }
                         r.remaining = j;

@@ -168,8 +168,9 @@ struct TaskRt {
     stage: u8,
     /// In the middle of a memory-bound `Mem` op (work is bytes, not ns).
     mem: bool,
-    /// Tag of the last `ReadTag` message.
-    reg: u32,
+    /// Locks (`lock_sems`: mutexes, LWLocks) this task acquired or was
+    /// handed and has not posted (read at every switch-in: `Sim::owe_refill`).
+    held_locks: u32,
     loops: LoopStack,
     /// Index of the task's spec in the workload.
     spec: u32,
@@ -179,9 +180,8 @@ struct TaskRt {
     unreaped: u32,
     waiting_child: bool,
     live_children: u32,
-    /// Locks (`lock_sems`: mutexes, LWLocks) this task acquired or was
-    /// handed and has not posted.
-    held_locks: u32,
+    /// Tag of the last `ReadTag` message.
+    reg: u32,
     /// Cache refill owed from a switch-in that found the task at or inside a
     /// lock section: paid by its next `Run` outside one (`Sim::owe_refill`).
     owed_refill: u64,

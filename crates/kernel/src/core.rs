@@ -223,7 +223,6 @@ impl Kernel {
                 idle_stamp: 0,
                 avg_idle: 2 * tun.migration_cost_ns,
                 max_idle_balance_cost: tun.migration_cost_ns,
-                idle_since: Some(0),
                 nr_switches: 0,
                 ttwu_count: 0,
                 ttwu_local: 0,
@@ -351,11 +350,11 @@ impl Kernel {
             nr_migrations: 0,
             run_delay: 0,
             pcount: 0,
-            last_queued: None,
+            last_queued: crate::sched::OptU64::NONE,
             mru: 0,
             mru_listed: None,
             cfs_link: (crate::sched::NO_TASK, crate::sched::NO_TASK),
-            util_est_queued: None,
+            util_est_queued: crate::sched::OptU32::NONE,
         });
         // task_fork_fair(): placement relative to the parent's cfs_rq.
         match self.profile.fork_placement {
@@ -515,7 +514,7 @@ impl Kernel {
         self.note_nr_running(cpu);
         let t = &mut self.tasks[p.idx()];
         t.state = TaskState::Runnable;
-        t.last_queued = Some(now);
+        t.last_queued.set(Some(now));
     }
 
     /// `try_to_wake_up()` for a sleeping task, woken by `waker` running on
@@ -556,7 +555,7 @@ impl Kernel {
             self.requeue_delayed_entity(p, now);
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Runnable;
-            t.last_queued = Some(now);
+            t.last_queued.set(Some(now));
             self.ttwu_stat(prev, this_cpu);
             self.check_preempt_wakeup(prev, p, false, now);
             self.xw(|r| r.path = crate::explain::Path::DelayedRequeue);
@@ -609,7 +608,7 @@ impl Kernel {
             rq.ttwu_pending += 1;
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Waking;
-            t.last_queued = Some(now);
+            t.last_queued.set(Some(now));
             self.xw_finish(cpu, true);
             return WakeResult { cpu, migrated, resched: false, queued: true, ipi, scanned };
         }
@@ -620,11 +619,11 @@ impl Kernel {
 
     /// `ttwu_do_activate()`: enqueue a woken task and check wakeup preemption.
     fn ttwu_do_activate(&mut self, cpu: CpuId, p: TaskId, migrated: bool, now: u64) {
-        let queued_at = self.tasks[p.idx()].last_queued;
+        let queued_at = self.tasks[p.idx()].last_queued.get();
         self.activate_task(cpu, p, ENQUEUE_WAKEUP | if migrated { ENQUEUE_MIGRATED } else { 0 }, now);
         if let Some(q) = queued_at {
             // The run delay of a wake-list wakeup starts at the wakeup, not at activation.
-            self.tasks[p.idx()].last_queued = Some(q.min(now));
+            self.tasks[p.idx()].last_queued.set(Some(q.min(now)));
         }
         self.check_preempt_wakeup(cpu, p, false, now);
         self.update_avg_idle(cpu, now);
@@ -825,7 +824,7 @@ impl Kernel {
                 if reason == SwitchReason::Preempt {
                     t.nivcsw += 1;
                     t.state = TaskState::Runnable;
-                    t.last_queued = Some(now);
+                    t.last_queued.set(Some(now));
                 } else {
                     t.nvcsw += 1;
                 }

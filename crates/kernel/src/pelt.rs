@@ -51,8 +51,10 @@ pub struct SchedAvg {
     pub runnable_sum: u64,
     pub util_sum: u64,
     pub period_contrib: u32,
-    /// util_est EWMA (tasks only; spec §6.2).
-    pub util_est: u64,
+    /// util_est EWMA (tasks only; spec §6.2). `unsigned int` as in the
+    /// kernel: a task's utilisation is at most 1024; 32 bits keep the
+    /// struct in one 64-byte line (a test checks it).
+    pub util_est: u32,
 }
 
 impl SchedAvg {
@@ -111,9 +113,9 @@ impl SchedAvg {
     /// (FASTUP unconditional) when `fastup` is true.
     pub fn util_est_update(&mut self, fastup: bool, capacity: u64) {
         let dequeued = self.util_avg;
-        let ewma = self.util_est;
+        let ewma = self.util_est as u64;
         if fastup && ewma <= dequeued {
-            self.util_est = dequeued;
+            self.util_est = narrow(dequeued);
             return;
         }
         let diff = ewma.abs_diff(dequeued);
@@ -128,13 +130,20 @@ impl SchedAvg {
         }
         // ewma = ewma - (ewma - dequeued) / 4, in the kernel's shifted arithmetic.
         let e = ewma as i64;
-        self.util_est = (e - (e - dequeued as i64) / 4).max(0) as u64;
+        self.util_est = narrow((e - (e - dequeued as i64) / 4).max(0) as u64);
     }
 
     /// `task_util_est()`: max(util_avg, util_est).
     pub fn util_est_value(&self) -> u64 {
-        self.util_avg.max(self.util_est)
+        self.util_avg.max(self.util_est as u64)
     }
+}
+
+/// A task utilisation (at most 1024 by construction) as the 32 bits the
+/// kernel's util_est keeps (saturating, never reached).
+#[inline]
+fn narrow(u: u64) -> u32 {
+    u32::try_from(u).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

@@ -171,48 +171,113 @@ pub struct SchedEntity {
 }
 
 /// The scheduler's part of `struct task_struct`.
+///
+/// Layout: a wakeup, an enqueue or dequeue, a pick and a switch touch nearly
+/// every field of the tasks involved, so the struct is kept to four 64-byte
+/// lines (a test checks the size): `repr(C)` fixes the order, the alignment
+/// starts each task on a line, and the optional values are stored in the
+/// width of their values ([`OptU64`], [`OptU32`], `Option<CpuId>`).
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Task {
-    pub id: TaskId,
     pub se: SchedEntity,
-    pub nice: i8,
-    pub policy: Policy,
-    /// `task_cpu(p)`.
-    pub cpu: CpuId,
-    pub state: TaskState,
-    /// `p->cpus_ptr`; `None` = all CPUs. Boxed: most tasks have none, and an
-    /// inline 1024-CPU mask would double the size of every task.
-    pub cpus_allowed: Option<Box<CpuMask>>,
-    /// Process (mm) the task belongs to: threads of one process share it.
-    pub mm: u32,
-    /// Task group (cpu cgroup) id; 0 = the root group.
-    pub group: u32,
-    pub wakee_flips: u32,
-    pub wakee_flip_decay_ts: u64,
-    pub last_wakee: Option<TaskId>,
-    pub recent_used_cpu: CpuId,
     /// Voluntary / involuntary context switches (`nvcsw`, `nivcsw`).
     pub nvcsw: u64,
     pub nivcsw: u64,
-    /// `se.nr_migrations`
-    pub nr_migrations: u64,
     /// `sched_info`: total time spent runnable but waiting, and the count of waits.
     pub run_delay: u64,
     pub pcount: u64,
     /// `sched_info.last_queued`: when the current wait started.
-    pub last_queued: Option<u64>,
+    pub last_queued: OptU64,
     /// Position in `rq->cfs_tasks` (most recently used at the head): larger =
     /// more recently enqueued or picked. The balancer detaches from the tail.
     pub mru: u64,
-    /// Where the task is listed in `rq->cfs_tasks` order: (cpu, mru), while on_rq.
-    pub mru_listed: Option<(CpuId, u64)>,
+    /// `se.nr_migrations`
+    pub nr_migrations: u64,
+    /// On the line of `wakee_flips` and `last_wakee`: record_wakee() touches
+    /// one line of the waker.
+    pub wakee_flip_decay_ts: u64,
+    /// `p->cpus_ptr`; `None` = all CPUs. Boxed: most tasks have none, and an
+    /// inline 1024-CPU mask would double the size of every task.
+    pub cpus_allowed: Option<Box<CpuMask>>,
+    pub id: TaskId,
+    /// `task_cpu(p)`.
+    pub cpu: CpuId,
+    pub recent_used_cpu: CpuId,
+    /// The CPU whose `rq->cfs_tasks` lists the task, while on_rq.
+    pub mru_listed: Option<CpuId>,
+    pub state: TaskState,
+    pub policy: Policy,
+    pub nice: i8,
+    pub wakee_flips: u32,
+    pub last_wakee: Option<TaskId>,
     /// Links of the `rq->cfs_tasks` list while listed: (previous, next) task
     /// ids, [`NO_TASK`] at the ends.
     pub cfs_link: (u32, u32),
     /// What `util_est_enqueue()` added to the root cfs_rq's util_est for this
     /// task (None while not counted): `util_est_dequeue()` takes exactly that
     /// back, as the kernel's does (the task's util_est only changes at a sleep).
-    pub util_est_queued: Option<u64>,
+    pub util_est_queued: OptU32,
+    /// Process (mm) the task belongs to: threads of one process share it.
+    pub mm: u32,
+    /// Task group (cpu cgroup) id; 0 = the root group.
+    pub group: u32,
+}
+
+/// An `Option<u64>` in 8 bytes: `u64::MAX` stands for None (a time or a
+/// count that never reaches it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptU64(u64);
+
+impl OptU64 {
+    pub const NONE: OptU64 = OptU64(u64::MAX);
+    #[inline]
+    pub fn get(self) -> Option<u64> {
+        (self.0 != u64::MAX).then_some(self.0)
+    }
+    #[inline]
+    pub fn is_some(self) -> bool {
+        self.0 != u64::MAX
+    }
+    #[inline]
+    pub fn set(&mut self, v: Option<u64>) {
+        debug_assert!(v != Some(u64::MAX), "u64::MAX stands for None");
+        self.0 = v.unwrap_or(u64::MAX);
+    }
+    #[inline]
+    pub fn take(&mut self) -> Option<u64> {
+        let v = self.get();
+        self.0 = u64::MAX;
+        v
+    }
+}
+
+/// An `Option<u32>` in 4 bytes: `u32::MAX` stands for None (values that
+/// never reach it, such as a task's utilisation, at most 1024).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptU32(u32);
+
+impl OptU32 {
+    pub const NONE: OptU32 = OptU32(u32::MAX);
+    #[inline]
+    pub fn get(self) -> Option<u32> {
+        (self.0 != u32::MAX).then_some(self.0)
+    }
+    #[inline]
+    pub fn is_some(self) -> bool {
+        self.0 != u32::MAX
+    }
+    #[inline]
+    pub fn set(&mut self, v: Option<u32>) {
+        debug_assert!(v != Some(u32::MAX), "u32::MAX stands for None");
+        self.0 = v.unwrap_or(u32::MAX);
+    }
+    #[inline]
+    pub fn take(&mut self) -> Option<u32> {
+        let v = self.get();
+        self.0 = u32::MAX;
+        v
+    }
 }
 
 impl Task {
@@ -240,14 +305,9 @@ pub struct CfsRq {
     /// Sum of util_est of enqueued tasks (`avg.util_est` of the root cfs_rq).
     pub util_est_enqueued: u64,
     pub avg: SchedAvg,
-    /// Queued entities except `curr` (the rbtree), ordered by vruntime; ties
-    /// break as the rbtree breaks them (a later insert goes right).
-    pub queue: crate::fair::tree::Timeline,
     pub curr: Option<Ent>,
     /// Sum of the weights of queued entities including curr.
     pub load_weight: u64,
-    /// `tg_load_avg_contrib`: this cfs_rq's share last added to `tg->load_avg`.
-    pub tg_load_avg_contrib: i64,
     pub min_vruntime: u64,
     /// EEVDF: sum of (v_i - min_vruntime) * w_i over the tree (not curr).
     pub avg_vruntime: i64,
@@ -256,6 +316,12 @@ pub struct CfsRq {
     pub next: Option<Ent>,
     pub last: Option<Ent>,
     pub skip: Option<Ent>,
+    /// Queued entities except `curr` (the rbtree), ordered by vruntime; ties
+    /// break as the rbtree breaks them (a later insert goes right).
+    pub queue: crate::fair::tree::Timeline,
+    /// `tg_load_avg_contrib`: this cfs_rq's share last added to `tg->load_avg`
+    /// (group cfs_rqs only: last).
+    pub tg_load_avg_contrib: i64,
 }
 
 // FIDELITY(F-006): fair class only; capacity 1024 at maximum frequency on every CPU.
@@ -263,9 +329,13 @@ pub struct CfsRq {
 ///
 /// Layout: what a balance pass or an idle scan reads of every runqueue it
 /// looks at (`curr`, `ttwu_pending`, the root cfs_rq's counts, util_est and
-/// load/runnable/util averages) is the first cache line: `repr(C)` keeps the
-/// declared order, the alignment starts each runqueue on a line, and a test
-/// checks the offsets.
+/// load/runnable/util averages) is the first cache line; the rest of what an
+/// enqueue, a dequeue or a pick touches (the cfs_rq, `cfs_tasks`) fills the
+/// next three; what a switch and a wakeup add (idle stamps, switch and
+/// wakeup counts) is the fifth; the fields of the periodic and idle
+/// balancing and of older kernels' tick come last (seven lines in all). `repr(C)` keeps the declared
+/// order, the alignment starts each runqueue on a line, and tests check the
+/// offsets and the size.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct Rq {
@@ -277,36 +347,35 @@ pub struct Rq {
     /// TIF_NEED_RESCHED of `rq->curr`.
     pub need_resched: bool,
     pub cfs: CfsRq,
-    pub cpu: CpuId,
     /// `rq->cfs_tasks` ordered least recently used first: (mru, task) of every
     /// task on_rq at any level of this CPU's hierarchy (detach_tasks() walks
     /// it from the tail).
     pub cfs_tasks: CfsTasks,
+    /// Active balance pending: push the running task to this CPU at the next schedule().
+    pub active_balance: Option<CpuId>,
     /// `rq->idle_stamp`: when the CPU last went idle (0 = not idle).
     pub idle_stamp: u64,
     pub avg_idle: u64,
-    pub max_idle_balance_cost: u64,
-    /// When the CPU entered idle (for idle-time accounting).
-    pub idle_since: Option<u64>,
     pub nr_switches: u64,
     /// schedstat: `ttwu_count` (wakeups of tasks that ended up here) and
     /// `ttwu_local` (of those, woken by this CPU).
     pub ttwu_count: u64,
-    pub ttwu_local: u64,
     /// schedstat: `sched_goidle`.
     pub sched_goidle: u64,
+    pub ttwu_local: u64,
+    pub cpu: CpuId,
+    /// When the first pending wake-list entry's ttwu_pending becomes visible
+    /// to CPUs other than the waker that set it.
+    pub ttwu_pending_visible_at: u64,
     /// The wake list (`rq->wake_list` / `llist`), in arrival order.
     pub wake_list: Vec<TaskId>,
+    // What a switch or a wakeup does not touch.
+    pub max_idle_balance_cost: u64,
     /// v5.13-v6.6 SIS_PROP: `wake_avg_idle` and its aging stamp (jiffies).
     pub wake_avg_idle: u64,
     pub wake_stamp: u64,
     /// `rq->next_balance` (ns).
     pub next_balance: u64,
-    /// Active balance pending: push the running task to this CPU at the next schedule().
-    pub active_balance: Option<CpuId>,
-    /// When the first pending wake-list entry's ttwu_pending becomes visible
-    /// to CPUs other than the waker that set it.
-    pub ttwu_pending_visible_at: u64,
     /// v2.6.x-v4.x `rq->cpu_load[CPU_LOAD_IDX_MAX]`: weighted_cpuload() decayed
     /// per tick with factor (2^i - 1) / 2^i (`__update_cpu_load()`).
     pub cpu_load: [u64; 5],
@@ -551,6 +620,34 @@ mod layout_tests {
         ];
         for (name, off, len) in hot {
             assert!(off + len <= 64, "{name} at {off}..{} is past the first line", off + len);
+        }
+    }
+    // The hot state stays in few lines (issue 21: at 4096 tasks on 1024 CPUs
+    // what a switch touches must fit the L2): a task in four lines, a runqueue
+    // in seven with what an enqueue, dequeue or pick touches in the first four
+    // and what a switch or wakeup adds in the fifth, a sched_avg in one. A
+    // field added to these must keep them so (or move a cold one out).
+    #[test]
+    fn hot_structs_keep_their_cache_line_budget() {
+        assert_eq!(size_of::<crate::pelt::SchedAvg>(), 64);
+        assert_eq!(size_of::<SchedEntity>(), 136);
+        assert_eq!((size_of::<Task>(), align_of::<Task>()), (256, 64));
+        assert_eq!(size_of::<CfsRq>(), 224);
+        let line = |off: usize| off / 64;
+        assert_eq!(line(offset_of!(Task, wakee_flip_decay_ts)), line(offset_of!(Task, wakee_flips)));
+        assert_eq!(line(offset_of!(Task, last_wakee)), line(offset_of!(Task, wakee_flips)));
+        assert_eq!(size_of::<Rq>(), 7 * 64);
+        let enqueue_end = offset_of!(Rq, active_balance) + size_of::<Option<CpuId>>();
+        assert!(enqueue_end <= 4 * 64, "the enqueue-time fields of a runqueue end at {enqueue_end}, past four lines");
+        for (name, off) in [
+            ("idle_stamp", offset_of!(Rq, idle_stamp)),
+            ("avg_idle", offset_of!(Rq, avg_idle)),
+            ("nr_switches", offset_of!(Rq, nr_switches)),
+            ("ttwu_count", offset_of!(Rq, ttwu_count)),
+            ("sched_goidle", offset_of!(Rq, sched_goidle)),
+            ("ttwu_local", offset_of!(Rq, ttwu_local)),
+        ] {
+            assert_eq!(line(off), 4, "{name} at {off} is not in the fifth line");
         }
     }
 }

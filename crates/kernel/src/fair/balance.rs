@@ -1276,7 +1276,7 @@ impl Kernel {
         let se = &mut self.tasks[p.idx()].se;
         se.avg.update(now, 0, se.weight, 0, false);
         self.set_task_cpu_pub(p, dst);
-        let queued_at = self.tasks[p.idx()].last_queued;
+        let queued_at = self.tasks[p.idx()].last_queued.get();
         self.enqueue_task_fair(p, crate::fair::flags::ENQUEUE_MIGRATED, now);
         if delayed {
             // v6.12 detach_task()/attach_task(): a delayed-dequeue entity (a
@@ -1291,7 +1291,7 @@ impl Kernel {
         }
         let t = &mut self.tasks[p.idx()];
         t.state = TaskState::Runnable;
-        t.last_queued = queued_at.or(Some(now));
+        t.last_queued.set(queued_at.or(Some(now)));
         self.check_preempt_wakeup(dst, p, false, now);
         self.note_nr_running(dst);
     }

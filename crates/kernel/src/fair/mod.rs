@@ -682,7 +682,7 @@ impl Kernel {
         self.account_entity_dequeue(q, e);
         self.se_mut(e).on_rq = false;
         if let Some(p) = e.task_id() {
-            if let Some((c, _)) = self.tasks[p.idx()].mru_listed.take() {
+            if let Some(c) = self.tasks[p.idx()].mru_listed.take() {
                 self.rqs[c.idx()].cfs_tasks.remove(&mut self.tasks, p);
             }
         }
@@ -1185,10 +1185,11 @@ impl Kernel {
         if !self.feats.has(UTIL_EST) || self.tasks[p.idx()].util_est_queued.is_some() {
             return;
         }
-        let ue = self.tasks[p.idx()].se.avg.util_est_value();
+        // At most 1024: kept in 32 bits (`OptU32`).
+        let ue = u32::try_from(self.tasks[p.idx()].se.avg.util_est_value()).unwrap_or(u32::MAX - 1);
         let cpu = self.tasks[p.idx()].cpu;
-        self.rqs[cpu.idx()].cfs.util_est_enqueued += ue;
-        self.tasks[p.idx()].util_est_queued = Some(ue);
+        self.rqs[cpu.idx()].cfs.util_est_enqueued += ue as u64;
+        self.tasks[p.idx()].util_est_queued.set(Some(ue));
     }
 
     /// `util_est_dequeue()`: take back what util_est_enqueue() added.
@@ -1196,7 +1197,7 @@ impl Kernel {
         if let Some(ue) = self.tasks[p.idx()].util_est_queued.take() {
             let cpu = self.tasks[p.idx()].cpu;
             let cfs = &mut self.rqs[cpu.idx()].cfs;
-            cfs.util_est_enqueued = cfs.util_est_enqueued.saturating_sub(ue);
+            cfs.util_est_enqueued = cfs.util_est_enqueued.saturating_sub(ue as u64);
         }
     }
 
@@ -1306,12 +1307,12 @@ impl Kernel {
     fn cfs_tasks_list(&mut self, p: TaskId) {
         let t = &self.tasks[p.idx()];
         let (cpu, mru) = (t.cpu, t.mru);
-        if let Some((c, _)) = t.mru_listed {
+        if let Some(c) = t.mru_listed {
             self.rqs[c.idx()].cfs_tasks.remove(&mut self.tasks, p);
         }
         debug_assert!(mru == self.mru_seq, "cfs_tasks is listed in mru order: a task joins with the newest mru");
         self.rqs[cpu.idx()].cfs_tasks.push_tail(&mut self.tasks, p);
-        self.tasks[p.idx()].mru_listed = Some((cpu, mru));
+        self.tasks[p.idx()].mru_listed = Some(cpu);
     }
 
     /// The tasks queued on `cpu` at any level, running one included

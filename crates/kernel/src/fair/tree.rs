@@ -24,36 +24,62 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 const NIL: u32 = u32::MAX;
 
+/// Up to this many nodes (the most entities the timeline has held at once),
+/// an entity's node is found by scanning them; past it, through `Timeline::at`.
+const SCAN_NODES: usize = 8;
+
+/// The entity of a free node: a group slot no machine has (2^31 - 1).
+#[inline]
+fn free_mark() -> Ent {
+    Ent::group(0x7fff_ffff)
+}
+
+/// A tree node: 40 bytes (a test checks it), so that a cfs_rq's few queued
+/// entities share few cache lines. The sort keys are derived, not stored:
+/// (vruntime - anchor as a signed value, `seq`) and the same with the
+/// deadline; the treap priority is `mix(seq)`.
 #[derive(Clone, Debug)]
 struct Node {
     ent: Ent,
-    vruntime: u64,
-    deadline: u64,
-    /// (vruntime - anchor) as a signed value, then the insertion sequence.
-    key: (i64, u64),
-    /// (deadline - anchor) as a signed value, then the insertion sequence.
-    dkey: (i64, u64),
-    prio: u64,
+    /// Children; in a free node, `left` links the free list.
     left: u32,
     right: u32,
-    /// The node with the smallest `dkey` in this subtree.
+    /// The node with the smallest deadline key in this subtree.
     min_d: u32,
+    vruntime: u64,
+    deadline: u64,
+    /// Insertion sequence: breaks ties of both keys, and seeds the priority.
+    seq: u64,
 }
 
 /// The ordered set of queued entities of one cfs_rq.
-#[derive(Clone, Default)]
+type EntMap = HashMap<Ent, u32, BuildHasherDefault<EntHasher>>;
+
+/// 64 bytes (a test checks it): a runqueue holds it with the rest of what an
+/// enqueue touches in its first four lines (`crate::sched::Rq`).
+#[derive(Clone)]
 pub struct Timeline {
     nodes: Vec<Node>,
-    free: Vec<u32>,
-    root: u32,
     anchor: u64,
     seq: u64,
-    len: usize,
-    /// Entity -> node. A hash map keeps its buckets when entries leave, so a
-    /// timeline that has held n entities inserts and removes without
+    /// Entity -> node, once the timeline has used more than [`SCAN_NODES`]
+    /// nodes (None before: the few nodes are scanned, lines the tree
+    /// operation reads anyway, instead of the map's). Boxed: only busy
+    /// runqueues have one. A hash map keeps its buckets when entries leave, so
+    /// a timeline that has held n entities inserts and removes without
     /// allocating (a B-tree allocates a node whenever it splits or refills).
     /// Only looked up: no order depends on it.
-    at: HashMap<Ent, u32, BuildHasherDefault<EntHasher>>,
+    at: Option<Box<EntMap>>,
+    root: u32,
+    /// Head of the free nodes' list (linked through `Node::left`), last freed first.
+    free: u32,
+    len: u32,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline { nodes: Vec::new(), anchor: 0, seq: 0, at: None, root: NIL, free: NIL, len: 0 }
+    }
 }
 
 /// Hash of an entity id (a `u32`): one multiply, fixed (deterministic).
@@ -97,7 +123,7 @@ impl Timeline {
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -106,12 +132,36 @@ impl Timeline {
 
     /// Whether `e` is in the tree.
     pub fn contains(&self, e: Ent) -> bool {
-        self.at.contains_key(&e)
+        self.find(e).is_some()
+    }
+
+    /// The node of `e`, if it is in the tree.
+    #[inline]
+    fn find(&self, e: Ent) -> Option<u32> {
+        if let Some(at) = &self.at {
+            at.get(&e).copied()
+        } else {
+            self.nodes.iter().position(|x| x.ent == e).map(|i| i as u32)
+        }
     }
 
     #[inline]
     fn rel(&self, v: u64) -> i64 {
         v.wrapping_sub(self.anchor) as i64
+    }
+
+    /// Node `n`'s timeline key: (vruntime - anchor as a signed value, insertion sequence).
+    #[inline]
+    fn key(&self, n: u32) -> (i64, u64) {
+        let x = &self.nodes[n as usize];
+        (self.rel(x.vruntime), x.seq)
+    }
+
+    /// Node `n`'s deadline key: (deadline - anchor as a signed value, insertion sequence).
+    #[inline]
+    fn dkey(&self, n: u32) -> (i64, u64) {
+        let x = &self.nodes[n as usize];
+        (self.rel(x.deadline), x.seq)
     }
 
     fn pull(&mut self, n: u32) {
@@ -120,7 +170,7 @@ impl Timeline {
         for c in [l, r] {
             if c != NIL {
                 let cm = self.nodes[c as usize].min_d;
-                if self.nodes[cm as usize].dkey < self.nodes[m as usize].dkey {
+                if self.dkey(cm) < self.dkey(m) {
                     m = cm;
                 }
             }
@@ -134,7 +184,7 @@ impl Timeline {
             return (NIL, NIL);
         }
         steps.set(steps.get() + 1);
-        if self.nodes[t as usize].key < k {
+        if self.key(t) < k {
             let (a, b) = self.split(self.nodes[t as usize].right, k, steps);
             self.nodes[t as usize].right = a;
             self.pull(t);
@@ -156,7 +206,7 @@ impl Timeline {
             return a;
         }
         steps.set(steps.get() + 1);
-        if self.nodes[a as usize].prio > self.nodes[b as usize].prio {
+        if mix(self.nodes[a as usize].seq) > mix(self.nodes[b as usize].seq) {
             let r = self.merge(self.nodes[a as usize].right, b, steps);
             self.nodes[a as usize].right = r;
             self.pull(a);
@@ -172,36 +222,31 @@ impl Timeline {
     /// `__enqueue_entity()`: insert `e` with its current vruntime and deadline
     /// (neither may change while it is in the tree).
     pub fn insert(&mut self, e: Ent, vruntime: u64, deadline: u64, steps: &Cell<u64>) {
-        debug_assert!(!self.at.contains_key(&e), "{e:?} inserted twice");
+        debug_assert!(!self.contains(e), "{e:?} inserted twice");
         if self.len == 0 {
             self.root = Self::new_root();
             self.anchor = vruntime;
         }
         self.seq += 1;
-        let node = Node {
-            ent: e,
-            vruntime,
-            deadline,
-            key: (self.rel(vruntime), self.seq),
-            dkey: (self.rel(deadline), self.seq),
-            prio: mix(self.seq),
-            left: NIL,
-            right: NIL,
-            min_d: NIL,
-        };
-        let n = match self.free.pop() {
-            Some(i) => {
-                self.nodes[i as usize] = node;
-                i
+        let node = Node { ent: e, left: NIL, right: NIL, min_d: NIL, vruntime, deadline, seq: self.seq };
+        let n = if self.free != NIL {
+            let i = self.free;
+            self.free = self.nodes[i as usize].left;
+            self.nodes[i as usize] = node;
+            i
+        } else {
+            self.nodes.push(node);
+            if self.nodes.len() == SCAN_NODES + 1 {
+                // Past the scanned size (no node is free): index them all.
+                self.at = Some(Box::new(self.nodes.iter().enumerate().map(|(i, x)| (x.ent, i as u32)).collect()));
             }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
+            (self.nodes.len() - 1) as u32
         };
         self.nodes[n as usize].min_d = n;
-        self.at.insert(e, n);
-        let k = self.nodes[n as usize].key;
+        if let Some(at) = &mut self.at {
+            at.insert(e, n);
+        }
+        let k = self.key(n);
         let (a, b) = self.split(self.root, k, steps);
         let a = self.merge(a, n, steps);
         self.root = self.merge(a, b, steps);
@@ -210,15 +255,20 @@ impl Timeline {
 
     /// `__dequeue_entity()`: remove `e`; false if it was not in the tree.
     pub fn remove(&mut self, e: Ent, steps: &Cell<u64>) -> bool {
-        let Some(n) = self.at.remove(&e) else {
+        let Some(n) = self.find(e) else {
             return false;
         };
-        let k = self.nodes[n as usize].key;
+        if let Some(at) = &mut self.at {
+            at.remove(&e);
+        }
+        let k = self.key(n);
         let (a, b) = self.split(self.root, k, steps);
         // `n` is the smallest key of `b`: cut it off the left spine.
         let b = self.drop_leftmost(b, n, steps);
         self.root = self.merge(a, b, steps);
-        self.free.push(n);
+        self.nodes[n as usize].ent = free_mark();
+        self.nodes[n as usize].left = self.free;
+        self.free = n;
         self.len -= 1;
         true
     }
@@ -298,7 +348,7 @@ impl Timeline {
     /// down the augmented tree.
     pub fn pick_eligible_earliest(&self, eligible: impl Fn(u64) -> bool, steps: &Cell<u64>) -> Option<Ent> {
         let mut best: Option<u32> = None;
-        let better = |a: u32, b: Option<u32>| b.is_none_or(|b| self.nodes[a as usize].dkey < self.nodes[b as usize].dkey);
+        let better = |a: u32, b: Option<u32>| b.is_none_or(|b| self.dkey(a) < self.dkey(b));
         let mut t = if self.len == 0 { NIL } else { self.root };
         while t != NIL {
             steps.set(steps.get() + 1);
@@ -339,19 +389,22 @@ impl Timeline {
     /// The entities in no particular order, without allocating (for sums:
     /// [`Self::iter`] keeps a stack for the in-order walk).
     pub fn iter_unordered(&self) -> impl Iterator<Item = Ent> + '_ {
-        self.at.keys().copied()
+        // The map's keys, or before it exists the live nodes'.
+        let scanned = if self.at.is_some() { 0 } else { self.nodes.len() };
+        let mapped = self.at.iter().flat_map(|at| at.keys().copied());
+        mapped.chain(self.nodes[..scanned].iter().map(|x| x.ent).filter(|&e| e != free_mark()))
     }
 
     /// The entities in insertion order (debug cross-checks).
     pub fn iter_insertion_order(&self) -> impl Iterator<Item = Ent> + '_ {
-        let mut v: Vec<(u64, Ent)> = self.at.values().map(|&n| (self.nodes[n as usize].key.1, self.nodes[n as usize].ent)).collect();
+        let mut v: Vec<(u64, Ent)> = self.nodes.iter().filter(|x| x.ent != free_mark()).map(|x| (x.seq, x.ent)).collect();
         v.sort_unstable();
         v.into_iter().map(|x| x.1)
     }
 
     /// The vruntime and deadline `e` was inserted with (consistency checks).
     pub fn stored(&self, e: Ent) -> Option<(u64, u64)> {
-        self.at.get(&e).map(|&n| (self.nodes[n as usize].vruntime, self.nodes[n as usize].deadline))
+        self.find(e).map(|n| (self.nodes[n as usize].vruntime, self.nodes[n as usize].deadline))
     }
 }
 
@@ -359,6 +412,14 @@ impl Timeline {
 mod tests {
     use super::*;
     use crate::sched::TaskId;
+
+    // A node stays 40 bytes and the timeline's inline part 64 (the layout
+    // cannot grow back unnoticed: see `Node`).
+    #[test]
+    fn timeline_layout_is_compact() {
+        assert_eq!(std::mem::size_of::<Node>(), 40);
+        assert_eq!(std::mem::size_of::<Timeline>(), 64);
+    }
 
     fn vdiff(a: u64, b: u64) -> i64 {
         a.wrapping_sub(b) as i64
@@ -369,6 +430,18 @@ mod tests {
     /// vruntimes straddling the u64 wrap and many equal keys and deadlines.
     #[test]
     fn timeline_matches_a_flat_list() {
+        check_against_flat_list(usize::MAX);
+    }
+
+    // The same while the timeline never holds more than it scans (no map).
+    #[test]
+    fn small_timeline_matches_a_flat_list() {
+        check_against_flat_list(SCAN_NODES);
+    }
+
+    /// Random inserts (while fewer than `cap` are queued), removes, leftmost
+    /// and picks, checked against a flat list.
+    fn check_against_flat_list(cap: usize) {
         let steps = Cell::new(0);
         let mut t = Timeline::default();
         let mut flat: Vec<(Ent, u64, u64)> = Vec::new();
@@ -380,7 +453,7 @@ mod tests {
         let base = u64::MAX - 5000;
         for step in 0..20000u32 {
             let op = rnd(10);
-            if op < 5 || flat.is_empty() {
+            if (op < 5 || flat.is_empty()) && flat.len() < cap {
                 let e = Ent::task(TaskId(step));
                 let v = base.wrapping_add(rnd(200) * 50);
                 let d = v.wrapping_add(rnd(4) * 1000);
@@ -393,6 +466,13 @@ mod tests {
                 assert!(!t.remove(e, &steps));
             }
             assert_eq!(t.len(), flat.len());
+            // The map exists past the scanned size, and then indexes every queued entity.
+            assert_eq!(t.at.as_ref().map(|at| at.len()), (t.nodes.len() > SCAN_NODES).then_some(flat.len()));
+            let mut unordered: Vec<Ent> = t.iter_unordered().collect();
+            unordered.sort_unstable();
+            let mut want: Vec<Ent> = flat.iter().map(|x| x.0).collect();
+            want.sort_unstable();
+            assert_eq!(unordered, want);
             // leftmost: the first minimum in insertion order.
             let mut order: Vec<(Ent, u64)> = flat.iter().map(|&(e, v, _)| (e, v)).collect();
             order.sort_by(|a, b| vdiff(a.1, b.1).cmp(&0));
