@@ -10,7 +10,7 @@ use crate::features::SchedFeatures;
 use crate::profile::TtwuQueueVariant;
 use crate::profile::{EffectiveTunables, ForkPlacement, KernelProfile, PickAlgo};
 use crate::sched::{task_weight, CfsId, CfsRq, Ent, Policy, Rq, SchedEntity, Task, TaskGroup, TaskId, TaskState};
-use crate::stats::{LbStats, LlcShared, SdStats};
+use crate::stats::{LbStats, LlcShared, PerCpuLevels, SdStats};
 use crate::topology::{SchedDomains, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE};
 use schedlab_topology::{CpuId, CpuTopology};
 
@@ -142,9 +142,9 @@ pub struct Kernel {
     pub grq: Vec<CfsRq>,
     pub gse: Vec<SchedEntity>,
     /// schedstat per CPU per domain level (parallel to `sd.per_cpu`).
-    pub sd_stats: Vec<Vec<SdStats>>,
+    pub sd_stats: PerCpuLevels<SdStats>,
     /// Load-balance schedstat per CPU per domain level per idle type (busy, idle, newidle).
-    pub lb_stats: Vec<Vec<[LbStats; 3]>>,
+    pub lb_stats: PerCpuLevels<[LbStats; 3]>,
     /// `sched_domain_shared` per LLC, indexed by the LLC's first CPU (`sd_llc_id`).
     pub llc_shared: Vec<LlcShared>,
     /// SIS_PROP `avg_scan_cost` of each CPU's LLC domain (ns).
@@ -239,8 +239,8 @@ impl Kernel {
                 last_load_update_tick: 0,
             })
             .collect();
-        let sd_stats = sd.per_cpu.iter().map(|l| vec![SdStats::default(); l.len()]).collect();
-        let lb_stats = sd.per_cpu.iter().map(|l| vec![[LbStats::default(); 3]; l.len()]).collect();
+        let sd_stats = PerCpuLevels::new(sd.per_cpu.iter().map(|l| l.len()), SdStats::default());
+        let lb_stats = PerCpuLevels::new(sd.per_cpu.iter().map(|l| l.len()), [LbStats::default(); 3]);
         // The simulated machine has been up and idle before the benchmark
         // starts, as a real test box is: its last periodic LLC balance ran
         // update_idle_cpu_scan() (v6.0+) at zero utilisation, which gives

@@ -3,6 +3,60 @@
 //! per domain level. The /proc/schedstat text (writer and reader) is in
 //! `crate::schedstat`.
 
+/// Per-CPU rows of per-domain-level values in one allocation: row `c` holds
+/// CPU `c`'s levels (parallel to `SchedDomains::per_cpu[c]`). `x[c][k]` reads
+/// as a `Vec<Vec<T>>` would, without the per-CPU heap block: a wakeup's
+/// counter update touches the row's line and the (small, hot) row starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerCpuLevels<T> {
+    data: Vec<T>,
+    /// Row `c` is `data[start[c]..start[c + 1]]`.
+    start: Vec<u32>,
+}
+
+impl<T: Clone> PerCpuLevels<T> {
+    /// Rows of the given lengths, every value `v`.
+    pub fn new(lens: impl IntoIterator<Item = usize>, v: T) -> Self {
+        let mut start = vec![0u32];
+        for n in lens {
+            start.push(start.last().copied().unwrap_or(0) + n as u32);
+        }
+        let total = *start.last().unwrap_or(&0) as usize;
+        PerCpuLevels { data: vec![v; total], start }
+    }
+}
+
+impl<T> PerCpuLevels<T> {
+    /// Number of rows (CPUs).
+    pub fn len(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The rows in CPU order.
+    pub fn iter(&self) -> impl Iterator<Item = &[T]> {
+        (0..self.len()).map(move |c| &self[c])
+    }
+}
+
+impl<T> std::ops::Index<usize> for PerCpuLevels<T> {
+    type Output = [T];
+    #[inline]
+    fn index(&self, c: usize) -> &[T] {
+        &self.data[self.start[c] as usize..self.start[c + 1] as usize]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for PerCpuLevels<T> {
+    #[inline]
+    fn index_mut(&mut self, c: usize) -> &mut [T] {
+        &mut self.data[self.start[c] as usize..self.start[c + 1] as usize]
+    }
+}
+
 /// Per-CPU, per-domain counters (`struct sched_domain` schedstat fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SdStats {
@@ -40,4 +94,20 @@ pub struct LbStats {
     pub lb_failed: u64,
     pub lb_gained: u64,
     pub lb_nobusyq: u64,
+}
+
+#[cfg(test)]
+mod per_cpu_levels_tests {
+    use super::PerCpuLevels;
+
+    #[test]
+    fn rows_index_like_nested_vectors() {
+        let mut x = PerCpuLevels::new([2usize, 0, 3], 0u32);
+        assert_eq!((x.len(), x[0].len(), x[1].len(), x[2].len()), (3, 2, 0, 3));
+        x[2][1] += 5;
+        x[0][1] = 7;
+        assert_eq!((&x[0][..], &x[2][..]), (&[0, 7][..], &[0, 5, 0][..]));
+        assert!(!x.is_empty() && PerCpuLevels::new(Vec::<usize>::new(), 0u8).is_empty());
+        assert_eq!(x.iter().map(|r| r.len()).collect::<Vec<_>>(), [2, 0, 3]);
+    }
 }
