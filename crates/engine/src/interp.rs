@@ -138,7 +138,7 @@ impl Sim<'_> {
                         let (outcome, cost) = match op {
                             Op::ReadAll { per_msg, .. } => {
                                 let (o, taken) = self.chan_read_all(c, t, chan);
-                                (o, cost + per_msg * taken)
+                                (o, cost.saturating_add(per_msg.saturating_mul(taken)))
                             }
                             _ => (self.chan_read(c, t, chan, matches!(op, Op::ReadTag { .. })), cost),
                         };

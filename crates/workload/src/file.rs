@@ -1367,4 +1367,24 @@ mm = 0
         let e = from_toml_str(&unfed, "ep.toml").unwrap_err().0;
         assert!(e.contains("epoll set 0, but nothing writes"), "{e}");
     }
+
+    #[test]
+    fn read_all_parses_and_its_channel_must_be_fed() {
+        let text = |writer: &str| {
+            format!(
+                "format = 1\nname = \"s\"\ntime_bounded = true\n[metric]\nkind = \"rate\"\nname = \"n\"\nunit = \"1/s\"\ncounter = 0\n\
+                 [[channel]]\ncapacity = 64\nsync = true\nkind = \"socket\"\n\
+                 [[program]]\nops = [\"loop count=inf\", {writer}\"count id=0 n=1\", \"end_loop\"]\n\
+                 [[program]]\nops = [\"loop count=inf\", \"read_all chan=0 cost=4us per_msg=20\", \"end_loop\"]\n\
+                 [[task]]\nname = \"w\"\nprogram = 0\nmm = 0\n[[task]]\nname = \"r\"\nprogram = 1\nmm = 1\n"
+            )
+        };
+        let w = from_toml_str(&text("\"write chan=0 cost=1us\", "), "s.toml").unwrap();
+        assert!(w.programs[1].contains(&Op::ReadAll { chan: 0, cost: 4000, per_msg: 20 }));
+        assert!(to_toml(&w, "").contains("read_all chan=0 cost=4000 per_msg=20"));
+        let e = from_toml_str(&text(""), "s.toml").unwrap_err().0;
+        assert!(e.contains("reads channel 0, but nothing writes to it"), "{e}");
+        let e = from_toml_str(&text("\"write chan=0 cost=1us\", ").replace("per_msg=20", "per_msg=2h"), "s.toml").unwrap_err().0;
+        assert!(e.contains("per_msg"), "{e}");
+    }
 }

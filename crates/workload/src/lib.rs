@@ -775,7 +775,7 @@ impl Workload {
                             )));
                         }
                     }
-                    Op::Read { chan, .. } | Op::ReadTag { chan, .. } | Op::Poll { chan } => {
+                    Op::Read { chan, .. } | Op::ReadTag { chan, .. } | Op::ReadAll { chan, .. } | Op::Poll { chan } => {
                         let c = chan as usize;
                         if !written[c] && c < write_from {
                             return Err(WorkloadError(format!(

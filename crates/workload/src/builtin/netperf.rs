@@ -66,25 +66,15 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         }
     }
     let sock = ChannelSpec { capacity: 64, sync: rate == 0, kind: ChannelKind::Socket, epoll: None };
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "netperf".into(),
-        params: vec![
+    let mut w = empty(
+        vec![
             ("mode".into(), mode.to_string()),
             ("instances".into(), n.to_string()),
             ("request_size".into(), req.to_string()),
             ("response_size".into(), rsp.to_string()),
         ],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        sems: Vec::new(),
-        metric: MetricSpec::Rate { name: "transactions".into(), unit: "trans/s".into(), counter: COUNTER_OPS, start: None, end: None },
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    };
+        MetricSpec::Rate { name: "transactions".into(), unit: "trans/s".into(), counter: COUNTER_OPS, start: None, end: None },
+    );
     if rate > 0 {
         // Open loop: only the netservers run here; each one's connection gets
         // rate / instances transactions per second from a remote netperf.
@@ -143,6 +133,24 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     Ok(w)
 }
 
+/// A netperf workload with no task yet: `params` as reported, `metric`.
+fn empty(params: Vec<(String, String)>, metric: MetricSpec) -> Workload {
+    Workload {
+        memory: Vec::new(),
+        arrivals: None,
+        name: "netperf".into(),
+        params,
+        programs: Vec::new(),
+        tasks: Vec::new(),
+        channels: Vec::new(),
+        sems: Vec::new(),
+        metric,
+        time_bounded: true,
+        groups: Vec::new(),
+        jitter_pct: 10,
+    }
+}
+
 /// Pair `i`: its netperf task with `client`, its netserver task with `server`
 /// (client programs first, the server programs after them: compact workload files).
 fn add_pair(w: &mut Workload, servers: &mut Vec<Vec<Op>>, i: u32, client: Vec<Op>, server: Vec<Op>) {
@@ -168,16 +176,9 @@ fn stream(p: &Params, n: u32) -> Result<Workload, WorkloadError> {
     let m = p.u64_in("message_size", 16384, 1, 1 << 20)?;
     let capacity = (STREAM_INFLIGHT_BYTES / m).clamp(1, u32::MAX as u64) as u32;
     let sock = ChannelSpec { capacity, sync: true, kind: ChannelKind::Socket, epoll: None };
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "netperf".into(),
-        params: vec![("mode".into(), "TCP_STREAM".into()), ("instances".into(), n.to_string()), ("message_size".into(), m.to_string())],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        sems: Vec::new(),
-        metric: MetricSpec::ScaledRate {
+    let mut w = empty(
+        vec![("mode".into(), "TCP_STREAM".into()), ("instances".into(), n.to_string()), ("message_size".into(), m.to_string())],
+        MetricSpec::ScaledRate {
             name: "throughput".into(),
             unit: "Mbit/s".into(),
             counter: COUNTER_OPS,
@@ -185,10 +186,7 @@ fn stream(p: &Params, n: u32) -> Result<Workload, WorkloadError> {
             start: None,
             end: None,
         },
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    };
+    );
     let per_kb = |ns_per_kb: u64| m * ns_per_kb / 1024;
     let mut servers = Vec::new();
     for i in 0..n {
