@@ -96,7 +96,7 @@ pub enum WakeLoad {
 pub enum SisVariant {
     /// this/prev if idle, else the first idle CPU walking up SD_SHARE_PKG_RESOURCES domains.
     V2_6_38,
-    /// this/prev if idle, else a fully idle group walking down from sd_llc.
+    /// v3.9-v4.8: target if idle, prev if idle and sharing target's LLC (e0a79f529d5b), else a fully idle group walking down from sd_llc.
     V3_10,
     /// target, prev, recent_used_cpu, select_idle_core (LLC), select_idle_cpu (SIS_PROP), select_idle_smt(target).
     V5_2,
@@ -383,7 +383,7 @@ fn v3_10() -> KernelProfile {
         .with(WA_BITS, false);
     KernelProfile {
         name: "v3.10",
-        summary: "CFS; blind wake_affine (no wakee_flips) on instantaneous loads; cpu_load[] indices; select_idle_sibling idle-group walk; cross-LLC wake lists",
+        summary: "CFS; blind wake_affine (no wakee_flips) on instantaneous loads; cpu_load[] indices; select_idle_sibling: idle target, idle cache-affine prev, then idle-group walk; cross-LLC wake lists",
         tree: "Linux v3.10 release (2013-06-30)",
         version: (3, 10),
         features,
@@ -898,7 +898,7 @@ pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
     ("wake_load=RunnableAvg", (3, 11, 0), "b92486cbf2aa + a003a25b227d"),
     ("wake_load=LoadAvg", (5, 7, 0), "0dacee1bfa70 (runnable_load_avg removed)"),
     ("sis=V2_6_38", (2, 6, 33), "(select_idle_sibling(), v2.6.33)"),
-    ("sis=V3_10", (3, 9, 0), "(idle-group walk from sd_llc)"),
+    ("sis=V3_10", (3, 9, 0), "e0a79f529d5b (idle cache-affine prev; idle-group walk from sd_llc)"),
     ("sis=V5_2", (4, 9, 0), "10e2f1acd010 (select_idle_core/cpu/smt)"),
     ("sis=V5_12", (5, 12, 0), "9fe1f127b913"),
     ("sis=V5_13", (5, 13, 0), "c722f35b513f"),

@@ -485,18 +485,25 @@ impl Kernel {
         target
     }
 
-    /// v3.10: this/prev if idle, then walk down from sd_llc(target): the first
-    /// group (in ring order from target's) whose CPUs are all idle and which
-    /// does not contain target gives its first allowed CPU.
+    /// v3.9-v4.8 `select_idle_sibling()` (e0a79f529d5b, "bouncing cow
+    /// syndrome", v3.9-rc1, until the v4.9 rewrite around select_idle_core()):
+    /// target if idle; else prev if it shares target's LLC and is idle; then walk
+    /// down from sd_llc(target): the first group (in ring order from target's)
+    /// whose CPUs are all idle and which does not contain target gives its first
+    /// allowed CPU. Before the prev check (v3.2-v3.8 form) a pair that wakes
+    /// each other affinely walked the package hand in hand, one CPU per wakeup.
     fn sis_v3_10(&mut self, p: TaskId, prev: CpuId, target: CpuId, this_cpu: CpuId) -> CpuId {
         self.last_scan += 1;
-        if target == this_cpu && self.idle_cpu(this_cpu) {
-            self.xw(|r| r.path = Path::TargetIdle);
-            return this_cpu;
+        if self.idle_cpu(target) {
+            self.xw(|r| r.path = if target == prev && target != this_cpu { Path::PrevIdle } else { Path::TargetIdle });
+            return target;
         }
-        if target == prev && self.idle_cpu(prev) {
-            self.xw(|r| r.path = Path::PrevIdle);
-            return prev;
+        if prev != target && self.sd.cpus_share_cache(prev, target) {
+            self.last_scan += 1;
+            if self.idle_cpu(prev) {
+                self.xw(|r| r.path = Path::PrevIdle);
+                return prev;
+            }
         }
         let Some(llc) = self.sd.sd_llc_level[target.idx()] else {
             return target;
@@ -1630,6 +1637,22 @@ mod placement_tests {
         assert!(!wide(42, 7), "not strictly greater than 6 * 7");
         assert!(!wide(1000, 6), "wakee flips must exceed the factor");
         assert!(!wide(7, 43), "not symmetric in v3.11");
+    }
+
+    // select_idle_sibling() v3.9-v4.8 (e0a79f529d5b): with target (the waker's CPU) busy,
+    // an idle prev that shares target's LLC is returned before any scan; a prev in
+    // another LLC is not, and the scan takes the first fully idle group from target's.
+    #[test]
+    fn v3_10_returns_an_idle_cache_affine_prev_before_scanning() {
+        let mut k = Kernel::new(&flat_llc(6), profile("v3.10").unwrap());
+        let _waker = occupy(&mut k, 0);
+        let p = sleeper_on(&mut k, 4);
+        assert_eq!(k.select_idle_sibling(p, CpuId(4), CpuId(0), CpuId(0)), CpuId(4), "idle prev in target's LLC");
+        // v2.6.38 (before the prev check) walks from target to the first idle CPU instead.
+        let mut old = Kernel::new(&flat_llc(6), profile("v2.6.38").unwrap());
+        let _waker = occupy(&mut old, 0);
+        let q = sleeper_on(&mut old, 4);
+        assert_eq!(old.select_idle_sibling(q, CpuId(4), CpuId(0), CpuId(0)), CpuId(1));
     }
 
     // v3.10 (before 62470419e993) keeps no wakee history: record_wakee() does nothing and
