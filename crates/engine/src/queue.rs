@@ -166,7 +166,9 @@ impl EventQueue {
         // level was a third of the walk's instructions.)
         unsafe {
             let old = *tree.add(node);
-            self.tlen = self.tlen + (key != EMPTY) as usize - (old != EMPTY) as usize;
+            // Only EMPTY has `at` = u64::MAX (a real event's is below it): the
+            // high words tell.
+            self.tlen = self.tlen + (key_at(key) != u64::MAX) as usize - (key_at(old) != u64::MAX) as usize;
             let mut e = key;
             *tree.add(node) = e;
             while node > 1 {
@@ -184,13 +186,23 @@ impl EventQueue {
     #[inline(always)]
     fn hget(&self, i: usize) -> u128 {
         let j = i + HEAP_PAD;
-        self.heap[j / D].0[j % D]
+        debug_assert!(i < self.hlen && j < self.heap.len() * D, "heap position {i} past the heap");
+        // SAFETY: every caller passes a position below `hlen`, and the lines
+        // hold at least `hlen + HEAP_PAD` keys (`hpush` adds a line before a
+        // key would pass them, and lines are never dropped); a `Line` is `D`
+        // u128 and nothing else (repr(C), 64 bytes), so the line array is a
+        // flat array of keys. (Unchecked: the bounds tests were a fifth of
+        // the sift loops' instructions.)
+        unsafe { *(self.heap.as_ptr() as *const u128).add(j) }
     }
 
+    /// Set heap position `i` (< `hlen`) to `key`.
     #[inline(always)]
     fn hset(&mut self, i: usize, key: u128) {
         let j = i + HEAP_PAD;
-        self.heap[j / D].0[j % D] = key;
+        debug_assert!(i < self.hlen && j < self.heap.len() * D, "heap position {i} past the heap");
+        // SAFETY: as in `hget`; `&mut self` is the only access to the lines.
+        unsafe { *(self.heap.as_mut_ptr() as *mut u128).add(j) = key }
     }
 
     /// The earliest key of the heap, if any.
@@ -215,12 +227,17 @@ impl EventQueue {
             return None;
         }
         self.hlen -= 1;
-        Some(self.hget(self.hlen))
+        let j = self.hlen + HEAP_PAD;
+        Some(self.heap[j / D].0[j % D])
     }
 
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, i: usize, key: u128) {
-        self.pos[key_slot(key) as usize] = i as u32;
+        let slot = key_slot(key) as usize;
+        debug_assert!(slot < self.pos.len());
+        // SAFETY: a key enters the heap only through `schedule`, which
+        // indexes `pos` with its slot first (checked), and `pos` never shrinks.
+        unsafe { *self.pos.get_unchecked_mut(slot) = i as u32 };
         self.hset(i, key);
     }
 
@@ -248,15 +265,20 @@ impl EventQueue {
             }
             // The children are line `i + 1`; the keys past the heap's end are
             // not read (stale ones may sit there).
-            let line = &self.heap[i + 1].0;
-            let last = (first + D).min(n) - first;
+            debug_assert!(i + 1 < self.heap.len());
+            // SAFETY: `first` < `hlen`, so line `i + 1` (keys `D * (i + 1)`
+            // = `first + HEAP_PAD` on) holds a heap key: it exists (`hget`).
+            let line = unsafe { &self.heap.get_unchecked(i + 1).0 };
+            let last = (n - first).min(D);
             // Branch-free minimum of the children (the comparisons are unpredictable).
             let mut c = 0;
             let mut ck = line[0];
-            for (k, &kk) in line.iter().enumerate().take(last).skip(1) {
-                let lt = kk < ck;
-                c = if lt { k } else { c };
-                ck = if lt { kk } else { ck };
+            for (k, &kk) in line.iter().enumerate().skip(1) {
+                if k < last {
+                    let lt = kk < ck;
+                    c = if lt { k } else { c };
+                    ck = if lt { kk } else { ck };
+                }
             }
             if ck >= e {
                 break;

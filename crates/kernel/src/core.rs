@@ -158,8 +158,9 @@ pub struct Kernel {
     pub(crate) cur_now: u64,
     /// `sched_smt_active()`
     pub smt_active: bool,
-    /// Per CPU per level balancing state.
-    pub sd_lb: Vec<Vec<crate::fair::balance::SdLbState>>,
+    /// Per CPU per level balancing state (one allocation: newly idle
+    /// balancing reads a CPU's row at nearly every switch to idle).
+    pub sd_lb: PerCpuLevels<crate::fair::balance::SdLbState>,
     /// `rd->overload`: some CPU has more than one runnable task.
     pub rd_overload: bool,
     /// `nohz.next_balance`
@@ -254,18 +255,19 @@ impl Kernel {
             llc_shared[sd.sd_llc_id[c] as usize].nr_idle_scan = sd.sd_llc_size[c];
         }
         let smt_active = topo.threads_per_core() > 1;
-        let sd_lb = sd
-            .per_cpu
-            .iter()
-            .map(|l| {
-                l.iter()
-                    .map(|&id| crate::fair::balance::SdLbState {
-                        balance_interval: sd.domains[id as usize].min_interval as u64,
-                        ..Default::default()
-                    })
-                    .collect()
-            })
-            .collect();
+        let sd_lb = PerCpuLevels::from_rows(
+            sd.per_cpu
+                .iter()
+                .map(|l| {
+                    l.iter()
+                        .map(|&id| crate::fair::balance::SdLbState {
+                            balance_interval: sd.domains[id as usize].min_interval as u64,
+                            ..Default::default()
+                        })
+                        .collect()
+                })
+                .collect(),
+        );
         let mut k = Kernel {
             feats: profile.features,
             profile,

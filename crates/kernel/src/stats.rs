@@ -27,6 +27,23 @@ impl<T: Clone> PerCpuLevels<T> {
 }
 
 impl<T> PerCpuLevels<T> {
+    /// The given rows, in one allocation.
+    pub fn from_rows(rows: Vec<Vec<T>>) -> Self {
+        let mut start = Vec::with_capacity(rows.len() + 1);
+        start.push(0u32);
+        let mut data = Vec::with_capacity(rows.iter().map(Vec::len).sum());
+        for r in rows {
+            data.extend(r);
+            start.push(data.len() as u32);
+        }
+        PerCpuLevels { data, start }
+    }
+
+    /// Row `c`, if there is one.
+    pub fn get(&self, c: usize) -> Option<&[T]> {
+        (c < self.len()).then(|| &self[c])
+    }
+
     /// Number of rows (CPUs).
     pub fn len(&self) -> usize {
         self.start.len() - 1
@@ -109,5 +126,8 @@ mod per_cpu_levels_tests {
         assert_eq!((&x[0][..], &x[2][..]), (&[0, 7][..], &[0, 5, 0][..]));
         assert!(!x.is_empty() && PerCpuLevels::new(Vec::<usize>::new(), 0u8).is_empty());
         assert_eq!(x.iter().map(|r| r.len()).collect::<Vec<_>>(), [2, 0, 3]);
+        let y = PerCpuLevels::from_rows(vec![vec![4u32, 5], vec![], vec![6]]);
+        assert_eq!((y.len(), &y[0][..], &y[1][..], &y[2][..]), (3, &[4, 5][..], &[][..], &[6][..]));
+        assert_eq!((y.get(2), y.get(3)), (Some(&[6u32][..]), None));
     }
 }

@@ -7,6 +7,7 @@
 
 use crate::cpumask::CpuMask;
 use crate::profile::{KernelProfile, SdInitVariant};
+use crate::stats::PerCpuLevels;
 use schedlab_topology::{CpuId, CpuTopology, CpuVendor};
 use std::collections::{HashMap, HashSet};
 
@@ -176,8 +177,10 @@ impl SchedDomain {
 #[derive(Clone, Debug)]
 pub struct SchedDomains {
     pub domains: Vec<SchedDomain>,
-    /// Per CPU, domain ids bottom-up (`for_each_domain`).
-    pub per_cpu: Vec<Vec<u32>>,
+    /// Per CPU, domain ids bottom-up (`for_each_domain`), in one allocation
+    /// (`per_cpu[c]` is CPU `c`'s slice; a wakeup walks it on the waker's
+    /// CPU, and a heap block per CPU was a cache miss of its own on large machines).
+    pub per_cpu: PerCpuLevels<u32>,
     /// Per CPU: index into `per_cpu[cpu]` of `sd_llc`, if any.
     pub sd_llc_level: Vec<Option<u8>>,
     pub sd_llc_size: Vec<u32>,
@@ -392,7 +395,7 @@ impl SchedDomains {
         }
         let mut sd = SchedDomains {
             domains: arena,
-            per_cpu,
+            per_cpu: PerCpuLevels::from_rows(per_cpu),
             sd_llc_level: vec![None; n],
             sd_llc_size: vec![1; n],
             sd_llc_id: (0..n as u16).collect(),
@@ -418,7 +421,7 @@ impl SchedDomains {
     /// `imb_numa_nr` (v5.18+, `build_sched_domains()`) for the domains above the LLC.
     fn set_imb_numa_nr(&mut self) {
         for c in 0..self.nr_cpus {
-            let lvls = self.per_cpu[c].clone();
+            let lvls = self.per_cpu[c].to_vec();
             let mut imb = 0u32;
             let mut imb_span = 1u32;
             for (i, &id) in lvls.iter().enumerate() {

@@ -246,12 +246,9 @@ pub struct CostModel {
     /// served by the L2 (`Costs::l2_hit_ns()`).
     l1_hot: u64,
     l2_hit_ns: u64,
-    /// Each core's L1 as a recency stack, most recent first: (task, bytes it
-    /// touched when it last ran there; `NO_ID` for the host's traffic while
-    /// the CPU was halted). At most `L1_STACK` entries.
-    l1_stack: Vec<Vec<(u32, u32)>>,
-    /// Bytes brought into each L2 / LLC so far.
-    l2_traffic: Vec<u64>,
+    /// Each core's L2 traffic and L1 recency stack (dense core index).
+    cores: Vec<CoreCache>,
+    /// Bytes brought into each LLC so far.
     llc_traffic: Vec<u64>,
     /// Shared working sets: warm bytes and traffic stamp per L2 (dense core
     /// index) and per LLC, grown on first use.
@@ -263,6 +260,60 @@ pub struct CostModel {
     lock_free_at: Vec<u64>,
     lock_owner: Vec<u16>,
     idle_states: Vec<crate::IdleState>,
+}
+
+/// One core's cache state, what a switch-in there reads and writes, in one
+/// block: the counter and the stack's first six entries share a cache line
+/// (they were a counter array and a heap block per core, behind an array of
+/// vector headers: three lines to first-touch on a large machine).
+#[derive(Clone, Debug)]
+#[repr(C, align(64))]
+struct CoreCache {
+    /// Bytes brought into the core's L2 so far.
+    l2_traffic: u64,
+    /// Entries of `l1` in use (at most `L1_STACK` between switch-ins).
+    l1_len: u32,
+    /// The core's L1 as a recency stack, most recent first: (task, bytes it
+    /// touched when it last ran there; `NO_ID` for the host's traffic while
+    /// the CPU was halted). One more slot than it keeps: a push comes before the trim.
+    l1: [(u32, u32); L1_STACK + 1],
+}
+
+impl CoreCache {
+    fn new() -> CoreCache {
+        CoreCache { l2_traffic: 0, l1_len: 0, l1: [(0, 0); L1_STACK + 1] }
+    }
+
+    /// The stack's entries in use, most recent first.
+    #[inline]
+    fn stack(&self) -> &[(u32, u32)] {
+        &self.l1[..self.l1_len as usize]
+    }
+
+    /// Put `entry` on top of the stack (at most `L1_STACK` entries before:
+    /// the slot past them takes the bottom one).
+    #[inline]
+    fn push_top(&mut self, entry: (u32, u32)) {
+        let n = self.l1_len as usize;
+        self.l1[..=n].rotate_right(1);
+        self.l1[0] = entry;
+        self.l1_len += 1;
+    }
+
+    /// Drop the entries an L1 no longer holds: those below `cap` bytes of more
+    /// recent ones, and any past `L1_STACK`.
+    fn trim(&mut self, cap: u64) {
+        let mut sum = 0u64;
+        let mut keep = 0;
+        for &(_, b) in self.stack() {
+            if sum >= cap || keep == L1_STACK {
+                break;
+            }
+            sum += b as u64;
+            keep += 1;
+        }
+        self.l1_len = keep as u32;
+    }
 }
 
 /// Where one shared working set is warm: (warm bytes, traffic stamp) per L2
@@ -311,8 +362,7 @@ impl CostModel {
             llc_inclusive: m.caches.llc_inclusive,
             l1_hot: DEFAULT_L1_HOT,
             l2_hit_ns: k.l2_hit_ns(),
-            l1_stack: vec![Vec::with_capacity(L1_STACK + 1); nr_cores],
-            l2_traffic: vec![0; nr_cores],
+            cores: vec![CoreCache::new(); nr_cores],
             llc_traffic: vec![0; nr_llcs],
             shared: Vec::new(),
             dist,
@@ -449,12 +499,13 @@ impl CostModel {
         let bytes = idle_ns.saturating_mul(rate) / 1000;
         let core = self.core_of[cpu.idx()] as usize;
         let llc = self.llc_of[cpu.idx()] as usize;
-        self.l2_traffic[core] = self.l2_traffic[core].saturating_add(bytes);
+        let cc = &mut self.cores[core];
+        cc.l2_traffic = cc.l2_traffic.saturating_add(bytes);
         self.llc_traffic[llc] = self.llc_traffic[llc].saturating_add(bytes);
         if bytes > 0 && self.sw.on(Component::L1) {
-            let st = &mut self.l1_stack[core];
-            st.insert(0, (NO_ID, bytes.min(self.l1_cap) as u32));
-            Self::l1_trim(st, self.l1_cap);
+            let cc = &mut self.cores[core];
+            cc.push_top((NO_ID, bytes.min(self.l1_cap) as u32));
+            cc.trim(self.l1_cap);
         }
     }
 
@@ -501,8 +552,11 @@ impl CostModel {
             None => (fp.min(self.l2_cap), fp.min(self.llc_cap)),
             Some(_) => (share(fp, self.l2_cap), share(fp, self.llc_cap)),
         };
-        let warm_l2 =
-            if m.l2_core == core { Self::surviving(m.l2_warm as u64, self.l2_traffic[core as usize] - m.l2_stamp, self.l2_cap) } else { 0 };
+        let warm_l2 = if m.l2_core == core {
+            Self::surviving(m.l2_warm as u64, self.cores[core as usize].l2_traffic - m.l2_stamp, self.l2_cap)
+        } else {
+            0
+        };
         let warm_llc = if m.llc_id == llc {
             Self::surviving(m.llc_warm as u64, self.llc_traffic[llc as usize] - m.llc_stamp, self.llc_cap)
         } else {
@@ -512,7 +566,7 @@ impl CostModel {
         let private_refill = from_llc + from_dram;
         let mut sh_in = (0, 0);
         if let Some((set, bytes)) = shared {
-            let (nc, nl) = (self.l2_traffic.len(), self.llc_traffic.len());
+            let (nc, nl) = (self.cores.len(), self.llc_traffic.len());
             if self.shared.len() <= set as usize {
                 self.shared.resize_with(set as usize + 1, SharedWarmth::default);
             }
@@ -523,7 +577,7 @@ impl CostModel {
             }
             let (wl2, sl2) = w.l2[core as usize];
             let (wllc, sllc) = w.llc[llc as usize];
-            let warm_l2 = Self::surviving(wl2, self.l2_traffic[core as usize] - sl2, self.l2_cap);
+            let warm_l2 = Self::surviving(wl2, self.cores[core as usize].l2_traffic - sl2, self.l2_cap);
             let warm_llc = Self::surviving(wllc, self.llc_traffic[llc as usize] - sllc, self.llc_cap);
             sh_in = (share(bytes, self.l2_cap), share(bytes, self.llc_cap));
             let (a, b) = self.cold_part(warm_l2, warm_llc, sh_in.0, sh_in.1);
@@ -541,9 +595,9 @@ impl CostModel {
         let dram_lat = self.dram_ns(node, home);
         let ns = (llc_lines * self.c.llc_hit_ns + dram_lines * dram_lat) / MLP + l1_lines * self.l2_hit_ns / L1_MLP;
         // The refill is traffic in these caches; the task is now warm there.
-        self.l2_traffic[core as usize] += from_llc + from_dram;
+        self.cores[core as usize].l2_traffic += from_llc + from_dram;
         self.llc_traffic[llc as usize] += from_dram;
-        let (t2, tl) = (self.l2_traffic[core as usize], self.llc_traffic[llc as usize]);
+        let (t2, tl) = (self.cores[core as usize].l2_traffic, self.llc_traffic[llc as usize]);
         // At most the cache's size, which validation keeps below 4 GiB.
         (m.l2_core, m.l2_warm, m.l2_stamp) = (core, in_l2 as u32, t2);
         (m.llc_id, m.llc_warm, m.llc_stamp) = (llc, in_llc as u32, tl);
@@ -572,10 +626,10 @@ impl CostModel {
     /// the bytes refilled from the L2.
     fn l1_switch_in(&mut self, core: usize, task: u32, hot: u64, l2_refill: u64, touched: u64) -> u64 {
         let cap = self.l1_cap;
-        let st = &mut self.l1_stack[core];
+        let cc = &mut self.cores[core];
         let mut above = 0u64;
         let mut found = None;
-        for (i, &(t, b)) in st.iter().enumerate() {
+        for (i, &(t, b)) in cc.stack().iter().enumerate() {
             if t == task {
                 found = Some(i);
                 break;
@@ -587,32 +641,17 @@ impl CostModel {
         let warm = match found {
             Some(i) => {
                 // Move it to the top: the entries above it shift down by one.
-                st[..=i].rotate_right(1);
-                st[0] = entry;
+                cc.l1[..=i].rotate_right(1);
+                cc.l1[0] = entry;
                 hot.min(cap.saturating_sub(above))
             }
             None => {
-                st.insert(0, entry);
+                cc.push_top(entry);
                 0
             }
         };
-        Self::l1_trim(st, cap);
+        cc.trim(cap);
         (hot - warm).saturating_sub(l2_refill)
-    }
-
-    /// Drop the entries an L1 no longer holds: those below `cap` bytes of more
-    /// recent ones, and any past `L1_STACK`.
-    fn l1_trim(st: &mut Vec<(u32, u32)>, cap: u64) {
-        let mut sum = 0u64;
-        let mut keep = 0;
-        for &(_, b) in st.iter() {
-            if sum >= cap || keep == L1_STACK {
-                break;
-            }
-            sum += b as u64;
-            keep += 1;
-        }
-        st.truncate(keep);
     }
 
     /// Throughput factor (per mille) of a thread whose SMT sibling is busy or not.
@@ -679,6 +718,55 @@ mod tests {
     /// A task id for the cost model's L1 stacks, one per variable name.
     fn tid(name: &str) -> u32 {
         name.bytes().fold(17u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32))
+    }
+
+    // A core's recency stack in its fixed block keeps the order a vector
+    // with insert-at-front, move-to-front and truncate keeps (what it
+    // replaced), over random switch-ins and halts; the counter and the
+    // stack's top share the block's first line.
+    #[test]
+    fn core_cache_stack_matches_a_vector_model() {
+        assert_eq!(std::mem::align_of::<CoreCache>(), 64);
+        assert_eq!(std::mem::offset_of!(CoreCache, l1), 12);
+        let cap = 32 * 1024u64;
+        let mut cc = CoreCache::new();
+        let mut model: Vec<(u32, u32)> = Vec::new();
+        let mut x = 7u64;
+        let mut full = 0;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let task = ((x >> 33) % 24) as u32;
+            // Mostly small sets, so the stack also fills to its entry limit.
+            let bytes = ((x >> 13) % if x >> 62 == 0 { 12_000 } else { 2_500 }) as u32;
+            let entry = if task == 23 { (NO_ID, bytes) } else { (task, bytes) };
+            match model.iter().position(|&(t, _)| t == entry.0 && t != NO_ID) {
+                Some(i) => {
+                    model.remove(i);
+                    model.insert(0, entry);
+                    let j = cc.stack().iter().position(|&(t, _)| t == entry.0).expect("the model's entry");
+                    assert_eq!(i, j);
+                    cc.l1[..=j].rotate_right(1);
+                    cc.l1[0] = entry;
+                }
+                None => {
+                    model.insert(0, entry);
+                    cc.push_top(entry);
+                }
+            }
+            let (mut sum, mut keep) = (0u64, 0);
+            for &(_, b) in &model {
+                if sum >= cap || keep == L1_STACK {
+                    break;
+                }
+                sum += b as u64;
+                keep += 1;
+            }
+            model.truncate(keep);
+            cc.trim(cap);
+            assert_eq!(cc.stack(), &model[..]);
+            full += (model.len() == L1_STACK) as u32;
+        }
+        assert!(full > 100, "the entry limit was reached {full} times");
     }
 
     // switch_in() reads all of a task's TaskMem at every switch-in: one line.
@@ -810,7 +898,7 @@ mod tests {
         // Without the CACHE component nothing is tracked.
         let mut off = CostModel::new(&m, ModelSwitches::parse("NO_CACHE").unwrap());
         off.halted(CpuId(0), 10_000_000);
-        assert_eq!(off.l2_traffic[0], 0);
+        assert_eq!(off.cores[0].l2_traffic, 0);
     }
 
     // Cost is monotonic in footprint and in distance (same core < same LLC < other socket).

@@ -246,6 +246,14 @@ impl Timeline {
         if let Some(at) = &mut self.at {
             at.insert(e, n);
         }
+        if self.len == 0 {
+            // Into an empty tree (a CPU's first waiting entity, most enqueues
+            // on a lightly loaded machine): `n` alone is the root, as the
+            // split and merges below would leave it, in no steps.
+            self.root = n;
+            self.len = 1;
+            return;
+        }
         let k = self.key(n);
         let (a, b) = self.split(self.root, k, steps);
         let a = self.merge(a, n, steps);
@@ -261,11 +269,19 @@ impl Timeline {
         if let Some(at) = &mut self.at {
             at.remove(&e);
         }
-        let k = self.key(n);
-        let (a, b) = self.split(self.root, k, steps);
-        // `n` is the smallest key of `b`: cut it off the left spine.
-        let b = self.drop_leftmost(b, n, steps);
-        self.root = self.merge(a, b, steps);
+        if self.len == 1 {
+            // The only node (the root, without children): the tree empties.
+            // The split and the cut below would each visit it once.
+            debug_assert!(self.root == n && self.nodes[n as usize].left == NIL && self.nodes[n as usize].right == NIL);
+            steps.set(steps.get() + 2);
+            self.root = NIL;
+        } else {
+            let k = self.key(n);
+            let (a, b) = self.split(self.root, k, steps);
+            // `n` is the smallest key of `b`: cut it off the left spine.
+            let b = self.drop_leftmost(b, n, steps);
+            self.root = self.merge(a, b, steps);
+        }
         self.nodes[n as usize].ent = free_mark();
         self.nodes[n as usize].left = self.free;
         self.free = n;
