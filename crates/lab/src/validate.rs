@@ -1110,7 +1110,8 @@ mod tests {
     use super::*;
 
     /// Case machine files under validation/machines are presets with a stated
-    /// change: numa-2n-96-c6-off is numa-2n-96 without its C6 state, nothing else.
+    /// change: numa-2n-96-c6-off is numa-2n-96 without its C6 state, x86-12-c1
+    /// is x86-12 without C1E, nothing else.
     #[test]
     fn case_machine_files_differ_from_their_preset_only_as_stated() {
         let dir = cases_dir(None);
@@ -1136,6 +1137,27 @@ mod tests {
         let c = cases.iter().find(|c| c.name == "sis-filter-v4-schbench").unwrap();
         assert_eq!(c.machine, "machines/numa-2n-96-c6-off.toml");
         assert!(Path::new(&c.machine_load).is_file(), "{}", c.machine_load);
+
+        // x86-12-c1 is x86-12 without its deepest state (C1E), nothing else.
+        let m = schedlab_machine::load(&dir.join("machines/x86-12-c1.toml").display().to_string()).unwrap();
+        let mut p = schedlab_machine::load("x86-12").unwrap();
+        assert_eq!(p.idle_states.last().map(|s| s.name.as_str()), Some("C1E"), "the preset's deepest state");
+        p.idle_states.retain(|s| s.name != "C1E");
+        assert_eq!(m.idle_states, p.idle_states);
+        assert_eq!(
+            m.to_toml().split("[[idle_states]]").next(),
+            {
+                let t = p
+                    .to_toml()
+                    .replace("name = \"x86-12\"", "name = \"x86-12-c1\"")
+                    .replace("test box)\"", "test box); C1E disabled (deepest state C1)\"");
+                t.split("[[idle_states]]").next().map(str::to_string)
+            }
+            .as_deref()
+        );
+        for c in cases.iter().filter(|c| c.name.starts_with("seed000-")) {
+            assert_eq!(c.machine, "machines/x86-12-c1.toml", "{}", c.name);
+        }
     }
 
     const GOOD: &str = r#"
