@@ -405,6 +405,25 @@ impl std::fmt::Display for WorkloadError {
 impl std::error::Error for WorkloadError {}
 
 impl Workload {
+    /// A workload with no program, task, channel, semaphore, group or memory
+    /// yet, and no open-loop arrivals: what every built-in starts from.
+    pub fn new(name: &str, params: Vec<(String, String)>, metric: MetricSpec, time_bounded: bool, jitter_pct: u32) -> Self {
+        Workload {
+            name: name.into(),
+            params,
+            programs: Vec::new(),
+            tasks: Vec::new(),
+            channels: Vec::new(),
+            sems: Vec::new(),
+            metric,
+            time_bounded,
+            jitter_pct,
+            groups: Vec::new(),
+            memory: Vec::new(),
+            arrivals: None,
+        }
+    }
+
     /// Structural checks: ids in range, loops balanced, forks of non-start specs.
     pub fn validate(&self) -> Result<(), WorkloadError> {
         let err = |s: String| Err(WorkloadError(format!("workload {}: {s}", self.name)));

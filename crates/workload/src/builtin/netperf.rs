@@ -135,20 +135,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
 
 /// A netperf workload with no task yet: `params` as reported, `metric`.
 fn empty(params: Vec<(String, String)>, metric: MetricSpec) -> Workload {
-    Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "netperf".into(),
-        params,
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        sems: Vec::new(),
-        metric,
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    }
+    Workload::new("netperf", params, metric, true, 10)
 }
 
 /// Pair `i`: its netperf task with `client`, its netserver task with `server`

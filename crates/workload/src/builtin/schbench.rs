@@ -95,20 +95,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     if p.get("metric").is_some() {
         params.push(("metric".into(), metric_key));
     }
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "schbench".into(),
-        params,
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        sems: Vec::new(),
-        metric,
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    };
+    let mut w = Workload::new("schbench", params, metric, true, 10);
     let work_ns = operations * matmul_ns(footprint_kb);
     for mi in 0..m {
         // The message thread's list of queued workers (never full).

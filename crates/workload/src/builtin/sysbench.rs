@@ -101,20 +101,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket, epoll: None };
     let events = MetricSpec::Rate { name: "events".into(), unit: "events/s".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "events", events, &[("latency", HIST_REQUEST)])?;
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "sysbench".into(),
-        params: vec![("threads".into(), n.to_string())],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        sems: Vec::new(),
-        metric,
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    };
+    let mut w = Workload::new("sysbench", vec![("threads".into(), n.to_string())], metric, true, 10);
     if grouped {
         w.params.push(("instances".into(), instances.to_string()));
     }
