@@ -332,6 +332,23 @@ impl Sim<'_> {
                         return;
                     }
                 }
+                Op::SelectNext { set, cost } => {
+                    if stage == 0 && !self.select_has_result(t, set) && cost > 0 {
+                        // The scan of every descriptor comes before the result.
+                        let j = self.jitter(cost);
+                        self.start_cost(t, j);
+                        continue;
+                    }
+                    if self.select_next(t, set) {
+                        self.advance(t);
+                    } else {
+                        // do_select() sleeps; woken, it scans again (stage 0).
+                        self.rt[t.idx()].stage = 0;
+                        self.epolls[set as usize].waiters.push_back(t);
+                        self.block(c);
+                        return;
+                    }
+                }
                 Op::WakeQueued { chan, sem_base, cost } => {
                     if stage == 0 {
                         // xlist_splice() and one timestamp for the whole list.
@@ -535,6 +552,34 @@ impl Sim<'_> {
             }
         }
         match evs.pop_front() {
+            Some(d) => {
+                self.rt[t.idx()].reg = d;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `t` still holds events of its last select() on `set`.
+    fn select_has_result(&self, t: TaskId, set: u32) -> bool {
+        self.ep_events.get(t.idx()).is_some_and(|(of, evs)| *of == set && !evs.is_empty())
+    }
+
+    /// `Op::SelectNext`: as [`Self::epoll_next`] with no limit on the
+    /// events one call returns, the result in connection order (select()'s
+    /// bitmap is scanned by fd; pgbench's threadRun() then serves its
+    /// clients in order). Returns false when nothing is ready.
+    // FIDELITY(F-684): select() as a harvest of the set's ready list: one scan cost per call.
+    pub(crate) fn select_next(&mut self, t: TaskId, set: u32) -> bool {
+        if !self.select_has_result(t, set) && self.epoll_next(t, set, u32::MAX) {
+            // epoll_next() took the first event in ready order: put it back
+            // and order the whole result by connection.
+            let first = self.rt[t.idx()].reg;
+            let evs = &mut self.ep_events[t.idx()].1;
+            evs.push_front(first);
+            evs.make_contiguous().sort_unstable();
+        }
+        match self.ep_events.get_mut(t.idx()).and_then(|(of, evs)| if *of == set { evs.pop_front() } else { None }) {
             Some(d) => {
                 self.rt[t.idx()].reg = d;
                 true

@@ -1009,6 +1009,43 @@ fn epoll_wakeup_serves_every_ready_connection() {
     }
 }
 
+/// `Op::SelectNext` (pgbench's select() loop): a client pinned to CPU 0
+/// keeps three connections busy with servers on three other cores, each of
+/// which answers within ~5 us while the client spends 22 us on every reply.
+/// Replies pile up while the client works, so one select() returns several
+/// and its scan cost is paid per call, not per reply: about one call per two
+/// or three replies, at least the two scans of every sleep (do_select()
+/// scans again after its wakeup). A scan charged per reply, or never, fails.
+#[test]
+fn select_scans_once_per_call_and_serves_every_ready_connection() {
+    let text = |scan: &str| {
+        format!(
+            "format = 1\nname = \"sel\"\njitter_pct = 0\n[metric]\nkind = \"elapsed\"\nname = \"time\"\nstart = 0\nend = 1\n\
+             [[channel]]\nrepeat = 3\ncapacity = 4\nsync = true\nkind = \"socket\"\n\
+             [[channel]]\nrepeat = 3\ncapacity = 4\nsync = true\nkind = \"socket\"\nepoll = 0\ndata = \"i\"\n\
+             [[program]]\nops = [\"mark id=0\", \"write chan=j cost=1us repeat=3\", \"loop count=300\", \"select_next set=0 cost={scan}\", \"read_reg chan_base=3 cost=1us\", \"run ns=20us\", \"write_reg chan_base=0 cost=1us\", \"end_loop\", \"mark id=1\", \"exit cost=0\"]\n\
+             [[program]]\nrepeat = 3\nops = [\"loop count=inf\", \"read chan=i cost=1us\", \"run ns=3us\", \"write chan=3+i cost=1us\", \"count id=0 n=1\", \"end_loop\"]\n\
+             [[task]]\nname = \"client\"\nprogram = 0\nmm = 0\ncpus = [0]\n\
+             [[task]]\nname = \"server-0\"\nprogram = 1\nmm = 1\ncpus = [2]\n\
+             [[task]]\nname = \"server-1\"\nprogram = 2\nmm = 2\ncpus = [4]\n\
+             [[task]]\nname = \"server-2\"\nprogram = 3\nmm = 3\ncpus = [6]\n"
+        )
+    };
+    let m = machine("laptop-4c8t");
+    let client_run = |scan: &str| {
+        let w = schedlab_workload::file::from_toml_str(&text(scan), "sel.toml").unwrap();
+        let (r, k) = run_with(&m, schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap()), &w, 1_000 * MS);
+        assert!(r.metric_missing.is_none(), "scan {scan}: the client got every reply on its connection: {:?}", r.metric_missing);
+        (k.tasks[0].se.sum_exec_runtime, k.tasks[0].nvcsw)
+    };
+    let (free, _) = client_run("0");
+    let (with, sleeps) = client_run("10us");
+    let scans = (with - free) as f64 / 10_000.0;
+    assert!(scans < 300.0 * 0.7, "one scan serves several replies: {scans:.1} scans for 300 replies");
+    assert!(scans >= 100.0 - 2.0, "at most three replies per scan: {scans:.1}");
+    assert!(scans + 2.0 >= 2.0 * sleeps as f64, "a sleeping select() scans before and after: {scans:.1} scans, {sleeps} sleeps");
+}
+
 /// A segment end that is the next event is handled in place by `run_ops`
 /// (`EventQueue::pop_if_next`) instead of going back through `run`'s loop.
 /// The two paths must make the same run: the full result, the switch log and

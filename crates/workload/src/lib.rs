@@ -148,6 +148,19 @@ pub enum Op {
         set: u32,
         max: u32,
     },
+    /// select()/poll() over every member of instance `set` (a client that
+    /// polls all its connections, as pgbench's threadRun() loop does): put
+    /// the next connection of the task's last result in the register, in
+    /// connection order (ascending `data`, the fd order select() scans);
+    /// with none left, call select() again: spend `cost` (the scan of every
+    /// descriptor: sock_poll() and its wait-queue entry each), take every
+    /// member that holds a message, and block while there is none. A task
+    /// woken from that block scans again (`cost` once more) before it takes
+    /// its result, as do_select() does after its sleep.
+    SelectNext {
+        set: u32,
+        cost: u64,
+    },
     /// Like `Read`, from channel `chan_base + register` (the connection of
     /// the event taken last by `EpollNext`).
     ReadReg {
@@ -573,6 +586,9 @@ impl Workload {
                             }
                         }
                     }
+                    Op::SelectNext { set, .. } if !set_used.get(set as usize).copied().unwrap_or(false) => {
+                        return err(format!("program {pi}: select_next on set {set}, which no channel is registered with"));
+                    }
                     Op::EpollNext { set, max } => {
                         if max == 0 {
                             return err(format!("program {pi}: epoll_next on set {set} with max 0 (epoll_wait needs maxevents >= 1)"));
@@ -803,7 +819,7 @@ impl Workload {
                             )));
                         }
                     }
-                    Op::EpollNext { set, .. } if !set_fed.get(set as usize).copied().unwrap_or(false) => {
+                    Op::EpollNext { set, .. } | Op::SelectNext { set, .. } if !set_fed.get(set as usize).copied().unwrap_or(false) => {
                         return Err(WorkloadError(format!(
                             "workload {}: program {pi} waits on epoll set {set}, but nothing writes to any of its channels",
                             self.name
