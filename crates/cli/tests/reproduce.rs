@@ -67,3 +67,36 @@ fn output_equals_compare_and_is_independent_of_jobs() {
     assert_eq!(outs[0], outs[1], "--jobs 1 and --jobs 2 differ");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn machine_file_is_found_relative_to_the_experiment_from_any_directory() {
+    let dir = tmpdir("files");
+    // From elsewhere/deeper, ../machines/c1.toml is no file: only the experiment's directory finds it.
+    for d in ["exp", "machines", "elsewhere/deeper"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    std::fs::copy(format!("{repo}/validation/machines/x86-12-c1.toml"), dir.join("machines/c1.toml")).unwrap();
+    let f = dir.join("exp/tiny.toml");
+    let run = |machine: &str| {
+        std::fs::write(&f, TINY.replace("[[comparison]]\n", &format!("[[comparison]]\nmachine = \"{machine}\"\n"))).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(["reproduce", f.to_str().unwrap(), "--jobs", "1"])
+            .current_dir(dir.join("elsewhere/deeper"))
+            .output()
+            .unwrap()
+    };
+    let out = run("../machines/c1.toml");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("hackbench on c1 (12 CPUs)"), "{}", text(&out.stdout));
+    // A missing file names itself, where it was looked for and the experiment file and line.
+    let out = run("../machines/c2.toml");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let looked = dir.join("exp/../machines/c2.toml");
+    assert!(
+        err.contains(&format!("{}:5: machine file \"../machines/c2.toml\" not found: no file {}", f.display(), looked.display())),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

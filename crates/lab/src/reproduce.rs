@@ -5,6 +5,7 @@
 //! Renderers (text tables, JSON, CSV, HTML) live in the front ends.
 
 use crate::compare::{self, Progress};
+use crate::scenario::{machine_file_in, workload_file_in};
 use crate::spec::{CompareSpec, ReproduceSpec, DEFAULT_KERNEL, DEFAULT_MACHINE, DEFAULT_RUNS, DEFAULT_WORKLOAD};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -200,12 +201,41 @@ pub fn plan(spec: &ReproduceSpec) -> Result<Plan> {
     }
     let experiment = load(&path)?;
     let file = path.display().to_string();
+    let dir = path.parent().unwrap_or(Path::new(""));
     let mut plans = Vec::with_capacity(experiment.comparisons.len());
     for c in &experiment.comparisons {
-        let s = CompareSpec { jobs: spec.jobs, ..c.spec.clone() };
-        plans.push(compare::plan(&s).with_context(|| format!("{file}:{}: comparison", c.line))?);
+        let at = format!("{file}:{}", c.line);
+        let s = CompareSpec {
+            jobs: spec.jobs,
+            machines: files_in(dir, &c.spec.machines, "machine", machine_file_in, &at)?,
+            workloads: files_in(dir, &c.spec.workloads, "workload", workload_file_in, &at)?,
+            ..c.spec.clone()
+        };
+        plans.push(compare::plan(&s).with_context(|| format!("{at}: comparison"))?);
     }
     Ok(Plan { file, experiment, plans })
+}
+
+/// `names` (comma lists of machines or workloads, as the experiment file gives
+/// them) with every file path made relative to `dir`, the experiment file's
+/// directory, as validation cases do; presets and built-ins stay as they are.
+/// A file that is not there is an error naming it and `at` (experiment file and line).
+fn files_in(dir: &Path, names: &[String], what: &str, file_of: fn(&Path, &str) -> Option<PathBuf>, at: &str) -> Result<Vec<String>> {
+    names
+        .iter()
+        .map(|list| {
+            let each = list.split(',').map(|n| match file_of(dir, n.trim()) {
+                None => Ok(n.to_string()),
+                Some(p) if p.is_file() => Ok(p.display().to_string()),
+                Some(p) => Err(anyhow!(
+                    "{at}: {what} file {:?} not found: no file {} (a path in an experiment file is relative to the file's directory)",
+                    n.trim(),
+                    p.display()
+                )),
+            });
+            Ok(each.collect::<Result<Vec<_>>>()?.join(","))
+        })
+        .collect()
 }
 
 /// One comparison of a study, run: the file's comparison and its report.
@@ -318,5 +348,50 @@ mod tests {
         let e = plan(&ReproduceSpec { name: "nope".into(), dir: Some(dir.clone()), jobs: None }).err().unwrap().to_string();
         assert!(e.contains("no experiment file") && e.contains("--list"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_shipped_study_finds_its_machine_file_from_another_directory() {
+        // Tests run in crates/lab, not the repository root; wakee-flips names
+        // ../validation/machines/x86-12-c1.toml, relative to experiments/.
+        let spec = ReproduceSpec { name: "wakee-flips".into(), dir: Some(PathBuf::from("../../experiments")), jobs: None };
+        let p = plan(&spec).unwrap_or_else(|e| panic!("{e:#}"));
+        let c = &p.experiment.comparisons[0];
+        assert_eq!(c.spec.machines, vec!["../validation/machines/x86-12-c1.toml".to_string()], "kept as the file writes it");
+        let m = &p.plans[0].cells[0].preps[0].machine;
+        assert_eq!((m.name.as_str(), m.idle_states.last().map(|s| s.name.as_str())), ("x86-12-c1", Some("C1")));
+    }
+
+    #[test]
+    fn machine_and_workload_files_are_relative_to_the_experiment_file() {
+        let root = std::env::temp_dir().join(format!("schedlab-lab-reproduce-files-{}", std::process::id()));
+        for d in ["exp", "m", "w"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        std::fs::copy(repo.join("validation/machines/x86-12-c1.toml"), root.join("m/c1.toml")).unwrap();
+        std::fs::copy(repo.join("examples/workloads/pipe.toml"), root.join("w/pipe.toml")).unwrap();
+        let study = |machine: &str, workload: &str| {
+            let text = format!("name = \"files\"\ndescription = \"d\"\n[[comparison]]\nmachine = [\"x86-12\", \"{machine}\"]\nworkload = \"{workload}\"\nruns = 2\n");
+            let f = root.join("exp/files.toml");
+            std::fs::write(&f, text).unwrap();
+            plan(&ReproduceSpec { name: f.display().to_string(), dir: None, jobs: None })
+        };
+        // Neither path exists relative to the working directory (crates/lab).
+        let p = study("../m/c1.toml", "../w/pipe.toml").unwrap_or_else(|e| panic!("{e:#}"));
+        let names: Vec<_> =
+            p.plans[0].cells.iter().map(|c| (c.preps[0].machine.name.as_str(), c.preps[0].workload.name.as_str())).collect();
+        assert_eq!(names, vec![("x86-12", "pipe"), ("c1", "pipe")], "a preset stays a preset; a machine file's name is its stem");
+        assert_eq!(p.experiment.comparisons[0].spec.workloads, vec!["../w/pipe.toml".to_string()]);
+        // A missing file: its name as written, where it was looked for, the experiment file and line.
+        let f = root.join("exp/files.toml").display().to_string();
+        for (machine, workload, what, missing) in
+            [("../m/c2.toml", "../w/pipe.toml", "machine", "../m/c2.toml"), ("../m/c1.toml", "pipe2.json", "workload", "pipe2.json")]
+        {
+            let e = format!("{:#}", study(machine, workload).err().unwrap());
+            let looked = root.join("exp").join(missing).display().to_string();
+            assert!(e.starts_with(&format!("{f}:3: {what} file \"{missing}\" not found: no file {looked} ")), "{e}");
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -9,6 +9,7 @@ use schedlab_kernel::profile::{self, KernelProfile};
 use schedlab_kernel::topology::SchedDomains;
 use schedlab_machine::Machine;
 use schedlab_workload::{Params, Workload};
+use std::path::{Path, PathBuf};
 
 /// A scenario with everything loaded and validated, ready to run.
 pub struct Prepared {
@@ -162,6 +163,21 @@ pub fn prepare_sets(spec: ScenarioSpec, sets: &[String]) -> Result<Prepared> {
             Err(e)
         }
     }
+}
+
+/// The file a machine named in a file (a validation case, an experiment)
+/// stands for: a path ending in `.toml` or `.xml` (as `load_machine` takes
+/// it), joined to `dir`, the directory of the file that names it, when
+/// relative; None for a preset ("x86-12") or `local`.
+pub fn machine_file_in(dir: &Path, machine: &str) -> Option<PathBuf> {
+    let lower = machine.to_ascii_lowercase();
+    (lower.ends_with(".toml") || lower.ends_with(".xml")).then(|| dir.join(machine))
+}
+
+/// `machine_file_in` for a workload: a path ending in `.toml` or `.json` (as
+/// `load_workload` takes it) joined to `dir` when relative; None for a built-in.
+pub fn workload_file_in(dir: &Path, workload: &str) -> Option<PathBuf> {
+    (workload.ends_with(".toml") || workload.ends_with(".json")).then(|| dir.join(workload))
 }
 
 /// A built-in by name, or a workload file: `.toml` (docs/workload-format.md)

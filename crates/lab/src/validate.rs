@@ -8,7 +8,7 @@
 //! renderers live in the front ends.
 
 use crate::compare::{self, MetricInfo, Progress, Rec};
-use crate::scenario::{prepare_sets, Prepared};
+use crate::scenario::{machine_file_in, prepare_sets, Prepared};
 use crate::spec::{ScenarioSpec, ValidateSpec};
 use crate::stats;
 use anyhow::{anyhow, bail, Context, Result};
@@ -438,9 +438,8 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Case>> {
                 bail!("{}:{}: case name {:?} is already used at {}:{}; rename one", c.file, c.line, c.name, o.file, o.line);
             }
             c.file = format!("{stem}.toml");
-            let lower = c.machine.to_ascii_lowercase();
-            if (lower.ends_with(".toml") || lower.ends_with(".xml")) && Path::new(&c.machine).is_relative() {
-                c.machine_load = dir.join(&c.machine).display().to_string();
+            if let Some(path) = machine_file_in(dir, &c.machine) {
+                c.machine_load = path.display().to_string();
             }
             all.push(c);
         }

@@ -30,24 +30,13 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
     let (cap, per_page) = pipe_capacity(1);
     let chan = ChannelSpec { capacity: cap, sync: true, kind: ChannelKind::Pipe { msgs_per_page: per_page }, epoll: None };
     let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "context_switch1".into(),
-        params: vec![
-            ("pairs".into(), pairs.to_string()),
-            ("threads".into(), (threads as u8).to_string()),
-            ("affinity".into(), (affinity as u8).to_string()),
-        ],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        sems: vec![],
-        metric: MetricSpec::Rate { name: "ops_per_sec".into(), unit: "ops/s".into(), counter: COUNTER_OPS, start: None, end: None },
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    };
+    let params = vec![
+        ("pairs".into(), pairs.to_string()),
+        ("threads".into(), (threads as u8).to_string()),
+        ("affinity".into(), (affinity as u8).to_string()),
+    ];
+    let metric = MetricSpec::Rate { name: "ops_per_sec".into(), unit: "ops/s".into(), counter: COUNTER_OPS, start: None, end: None };
+    let mut w = Workload::new("context_switch1", params, metric, true, 10);
     let _ = nr_cpus;
     // will-it-scale main(): forks the copies one after another, then waits.
     // FIDELITY(F-441): ops are counted from time 0, the fork phase included.

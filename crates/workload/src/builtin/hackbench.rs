@@ -48,28 +48,18 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     };
     let fork_cost = if threads { FORK_THREAD_NS } else { FORK_PROCESS_NS };
 
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "hackbench".into(),
-        params: vec![
-            ("groups".into(), groups.to_string()),
-            ("loops".into(), loops.to_string()),
-            ("fds".into(), fds.to_string()),
-            ("datasize".into(), datasize.to_string()),
-            ("pipe".into(), (pipe as u8).to_string()),
-            ("threads".into(), (threads as u8).to_string()),
-        ],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        // sem 0: the ready pipe (children -> main), sem 1: the wakefd poll gate (sync: a pipe write wakes the pollers).
-        sems: vec![SemSpec { initial: 0, sync: true, barging: false }, SemSpec { initial: 0, sync: true, barging: false }],
-        metric: MetricSpec::Elapsed { name: "time".into(), start: MARK_START, end: MARK_END },
-        time_bounded: false,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    };
+    let params = vec![
+        ("groups".into(), groups.to_string()),
+        ("loops".into(), loops.to_string()),
+        ("fds".into(), fds.to_string()),
+        ("datasize".into(), datasize.to_string()),
+        ("pipe".into(), (pipe as u8).to_string()),
+        ("threads".into(), (threads as u8).to_string()),
+    ];
+    let metric = MetricSpec::Elapsed { name: "time".into(), start: MARK_START, end: MARK_END };
+    let mut w = Workload::new("hackbench", params, metric, false, 10);
+    // sem 0: the ready pipe (children -> main), sem 1: the wakefd poll gate (sync: a pipe write wakes the pollers).
+    w.sems = vec![SemSpec { initial: 0, sync: true, barging: false }, SemSpec { initial: 0, sync: true, barging: false }];
     const READY: u32 = 0;
     const GATE: u32 = 1;
     let prologue = [Op::Run { ns: CHILD_SETUP_NS }, Op::SemPost { sem: READY, n: 1 }, Op::SemWait { sem: GATE }];

@@ -102,25 +102,14 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     let sock = ChannelSpec { capacity: 64, sync: true, kind: ChannelKind::Socket, epoll: None };
     let requests = MetricSpec::Rate { name: "requests".into(), unit: "req/s".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "requests", requests, &[("latency", HIST_REQUEST)])?;
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "memcached".into(),
-        params: vec![
-            ("threads".into(), s.to_string()),
-            ("client_threads".into(), ct.to_string()),
-            ("connections".into(), k.to_string()),
-            ("metric".into(), metric_key),
-        ],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::with_capacity(2 * n as usize),
-        sems: Vec::new(),
-        metric,
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    };
+    let params = vec![
+        ("threads".into(), s.to_string()),
+        ("client_threads".into(), ct.to_string()),
+        ("connections".into(), k.to_string()),
+        ("metric".into(), metric_key),
+    ];
+    let mut w = Workload::new("memcached", params, metric, true, 10);
+    w.channels.reserve(2 * n as usize);
     if p.get("metric").is_none() {
         w.params.retain(|(k, _)| k != "metric");
     }
@@ -192,26 +181,15 @@ fn build_open_loop(p: &Params, s: u32, conns: u32, rate: u64, nr_cpus: usize) ->
     let sock = ChannelSpec { capacity: per_worker * 64, sync: false, kind: ChannelKind::Socket, epoll: None };
     let requests = MetricSpec::Rate { name: "requests".into(), unit: "req/s".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "requests", requests, &[("latency", HIST_REQUEST)])?;
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "memcached".into(),
-        params: vec![
-            ("threads".into(), s.to_string()),
-            ("connections".into(), conns.to_string()),
-            ("rate".into(), rate.to_string()),
-            ("rx_queues".into(), queues.to_string()),
-            ("metric".into(), metric_key),
-        ],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: vec![sock; s as usize],
-        sems: Vec::new(),
-        metric,
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    };
+    let params = vec![
+        ("threads".into(), s.to_string()),
+        ("connections".into(), conns.to_string()),
+        ("rate".into(), rate.to_string()),
+        ("rx_queues".into(), queues.to_string()),
+        ("metric".into(), metric_key),
+    ];
+    let mut w = Workload::new("memcached", params, metric, true, 10);
+    w.channels = vec![sock; s as usize];
     if p.get("metric").is_none() {
         w.params.retain(|(k, _)| k != "metric");
     }

@@ -306,36 +306,25 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     let tps = MetricSpec::Rate { name: "tps".into(), unit: "tps".into(), counter: COUNTER_OPS, start: None, end: None };
     let (metric_key, metric) = pick_metric(p, "tps", tps, &[("latency", HIST_REQUEST)])?;
     let sock = ChannelSpec { capacity: 256, sync: !open, kind: ChannelKind::Socket, epoll: None };
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "pgbench".into(),
-        params: vec![
-            ("clients".into(), clients.to_string()),
-            ("threads".into(), threads.to_string()),
-            ("mode".into(), mode.to_string()),
-            ("db_size".into(), db_size.to_string()),
-            ("shared_buffers".into(), shared_buffers.to_string()),
-            ("pg".into(), pg.to_string()),
-            ("cpu".into(), cpu.to_string()),
-            ("metric".into(), metric_key),
-        ],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        // sem 0: WALWriteLock, sem 1: BufFreelistLock, sems 2..2+16: the lock
-        // manager's partition LWLocks (semaphore sleeps/wakeups: not sync)
-        // FIDELITY(F-800): WALWriteLock and BufFreelistLock stay hand-off semaphores.
-        // sems ROW_SEM0..: TPC-B row locks of the branches, then of the tellers,
-        // then their tuple locks (hand-off: the lock manager grants the waiter).
-        sems: (0..ROW_SEM0 + if select_only { 0 } else { 2 * (branches + tellers) })
-            .map(|k| SemSpec { initial: 1, sync: false, barging: (2..ROW_SEM0).contains(&k) })
-            .collect(),
-        metric,
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    };
+    let params = vec![
+        ("clients".into(), clients.to_string()),
+        ("threads".into(), threads.to_string()),
+        ("mode".into(), mode.to_string()),
+        ("db_size".into(), db_size.to_string()),
+        ("shared_buffers".into(), shared_buffers.to_string()),
+        ("pg".into(), pg.to_string()),
+        ("cpu".into(), cpu.to_string()),
+        ("metric".into(), metric_key),
+    ];
+    let mut w = Workload::new("pgbench", params, metric, true, 10);
+    // sem 0: WALWriteLock, sem 1: BufFreelistLock, sems 2..2+16: the lock
+    // manager's partition LWLocks (semaphore sleeps/wakeups: not sync)
+    // FIDELITY(F-800): WALWriteLock and BufFreelistLock stay hand-off semaphores.
+    // sems ROW_SEM0..: TPC-B row locks of the branches, then of the tellers,
+    // then their tuple locks (hand-off: the lock manager grants the waiter).
+    w.sems = (0..ROW_SEM0 + if select_only { 0 } else { 2 * (branches + tellers) })
+        .map(|k| SemSpec { initial: 1, sync: false, barging: (2..ROW_SEM0).contains(&k) })
+        .collect();
     if p.get("metric").is_none() {
         w.params.retain(|(k, _)| k != "metric");
     }

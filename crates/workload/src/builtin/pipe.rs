@@ -43,39 +43,32 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
         Op::EndLoop,
         Op::Exit { cost: EXIT_NS },
     ];
-    Ok(Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "pipe".into(),
-        params: vec![("loops".into(), loops.to_string()), ("threads".into(), (threads as u8).to_string())],
-        programs: vec![main, child],
-        tasks: vec![
-            start_task("sched-pipe".into(), 0, 0),
-            TaskSpec {
-                name: "sched-pipe-child".into(),
-                program: 1,
-                mm: if threads { 0 } else { 1 },
-                nice: 0,
-                cpus: None,
-                start: false,
-                group: 0,
-                footprint_kib: None,
-                shared: None,
-            },
-        ],
-        channels: vec![chan.clone(), chan],
-        sems: vec![],
-        metric: MetricSpec::Rate {
-            name: "ops_per_sec".into(),
-            unit: "ops/s".into(),
-            counter: super::COUNTER_OPS,
-            start: Some(MARK_START),
-            end: Some(MARK_END),
+    let params = vec![("loops".into(), loops.to_string()), ("threads".into(), (threads as u8).to_string())];
+    let metric = MetricSpec::Rate {
+        name: "ops_per_sec".into(),
+        unit: "ops/s".into(),
+        counter: super::COUNTER_OPS,
+        start: Some(MARK_START),
+        end: Some(MARK_END),
+    };
+    let mut w = Workload::new("pipe", params, metric, false, 10);
+    w.programs = vec![main, child];
+    w.tasks = vec![
+        start_task("sched-pipe".into(), 0, 0),
+        TaskSpec {
+            name: "sched-pipe-child".into(),
+            program: 1,
+            mm: if threads { 0 } else { 1 },
+            nice: 0,
+            cpus: None,
+            start: false,
+            group: 0,
+            footprint_kib: None,
+            shared: None,
         },
-        time_bounded: false,
-        groups: Vec::new(),
-        jitter_pct: 10,
-    })
+    ];
+    w.channels = vec![chan.clone(), chan];
+    Ok(w)
 }
 
 #[cfg(test)]

@@ -30,23 +30,16 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     }
     prog.push(Op::Count { id: COUNTER_OPS, n: 1 });
     prog.push(Op::EndLoop);
-    Ok(Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "soaker".into(),
-        params: vec![
-            ("tasks".into(), tasks.to_string()),
-            ("run_us".into(), run_us.to_string()),
-            ("sleep_us".into(), sleep_us.to_string()),
-            ("threads".into(), (threads as u8).to_string()),
-        ],
-        programs: vec![prog],
-        tasks: (0..tasks).map(|i| start_task(format!("cpu-soaker-{i}"), 0, if threads { 0 } else { i })).collect(),
-        channels: vec![],
-        sems: vec![],
-        metric: MetricSpec::Rate { name: "periods_per_sec".into(), unit: "periods/s".into(), counter: COUNTER_OPS, start: None, end: None },
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 0,
-    })
+    let params = vec![
+        ("tasks".into(), tasks.to_string()),
+        ("run_us".into(), run_us.to_string()),
+        ("sleep_us".into(), sleep_us.to_string()),
+        ("threads".into(), (threads as u8).to_string()),
+    ];
+    let metric =
+        MetricSpec::Rate { name: "periods_per_sec".into(), unit: "periods/s".into(), counter: COUNTER_OPS, start: None, end: None };
+    let mut w = Workload::new("soaker", params, metric, true, 0);
+    w.programs = vec![prog];
+    w.tasks = (0..tasks).map(|i| start_task(format!("cpu-soaker-{i}"), 0, if threads { 0 } else { i })).collect();
+    Ok(w)
 }

@@ -77,27 +77,16 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     let pause_ns = p.u64_in("pause_ns", PAUSE_NS, 1, 10_000)?;
     // FIDELITY(F-801): one spin iteration costs pause_ns on every machine (a parameter, not the machine model's).
     let spin = count.saturating_mul(pause_ns);
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "stream".into(),
-        params: vec![("threads".into(), t.to_string()), ("array_size".into(), n.to_string()), ("ntimes".into(), ntimes.to_string())],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        sems: Vec::new(),
-        metric: MetricSpec::ScaledRate {
-            name: "bandwidth".into(),
-            unit: "MB/s".into(),
-            counter: COUNTER_BYTES,
-            divisor: 1_000_000,
-            start: Some(MARK_START),
-            end: Some(MARK_END),
-        },
-        time_bounded: false,
-        groups: Vec::new(),
-        jitter_pct: 2,
+    let params = vec![("threads".into(), t.to_string()), ("array_size".into(), n.to_string()), ("ntimes".into(), ntimes.to_string())];
+    let metric = MetricSpec::ScaledRate {
+        name: "bandwidth".into(),
+        unit: "MB/s".into(),
+        counter: COUNTER_BYTES,
+        divisor: 1_000_000,
+        start: Some(MARK_START),
+        end: Some(MARK_END),
     };
+    let mut w = Workload::new("stream", params, metric, false, 2);
     for key in ["wait_policy", "spincount", "pause_ns"] {
         if let Some(v) = p.get(key) {
             w.params.push((key.into(), v.to_string()));

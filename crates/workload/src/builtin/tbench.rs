@@ -74,27 +74,16 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         return Err(WorkloadError("tbench: rx_queues applies to the open loop only; add rate=OPS_PER_S or drop rx_queues".into()));
     }
     let sock = ChannelSpec { capacity: if rate > 0 { 1024 } else { 64 }, sync: rate == 0, kind: ChannelKind::Socket, epoll: None };
-    let mut w = Workload {
-        memory: Vec::new(),
-        arrivals: None,
-        name: "tbench".into(),
-        params: vec![("clients".into(), clients.to_string()), ("threads".into(), (threads as u8).to_string())],
-        programs: Vec::new(),
-        tasks: Vec::new(),
-        channels: Vec::new(),
-        sems: Vec::new(),
-        metric: MetricSpec::ScaledRate {
-            name: "throughput".into(),
-            unit: "MB/s".into(),
-            counter: COUNTER_OPS,
-            divisor: 1_000_000,
-            start: None,
-            end: None,
-        },
-        time_bounded: true,
-        groups: Vec::new(),
-        jitter_pct: 10,
+    let params = vec![("clients".into(), clients.to_string()), ("threads".into(), (threads as u8).to_string())];
+    let metric = MetricSpec::ScaledRate {
+        name: "throughput".into(),
+        unit: "MB/s".into(),
+        counter: COUNTER_OPS,
+        divisor: 1_000_000,
+        start: None,
+        end: None,
     };
+    let mut w = Workload::new("tbench", params, metric, true, 10);
     if rate > 0 {
         // Open loop: only the tbench_srv processes run here; each connection
         // gets rate / clients operations per second of client.txt's mix from a
