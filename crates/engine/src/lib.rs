@@ -359,8 +359,39 @@ pub struct Sim<'a> {
 const INF: u64 = u64::MAX;
 
 /// Event-queue slots per CPU besides its segment end: Tick, Resched, WakeList,
-/// NohzBalance, Irq, Kthread, Arrival, Unbound.
+/// NohzBalance, Arrival, Irq, Kthread, Unbound.
 const PER_CPU_SLOTS: u32 = 8;
+
+/// Event-queue slots by kind: slot `n * K + cpu` is kind `K`'s slot of `cpu`
+/// (`n` CPUs; segment ends are `0..n`), task timers follow from `n * (1 +
+/// PER_CPU_SLOTS)`. Each kind's slots are one range, so that the queue keeps
+/// each kind where it costs least (`queue_layout`).
+mod slot_kind {
+    pub const TICK: u32 = 1;
+    pub const RESCHED: u32 = 2;
+    pub const WAKE_LIST: u32 = 3;
+    pub const NOHZ_BALANCE: u32 = 4;
+    pub const ARRIVAL: u32 = 5;
+    pub const IRQ: u32 = 6;
+    pub const KTHREAD: u32 = 7;
+    pub const UNBOUND: u32 = 8;
+}
+
+/// Where the event queue keeps each kind of event for `n` CPUs: segment ends
+/// in its tournament tree; the machine's background (rare, far ahead) in its
+/// cold tree, out of the heap's paths; ticks (armed for the next jiffy, so in
+/// time order), the IPIs (Resched, WakeList, NohzBalance: a short latency
+/// after their sender) and task timers in lanes of their own, which take
+/// every event scheduled after the lane's last; arrivals, and lane events
+/// out of order, in the heap.
+fn queue_layout(n: u32) -> queue::Layout {
+    use slot_kind::*;
+    queue::Layout {
+        leaves: n,
+        cold: (n * IRQ, n * (UNBOUND + 1)),
+        lanes: vec![(n * TICK, n * (TICK + 1)), (n * RESCHED, n * (NOHZ_BALANCE + 1)), (n * (1 + PER_CPU_SLOTS), u32::MAX)],
+    }
+}
 
 /// Payload bytes per channel message for the transfer cost (F-016).
 const MSG_BYTES: u64 = 100;
@@ -400,8 +431,7 @@ impl<'a> Sim<'a> {
             wl,
             now: 0,
             limit: INF,
-            // Segment ends (slots 0..n) go to the queue's tournament tree.
-            queue: queue::EventQueue::new((1 + PER_CPU_SLOTS as usize) * n + wl.tasks.len(), n),
+            queue: queue::EventQueue::with_layout((1 + PER_CPU_SLOTS as usize) * n + wl.tasks.len(), &queue_layout(n as u32)),
             nr_cpus_slots: (1 + PER_CPU_SLOTS) * n as u32,
             nr_cpus: n as u32,
             cpus: vec![Cpu::default(); n],
@@ -516,16 +546,17 @@ impl<'a> Sim<'a> {
 
     #[inline]
     fn slot_of(&self, kind: EvKind) -> u32 {
+        let n = self.nr_cpus;
         match kind {
             EvKind::SegEnd { cpu, .. } => cpu as u32,
-            EvKind::Tick { cpu, .. } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32,
-            EvKind::Resched { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 1,
-            EvKind::WakeList { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 2,
-            EvKind::NohzBalance { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 3,
-            EvKind::Irq { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 4,
-            EvKind::Kthread { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 5,
-            EvKind::Arrival { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 6,
-            EvKind::Unbound { cpu } => self.nr_cpus + PER_CPU_SLOTS * cpu as u32 + 7,
+            EvKind::Tick { cpu, .. } => n * slot_kind::TICK + cpu as u32,
+            EvKind::Resched { cpu } => n * slot_kind::RESCHED + cpu as u32,
+            EvKind::WakeList { cpu } => n * slot_kind::WAKE_LIST + cpu as u32,
+            EvKind::NohzBalance { cpu } => n * slot_kind::NOHZ_BALANCE + cpu as u32,
+            EvKind::Arrival { cpu } => n * slot_kind::ARRIVAL + cpu as u32,
+            EvKind::Irq { cpu } => n * slot_kind::IRQ + cpu as u32,
+            EvKind::Kthread { cpu } => n * slot_kind::KTHREAD + cpu as u32,
+            EvKind::Unbound { cpu } => n * slot_kind::UNBOUND + cpu as u32,
             EvKind::Timer { task } => self.nr_cpus_slots + task,
         }
     }
@@ -537,18 +568,28 @@ impl<'a> Sim<'a> {
         if slot >= self.nr_cpus_slots {
             return EvKind::Timer { task: slot - self.nr_cpus_slots };
         }
-        if slot < self.nr_cpus {
+        let n = self.nr_cpus;
+        if slot < n {
             return EvKind::SegEnd { cpu: slot as u16, gen: self.cpus[slot as usize].seg_gen };
         }
-        let cpu = ((slot - self.nr_cpus) / PER_CPU_SLOTS) as u16;
-        match (slot - self.nr_cpus) % PER_CPU_SLOTS {
-            0 => EvKind::Tick { cpu, gen: self.cpus[cpu as usize].tick_gen },
-            1 => EvKind::Resched { cpu },
-            2 => EvKind::WakeList { cpu },
-            3 => EvKind::NohzBalance { cpu },
-            4 => EvKind::Irq { cpu },
-            5 => EvKind::Kthread { cpu },
-            6 => EvKind::Arrival { cpu },
+        // Kinds in slot order, the frequent ones first (no division).
+        let (kind, base) = if slot < n * (slot_kind::TICK + 1) {
+            (slot_kind::TICK, n * slot_kind::TICK)
+        } else if slot < n * (slot_kind::RESCHED + 1) {
+            (slot_kind::RESCHED, n * slot_kind::RESCHED)
+        } else {
+            let k = slot / n;
+            (k, n * k)
+        };
+        let cpu = (slot - base) as u16;
+        match kind {
+            slot_kind::TICK => EvKind::Tick { cpu, gen: self.cpus[cpu as usize].tick_gen },
+            slot_kind::RESCHED => EvKind::Resched { cpu },
+            slot_kind::WAKE_LIST => EvKind::WakeList { cpu },
+            slot_kind::NOHZ_BALANCE => EvKind::NohzBalance { cpu },
+            slot_kind::ARRIVAL => EvKind::Arrival { cpu },
+            slot_kind::IRQ => EvKind::Irq { cpu },
+            slot_kind::KTHREAD => EvKind::Kthread { cpu },
             _ => EvKind::Unbound { cpu },
         }
     }

@@ -1,18 +1,34 @@
 //! The event queue: fixed event slots (one per CPU and event kind, one timer
-//! per task), ordered by `(at, seq)`.
+//! per task), ordered by `(at, seq)`. A slot lives in one of four parts,
+//! chosen by its number ([`Layout`]); `pop` takes the smallest of their minima.
 //!
-//! The first `leaves` slots (the engine's per-CPU segment ends, nearly every
-//! event) live in a tournament tree: one key per slot, each internal node
-//! holding the entry with the smallest key below it. Moving a slot's key is a
-//! walk of log2(leaves) levels whose sibling loads are independent of each
-//! other and whose comparisons are branch-free. The other slots live in an
-//! indexed 4-ary min-heap of bare keys (16 bytes, the key names its slot),
-//! laid out so that a node's four children fill one 64-byte line: a
-//! sift-down level is one cache line; `pop` takes the smaller of the two minima. One
-//! sequence counter serves both, so the order is exactly that of one heap.
+//! - The first `leaves` slots (the engine's per-CPU segment ends, nearly every
+//!   event) live in a tournament tree: one key per slot, each internal node
+//!   holding the entry with the smallest key below it. Moving a slot's key is a
+//!   walk of log2(leaves) levels whose sibling loads are independent of each
+//!   other and whose comparisons are branch-free.
+//! - The `cold` slots (events that are rare and far ahead: the machine's
+//!   background) live in a second tournament tree, so that they never sit in
+//!   the heap's paths; the hot paths read only its root.
+//! - A lane's slots (the ticks, the IPIs, the task timers: events of one kind,
+//!   most of them scheduled in time order) live in a sorted ring buffer of
+//!   keys when they can: an event later than the lane's last one is appended,
+//!   the earliest is the first, and an event leaves from anywhere in O(1) (a
+//!   hole the first and last entries skip; a full ring is compacted, or
+//!   doubled when more than half of it is live). Appends and pops walk the
+//!   ring in order, one cache line per four events. An event that would land
+//!   before the lane's last one goes to the heap instead (the order stays
+//!   exact).
+//! - Every other slot, and lane slots that did not fit their lane, live in an
+//!   indexed 4-ary min-heap of bare keys (16 bytes, the key names its slot),
+//!   laid out so that a node's four children fill one 64-byte line: a
+//!   sift-down level is one cache line.
+//!
+//! One sequence counter serves all parts, so the order is exactly that of one
+//! heap.
 //!
 //! Rescheduling a slot moves its single entry instead of leaving a stale event
-//! behind, so the heap never holds more than the live events and a CPU's
+//! behind, so the queue never holds more than the live events and a CPU's
 //! segment end can be moved (preemption, SMT speed change) in O(log n).
 //!
 //! `pop` leaves the popped entry in place until the next `pop`: most
@@ -23,9 +39,19 @@
 //! displaces it; keys are unique, so the pop order is exactly that of a plain heap.
 
 const NONE: u32 = u32::MAX;
+/// `pos` of a slot whose event is in its lane: this bit and the index in the
+/// lane's ring (heap positions are below `MAX_SLOTS`; a ring never reaches
+/// 2^30 entries, so no lane position is `NONE`).
+const IN_LANE: u32 = 1 << 31;
+/// A ring entry whose event left (every key is above 0: its sequence number is).
+const HOLE: u128 = 0;
+/// Ring entries a lane starts with.
+const RING_START: usize = 16;
 /// Children per node: a 4-ary heap halves the depth of a binary one and keeps
 /// siblings in one cache line.
 const D: usize = 4;
+/// Lanes a queue can have.
+pub const MAX_LANES: usize = 3;
 
 /// Bits of a key below the sequence number, holding the slot.
 const SLOT_BITS: u32 = 24;
@@ -63,27 +89,134 @@ struct Line([u128; D]);
 /// cache line.
 const HEAP_PAD: usize = D - 1;
 
+/// Which slots go where: `0..leaves` to the tournament tree, `cold.0..cold.1`
+/// to the cold tree, each lane's range `lo..hi` to that lane (`hi` may be
+/// `u32::MAX`: slots added later by `ensure_slots` join the last lane), the
+/// rest to the heap. Ranges must not overlap. Which part holds a slot never
+/// changes the pop order, only the cost.
+#[derive(Clone, Debug, Default)]
+pub struct Layout {
+    pub leaves: u32,
+    pub cold: (u32, u32),
+    pub lanes: Vec<(u32, u32)>,
+}
+
+/// One lane's events, in key order: `ring[head..tail]` (indices modulo the
+/// ring's power-of-two length), the first and last of them never a `HOLE`.
+#[derive(Clone, Debug)]
+struct Lane {
+    /// The lane's slots are `lo..hi`.
+    lo: u32,
+    hi: u32,
+    head: u32,
+    tail: u32,
+    /// Events in the lane.
+    live: u32,
+    /// The ring's length - 1.
+    mask: u32,
+    ring: Vec<u128>,
+    /// The first event's key (`EMPTY` when the lane is empty): `pop` reads it here.
+    head_key: u128,
+    /// The last event's key (0, below every key, when the lane is empty): an
+    /// event with a larger key is appended.
+    tail_key: u128,
+}
+
+impl Lane {
+    fn new(lo: u32, hi: u32) -> Lane {
+        Lane { lo, hi, head: 0, tail: 0, live: 0, mask: RING_START as u32 - 1, ring: vec![HOLE; RING_START], head_key: EMPTY, tail_key: 0 }
+    }
+
+    #[inline(always)]
+    fn holds(&self, slot: u32) -> bool {
+        slot.wrapping_sub(self.lo) < self.hi - self.lo
+    }
+}
+
+/// A tournament tree over a fixed range of slots, heap-numbered: node `cap +
+/// i` holds leaf `i`'s key (`EMPTY` when it has no event); node `n < cap`
+/// holds the smallest key below it (node 1 is the root; node 0 is unused). A
+/// key names its slot, so a node is 16 bytes.
+#[derive(Clone, Debug)]
+struct Tree {
+    /// Width: the leaf count rounded up to a power of two.
+    cap: usize,
+    nodes: Vec<u128>,
+    /// Leaves holding an event.
+    len: usize,
+}
+
+impl Tree {
+    fn new(leaves: usize) -> Tree {
+        let cap = leaves.max(1).next_power_of_two();
+        Tree { cap, nodes: vec![EMPTY; 2 * cap], len: 0 }
+    }
+
+    /// The smallest key (`EMPTY` if none).
+    #[inline(always)]
+    fn min(&self) -> u128 {
+        self.nodes[1]
+    }
+
+    #[inline(always)]
+    fn get(&self, leaf: usize) -> u128 {
+        self.nodes[self.cap + leaf]
+    }
+
+    /// Set leaf `leaf`'s key and replay its matches up to the root.
+    #[inline]
+    fn set(&mut self, leaf: usize, key: u128) {
+        let mut node = self.cap + leaf;
+        assert!(node < self.nodes.len(), "event queue: tree slot {leaf} out of range");
+        let tree = self.nodes.as_mut_ptr();
+        // SAFETY: `nodes` has 2 * cap entries and `node` < 2 * cap (checked
+        // above); the walk only halves `node` and reads its sibling `node ^ 1`,
+        // which differs in the lowest bit only, so every index stays below
+        // 2 * cap (and above 0: the loop stops at the root, node 1). No other
+        // reference to the tree lives meanwhile. (Unchecked: a bounds test per
+        // level was a third of the walk's instructions.)
+        unsafe {
+            let old = *tree.add(node);
+            // Only EMPTY has `at` = u64::MAX (a real event's is below it): the
+            // high words tell.
+            self.len = self.len + (key_at(key) != u64::MAX) as usize - (key_at(old) != u64::MAX) as usize;
+            let mut e = key;
+            *tree.add(node) = e;
+            while node > 1 {
+                // The sibling subtree's minimum does not depend on this update, so
+                // the loads of all levels can overlap; only the compare chains.
+                // Every key is unique except EMPTY, so ties need no rule.
+                e = min_key(*tree.add(node ^ 1), e);
+                node >>= 1;
+                *tree.add(node) = e;
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct EventQueue {
-    /// The 4-ary heap of keys (a key names its slot), `hlen` of them, laid
-    /// out as [`HEAP_PAD`] says.
-    heap: Vec<Line>,
-    hlen: usize,
-    pos: Vec<u32>,
     seq: u64,
     /// The slot returned by the last `pop`, still queued (not yet removed).
     popped: Option<u32>,
-    /// Slots below this index live in the tournament tree.
+    /// Slots below this index live in `tree`.
     leaves: u32,
-    /// Tree width: `leaves` rounded up to a power of two.
-    cap: usize,
-    /// The tree, heap-numbered: node `cap + i` holds slot `i`'s key (`EMPTY`
-    /// when it has no event); node `n < cap` holds the smallest key below it
-    /// (node 1 is the root; node 0 is unused). A key names its slot, so a node
-    /// is 16 bytes.
-    tree: Vec<u128>,
-    /// Tree slots holding an event.
-    tlen: usize,
+    /// Slots `cold_lo..cold_lo + cold_n` live in `cold`.
+    cold_lo: u32,
+    cold_n: u32,
+    tree: Tree,
+    cold: Tree,
+    lanes: [Lane; MAX_LANES],
+    /// Events in lanes.
+    llen: usize,
+    /// The 4-ary heap of keys (a key names its slot), `hlen` of them, laid
+    /// out as [`HEAP_PAD`] says. While it is empty its root position holds
+    /// `EMPTY`, so that `pop` reads its minimum without a test.
+    heap: Vec<Line>,
+    hlen: usize,
+    /// Per slot: its heap position, `IN_LANE` and its ring index, or `NONE`
+    /// (no event, or a tree slot).
+    pos: Vec<u32>,
 }
 
 /// `s.min(e)` for tree keys, without a branch. The tree walk's comparisons
@@ -125,61 +258,140 @@ fn min_key(s: u128, e: u128) -> u128 {
 const EMPTY: u128 = u128::MAX;
 
 impl EventQueue {
-    /// `slots` event slots, of which the first `leaves` go to the tournament tree.
+    /// `slots` event slots, of which the first `leaves` go to the tournament
+    /// tree and the others to the heap.
     pub fn new(slots: usize, leaves: usize) -> Self {
-        let cap = leaves.max(1).next_power_of_two();
-        assert!(slots <= MAX_SLOTS, "event queue: {slots} slots (CPUs x 8 + tasks) is more than the {MAX_SLOTS} it can hold");
-        let tree = vec![EMPTY; 2 * cap];
-        EventQueue {
-            heap: Vec::with_capacity((slots + HEAP_PAD).div_ceil(D)),
-            hlen: 0,
-            pos: vec![NONE; slots],
+        Self::with_layout(slots, &Layout { leaves: leaves as u32, ..Default::default() })
+    }
+
+    /// `slots` event slots, split between the parts as `layout` says.
+    pub fn with_layout(slots: usize, layout: &Layout) -> Self {
+        assert!(slots <= MAX_SLOTS, "event queue: {slots} slots (CPUs x 9 + tasks) is more than the {MAX_SLOTS} it can hold");
+        assert!(layout.lanes.len() <= MAX_LANES, "event queue: at most {MAX_LANES} lanes");
+        let (cold_lo, cold_hi) = layout.cold;
+        assert!(cold_lo <= cold_hi);
+        let lanes = std::array::from_fn(|l| {
+            let (lo, hi) = layout.lanes.get(l).copied().unwrap_or((0, 0));
+            assert!(lo <= hi);
+            Lane::new(lo, hi)
+        });
+        let mut heap = Vec::with_capacity((slots + HEAP_PAD).div_ceil(D));
+        heap.push(Line([EMPTY; D]));
+        let mut q = EventQueue {
             seq: 0,
             popped: None,
-            leaves: leaves as u32,
-            cap,
-            tree,
-            tlen: 0,
-        }
+            leaves: layout.leaves,
+            cold_lo,
+            cold_n: cold_hi - cold_lo,
+            tree: Tree::new(layout.leaves as usize),
+            cold: Tree::new((cold_hi - cold_lo) as usize),
+            lanes,
+            llen: 0,
+            heap,
+            hlen: 0,
+            pos: Vec::new(),
+        };
+        q.ensure_slots(slots);
+        q
     }
 
     /// Make room for slots up to `slots` (a task created beyond the workload's
     /// specs: a spec forked twice, a kernel thread).
     pub fn ensure_slots(&mut self, slots: usize) {
         if self.pos.len() < slots {
-            assert!(slots <= MAX_SLOTS, "event queue: {slots} slots (CPUs x 8 + tasks) is more than the {MAX_SLOTS} it can hold");
+            assert!(slots <= MAX_SLOTS, "event queue: {slots} slots (CPUs x 9 + tasks) is more than the {MAX_SLOTS} it can hold");
             self.pos.resize(slots, NONE);
         }
     }
 
-    /// Set tree slot `leaf`'s key and replay its matches up to the root.
+    /// The lane holding `slot`'s range, if any.
+    #[inline(always)]
+    fn lane_of(&self, slot: u32) -> Option<usize> {
+        (0..MAX_LANES).find(|&l| self.lanes[l].holds(slot))
+    }
+
+    /// Append `slot`'s event (`key`, later than the lane's last) to lane `l`.
     #[inline]
-    fn tree_set(&mut self, leaf: u32, key: u128) {
-        let mut node = self.cap + leaf as usize;
-        assert!(node < self.tree.len(), "event queue: tree slot {leaf} out of range");
-        let tree = self.tree.as_mut_ptr();
-        // SAFETY: `tree` has 2 * cap nodes and `node` < 2 * cap (checked
-        // above); the walk only halves `node` and reads its sibling `node ^ 1`,
-        // which differs in the lowest bit only, so every index stays below
-        // 2 * cap (and above 0: the loop stops at the root, node 1). No other
-        // reference to the tree lives meanwhile. (Unchecked: a bounds test per
-        // level was a third of the walk's instructions.)
-        unsafe {
-            let old = *tree.add(node);
-            // Only EMPTY has `at` = u64::MAX (a real event's is below it): the
-            // high words tell.
-            self.tlen = self.tlen + (key_at(key) != u64::MAX) as usize - (key_at(old) != u64::MAX) as usize;
-            let mut e = key;
-            *tree.add(node) = e;
-            while node > 1 {
-                // The sibling subtree's minimum does not depend on this update, so
-                // the loads of all levels can overlap; only the compare chains.
-                // Every key is unique except EMPTY, so ties need no rule.
-                e = min_key(*tree.add(node ^ 1), e);
-                node >>= 1;
-                *tree.add(node) = e;
-            }
+    fn lane_push(&mut self, l: usize, slot: u32, key: u128) {
+        debug_assert!(key > self.lanes[l].tail_key);
+        if self.lanes[l].tail.wrapping_sub(self.lanes[l].head) > self.lanes[l].mask {
+            self.lane_repack(l);
         }
+        let lane = &mut self.lanes[l];
+        let i = lane.tail & lane.mask;
+        // SAFETY: `i` <= `mask` = the ring's length - 1.
+        unsafe { *lane.ring.get_unchecked_mut(i as usize) = key };
+        lane.tail = lane.tail.wrapping_add(1);
+        lane.tail_key = key;
+        if lane.live == 0 {
+            lane.head_key = key;
+        }
+        lane.live += 1;
+        self.llen += 1;
+        self.pos[slot as usize] = IN_LANE | i;
+    }
+
+    /// Take the event at ring index `i` out of lane `l`.
+    #[inline]
+    fn lane_take(&mut self, l: usize, i: u32) {
+        let lane = &mut self.lanes[l];
+        let m = lane.mask;
+        debug_assert!(i <= m && lane.ring[i as usize] != HOLE);
+        lane.ring[i as usize] = HOLE;
+        lane.live -= 1;
+        self.llen -= 1;
+        if lane.live == 0 {
+            lane.head = lane.tail;
+            lane.head_key = EMPTY;
+            lane.tail_key = 0;
+        } else if i == lane.head & m {
+            // The first and last entries are events, so these walks stop.
+            let mut h = lane.head.wrapping_add(1);
+            while lane.ring[(h & m) as usize] == HOLE {
+                h = h.wrapping_add(1);
+            }
+            lane.head = h;
+            lane.head_key = lane.ring[(h & m) as usize];
+        } else if i == lane.tail.wrapping_sub(1) & m {
+            let mut t = lane.tail.wrapping_sub(1);
+            while lane.ring[(t.wrapping_sub(1) & m) as usize] == HOLE {
+                t = t.wrapping_sub(1);
+            }
+            lane.tail = t;
+            lane.tail_key = lane.ring[(t.wrapping_sub(1) & m) as usize];
+        }
+    }
+
+    /// Lane `l`'s ring is full: squeeze its holes out in place, or move its
+    /// events to a ring twice as long when more than half of it is live (so
+    /// a repack comes at most once per half a ring of appends), and re-point
+    /// their slots.
+    #[cold]
+    #[inline(never)]
+    fn lane_repack(&mut self, l: usize) {
+        let lane = &mut self.lanes[l];
+        let len = lane.ring.len();
+        let m = lane.mask;
+        let grow = 2 * lane.live as usize > len;
+        assert!(!grow || 2 * len < 1 << 30, "event queue: a lane of 2^30 events");
+        let src = if grow { std::mem::replace(&mut lane.ring, vec![HOLE; 2 * len]) } else { Vec::new() };
+        // In place the events keep the head, and each moves back to an index
+        // its read has passed; a grown ring starts at 0.
+        let (start, m_new) = if grow { (0, 2 * len as u32 - 1) } else { (lane.head, m) };
+        let mut w = start;
+        let mut r = lane.head;
+        while r != lane.tail {
+            let k = if grow { src[(r & m) as usize] } else { lane.ring[(r & m) as usize] };
+            if k != HOLE {
+                lane.ring[(w & m_new) as usize] = k;
+                self.pos[key_slot(k) as usize] = IN_LANE | (w & m_new);
+                w = w.wrapping_add(1);
+            }
+            r = r.wrapping_add(1);
+        }
+        lane.mask = m_new;
+        lane.head = start;
+        lane.tail = w;
     }
 
     /// The key at heap position `i` (< `hlen`).
@@ -205,10 +417,10 @@ impl EventQueue {
         unsafe { *(self.heap.as_mut_ptr() as *mut u128).add(j) = key }
     }
 
-    /// The earliest key of the heap, if any.
-    #[inline]
-    fn hfirst(&self) -> Option<u128> {
-        (self.hlen > 0).then(|| self.heap[0].0[HEAP_PAD])
+    /// The earliest key of the heap (`EMPTY` when it is empty).
+    #[inline(always)]
+    fn hfirst(&self) -> u128 {
+        self.heap[0].0[HEAP_PAD]
     }
 
     fn hpush(&mut self, key: u128) -> usize {
@@ -222,13 +434,16 @@ impl EventQueue {
         i
     }
 
-    fn hpop(&mut self) -> Option<u128> {
-        if self.hlen == 0 {
-            return None;
-        }
+    /// Drop the last heap position and return its key (the heap is not empty).
+    fn hpop(&mut self) -> u128 {
+        debug_assert!(self.hlen > 0);
         self.hlen -= 1;
         let j = self.hlen + HEAP_PAD;
-        Some(self.heap[j / D].0[j % D])
+        let k = self.heap[j / D].0[j % D];
+        if self.hlen == 0 {
+            self.heap[0].0[HEAP_PAD] = EMPTY;
+        }
+        k
     }
 
     #[inline(always)]
@@ -289,6 +504,21 @@ impl EventQueue {
         self.place(i, e);
     }
 
+    /// Take the key at heap position `p` (its slot's `pos` already cleared or reset).
+    fn heap_remove(&mut self, p: usize) {
+        let last = self.hpop();
+        if p == self.hlen {
+            return;
+        }
+        let removed_before = self.hget(p) < last;
+        self.place(p, last);
+        if removed_before {
+            self.sift_down(p);
+        } else {
+            self.sift_up(p);
+        }
+    }
+
     /// Schedule `slot` at `at`, replacing its pending event if any. Ties are
     /// broken by scheduling order.
     pub fn schedule(&mut self, slot: u32, at: u64) {
@@ -299,10 +529,28 @@ impl EventQueue {
         assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
         let key = make_key(at, self.seq, slot);
         if slot < self.leaves {
-            self.tree_set(slot, key);
+            self.tree.set(slot as usize, key);
             return;
         }
-        let p = self.pos[slot as usize];
+        let c = slot.wrapping_sub(self.cold_lo);
+        if c < self.cold_n {
+            self.cold.set(c as usize, key);
+            return;
+        }
+        let mut p = self.pos[slot as usize];
+        if let Some(l) = self.lane_of(slot) {
+            if p != NONE && p & IN_LANE != 0 {
+                self.lane_take(l, p & !IN_LANE);
+                p = NONE;
+            }
+            if key > self.lanes[l].tail_key {
+                self.lane_push(l, slot, key);
+                if p != NONE {
+                    self.heap_remove(p as usize);
+                }
+                return;
+            }
+        }
         if p == NONE {
             let i = self.hpush(key);
             self.pos[slot as usize] = i as u32;
@@ -329,8 +577,15 @@ impl EventQueue {
 
     fn remove(&mut self, slot: u32) {
         if slot < self.leaves {
-            if self.tree[self.cap + slot as usize] != EMPTY {
-                self.tree_set(slot, EMPTY);
+            if self.tree.get(slot as usize) != EMPTY {
+                self.tree.set(slot as usize, EMPTY);
+            }
+            return;
+        }
+        let c = slot.wrapping_sub(self.cold_lo);
+        if c < self.cold_n {
+            if self.cold.get(c as usize) != EMPTY {
+                self.cold.set(c as usize, EMPTY);
             }
             return;
         }
@@ -339,37 +594,41 @@ impl EventQueue {
             return;
         }
         self.pos[slot as usize] = NONE;
-        let last = self.hpop().expect("a slot with a heap position has a heap entry");
-        let p = p as usize;
-        if p == self.hlen {
-            return;
-        }
-        let removed_before = self.hget(p) < last;
-        self.place(p, last);
-        if removed_before {
-            self.sift_down(p);
+        if p & IN_LANE != 0 {
+            let l = self.lane_of(slot).expect("a slot in a lane has a lane");
+            self.lane_take(l, p & !IN_LANE);
         } else {
-            self.sift_up(p);
+            self.heap_remove(p as usize);
         }
+    }
+
+    /// The earliest key outside the tournament tree (`EMPTY` if none).
+    #[inline(always)]
+    fn others_first(&self) -> u128 {
+        let mut m = min_key(self.hfirst(), self.cold.min());
+        for lane in &self.lanes {
+            m = min_key(lane.head_key, m);
+        }
+        m
     }
 
     /// Pop tree slot `slot`'s event if it is the earliest pending one (what
     /// `pop` would return next) and no popped entry is still in place: its
     /// time. For the handler that has just rescheduled the slot it handles
     /// (which replaced the popped entry), so that an event that comes first
-    /// anyway skips the return to the event loop. Costs two comparisons when
+    /// anyway skips the return to the event loop. Costs a few comparisons when
     /// it does not apply; None (and nothing changed) then.
     #[inline]
     pub fn pop_if_next(&mut self, slot: u32) -> Option<u64> {
         if self.popped.is_some() || slot >= self.leaves {
             return None;
         }
-        let t = self.tree[1];
-        if t == EMPTY || key_slot(t) != slot || self.hfirst().is_some_and(|k| k < t) {
+        let t = self.tree.min();
+        if t == EMPTY || key_slot(t) != slot || self.others_first() < t {
             return None;
         }
         self.popped = Some(slot);
-        Some((t >> 64) as u64)
+        Some(key_at(t))
     }
 
     /// Remove and return the earliest event: (slot, at).
@@ -377,19 +636,17 @@ impl EventQueue {
         if let Some(s) = self.popped.take() {
             self.remove(s);
         }
-        let t = self.tree[1];
-        let top = match self.hfirst() {
-            Some(k) if k < t => k,
-            _ if t != EMPTY => t,
-            _ => return None,
-        };
+        let top = min_key(self.tree.min(), self.others_first());
+        if top == EMPTY {
+            return None;
+        }
         let slot = key_slot(top);
         self.popped = Some(slot);
         Some((slot, key_at(top)))
     }
 
     pub fn len(&self) -> usize {
-        self.hlen + self.tlen - self.popped.is_some() as usize
+        self.hlen + self.tree.len + self.cold.len + self.llen - self.popped.is_some() as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -402,11 +659,30 @@ mod tests {
     use super::*;
     use crate::rng::Pcg32;
 
+    /// Queues of `slots` slots split every way the engine's can be: heap
+    /// only, tree and heap, and with a cold tree and lanes (one open-ended,
+    /// as the engine's timer lane), with `leaves` tree slots.
+    fn queues(slots: u32, leaves: u32) -> Vec<(String, EventQueue)> {
+        let third = (slots - leaves) / 3;
+        let a = leaves + third;
+        let b = a + third;
+        if third < 3 {
+            return vec![(String::from("tree"), EventQueue::new(slots as usize, leaves as usize))];
+        }
+        let layouts = [
+            Layout { leaves, ..Default::default() },
+            Layout { leaves, cold: (a, b), lanes: vec![(leaves, a - 1), (b, u32::MAX)] },
+            Layout { leaves, cold: (b, slots), lanes: vec![(leaves, leaves + 2), (leaves + 2, a), (a, b)] },
+            Layout { leaves, cold: (leaves, slots), lanes: vec![] },
+            Layout { leaves, cold: (0, 0), lanes: vec![(leaves, slots)] },
+        ];
+        layouts.iter().map(|l| (format!("{l:?}"), EventQueue::with_layout(slots as usize, l))).collect()
+    }
+
     #[test]
     fn pops_in_time_then_schedule_order_with_moves_and_cancels() {
         // Heap only, tree only, and mixed slot splits (odd tree widths included).
-        for leaves in [0, 1, 5, 20, 64] {
-            let mut q = EventQueue::new(64, leaves);
+        for (name, mut q) in [0, 1, 5, 20, 64].into_iter().flat_map(|leaves| queues(64, leaves)) {
             let mut r = Pcg32::new(9, 9);
             let mut live: Vec<Option<(u64, u64)>> = vec![None; 64];
             let mut seq = 0;
@@ -429,7 +705,7 @@ mod tests {
             while let Some((slot, at)) = q.pop() {
                 got.push((at, slot));
             }
-            assert_eq!(got, want.iter().map(|&(a, _, s)| (a, s)).collect::<Vec<_>>(), "leaves={leaves}");
+            assert_eq!(got, want.iter().map(|&(a, _, s)| (a, s)).collect::<Vec<_>>(), "{name}");
         }
     }
 
@@ -468,8 +744,8 @@ mod tests {
     /// reschedule pops in the same order as one that never does.
     #[test]
     fn pop_if_next_is_pop_when_the_slot_comes_first() {
-        for leaves in [1, 6, 16, 40] {
-            let (mut a, mut b) = (EventQueue::new(40, leaves), EventQueue::new(40, leaves));
+        for (leaves, name, mut b) in [1, 6, 16, 40].into_iter().flat_map(|l| queues(40, l).into_iter().map(move |(n, q)| (l, n, q))) {
+            let mut a = EventQueue::new(40, leaves as usize);
             let mut r = Pcg32::new(11, leaves as u64);
             for s in 0..40 {
                 let at = r.below(20) as u64;
@@ -488,12 +764,12 @@ mod tests {
                     let want = a.pop();
                     match b.pop_if_next(slot) {
                         Some(got) => {
-                            assert_eq!(want, Some((slot, got)), "took an event that is not next (leaves={leaves})");
+                            assert_eq!(want, Some((slot, got)), "took an event that is not next ({name})");
                             taken += 1;
                         }
                         None => {
                             // Only tree slots (segment ends) are taken.
-                            assert!(slot >= leaves as u32 || want.map(|w| w.0) != Some(slot), "refused the next event (leaves={leaves})");
+                            assert!(slot >= leaves || want.map(|w| w.0) != Some(slot), "refused the next event ({name})");
                             refused += 1;
                             assert_eq!(want, b.pop());
                         }
@@ -511,7 +787,7 @@ mod tests {
                 }
                 if next.is_none() {
                     next = a.pop();
-                    assert_eq!(next, b.pop(), "leaves={leaves}");
+                    assert_eq!(next, b.pop(), "{name}");
                 }
                 assert_eq!(a.len(), b.len());
                 cur = next;
@@ -519,7 +795,7 @@ mod tests {
                     break;
                 }
             }
-            assert!(taken > 50 && refused > 50, "both outcomes exercised: {taken} taken, {refused} refused (leaves={leaves})");
+            assert!(taken > 50 && refused > 50, "both outcomes exercised: {taken} taken, {refused} refused ({name})");
         }
     }
 
@@ -528,8 +804,7 @@ mod tests {
     /// pop order must match a sorted-set model exactly, ties included.
     #[test]
     fn interleaved_pops_match_a_sorted_model() {
-        for leaves in [0, 3, 16, 40] {
-            let mut q = EventQueue::new(40, leaves);
+        for (leaves, name, mut q) in [0, 3, 16, 40].into_iter().flat_map(|l| queues(40, l).into_iter().map(move |(n, q)| (l, n, q))) {
             let mut model: std::collections::BTreeSet<(u64, u64, u32)> = Default::default();
             let mut key: Vec<Option<(u64, u64)>> = vec![None; 40];
             let mut r = Pcg32::new(5, leaves as u64);
@@ -552,7 +827,7 @@ mod tests {
             for _ in 0..20000 {
                 let Some((slot, at)) = q.pop() else { break };
                 let first = *model.iter().next().expect("model has the popped event");
-                assert_eq!((first.0, first.2), (at, slot), "leaves={leaves}");
+                assert_eq!((first.0, first.2), (at, slot), "{name}");
                 model.remove(&first);
                 key[slot as usize] = None;
                 assert!(at >= last, "time never goes back");
@@ -576,5 +851,67 @@ mod tests {
                 assert_eq!(q.len(), model.len());
             }
         }
+    }
+
+    /// A lane takes the events later than its last one and leaves the others
+    /// to the heap; either way the pop order is the keys' order, and a slot
+    /// moves between the lane and the heap as its events do.
+    #[test]
+    fn lane_events_out_of_order_go_to_the_heap() {
+        let mut q = EventQueue::with_layout(8, &Layout { leaves: 2, cold: (6, 8), lanes: vec![(2, 6)] });
+        q.schedule(2, 10);
+        q.schedule(3, 20);
+        assert_eq!((q.llen, q.hlen), (2, 0));
+        q.schedule(4, 15); // before the lane's last: heap
+        assert_eq!((q.llen, q.hlen), (2, 1));
+        q.schedule(4, 30); // now after it: back to the lane
+        assert_eq!((q.llen, q.hlen), (3, 0));
+        q.schedule(3, 5); // the middle one moves before the head: heap
+        assert_eq!((q.llen, q.hlen), (2, 1));
+        q.schedule(7, 1); // cold
+        q.schedule(0, 12); // tree
+        assert_eq!(q.len(), 5);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec![(7, 1), (3, 5), (2, 10), (0, 12), (4, 30)]);
+        assert!(q.is_empty());
+        assert_eq!((q.llen, q.hlen, q.lanes[0].live, q.lanes[0].head_key, q.lanes[0].tail_key, q.hfirst()), (0, 0, 0, EMPTY, 0, EMPTY));
+    }
+
+    /// A lane's ring fills with holes (events moved or cancelled from its
+    /// middle) and is squeezed in place when at most half of it is live, or
+    /// doubled when more is: the pop order and the slots' positions survive
+    /// both, and the ring stays below four times its peak of live events.
+    #[test]
+    fn lane_rings_repack_and_grow_keeping_order() {
+        let n = 200u32;
+        let mut q = EventQueue::with_layout(n as usize, &Layout { leaves: 0, cold: (0, 0), lanes: vec![(0, n)] });
+        let mut model: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+        let mut seq = 0;
+        let mut at = 0;
+        let mut r = Pcg32::new(3, 4);
+        let mut peak = 0;
+        for round in 0..40 {
+            // Appends in time order, then cancels and moves from the middle.
+            for _ in 0..30 {
+                let slot = r.below(n);
+                at += 1 + r.below(3) as u64;
+                seq += 1;
+                q.schedule(slot, at);
+                model.insert(slot, (at, seq));
+                peak = peak.max(model.len());
+            }
+            for _ in 0..20 {
+                let slot = r.below(n);
+                q.cancel(slot);
+                model.remove(&slot);
+            }
+            assert_eq!(q.hlen, 0, "every event was later than the lane's last (round {round})");
+            assert_eq!((q.len(), q.lanes[0].live as usize), (model.len(), model.len()));
+            assert!(q.lanes[0].ring.len() < (4 * peak).max(RING_START), "ring {} for at most {peak} events", q.lanes[0].ring.len());
+        }
+        let mut want: Vec<(u64, u64, u32)> = model.iter().map(|(&s, &(a, sq))| (a, sq, s)).collect();
+        want.sort();
+        let got: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(got, want.iter().map(|&(a, _, s)| (s, a)).collect::<Vec<_>>());
     }
 }
