@@ -209,6 +209,10 @@ pub struct EventQueue {
     lanes: [Lane; MAX_LANES],
     /// Events in lanes.
     llen: usize,
+    /// The earliest key outside `tree` (heap, cold tree, lanes; `EMPTY` if
+    /// none), kept current by every change there so that `pop` and
+    /// `pop_if_next` compare two keys (`note`).
+    omin: u128,
     /// The 4-ary heap of keys (a key names its slot), `hlen` of them, laid
     /// out as [`HEAP_PAD`] says. While it is empty its root position holds
     /// `EMPTY`, so that `pop` reads its minimum without a test.
@@ -287,6 +291,7 @@ impl EventQueue {
             cold: Tree::new((cold_hi - cold_lo) as usize),
             lanes,
             llen: 0,
+            omin: EMPTY,
             heap,
             hlen: 0,
             pos: Vec::new(),
@@ -331,13 +336,13 @@ impl EventQueue {
         self.pos[slot as usize] = IN_LANE | i;
     }
 
-    /// Take the event at ring index `i` out of lane `l`.
+    /// Take the event at ring index `i` out of lane `l`: its key.
     #[inline]
-    fn lane_take(&mut self, l: usize, i: u32) {
+    fn lane_take(&mut self, l: usize, i: u32) -> u128 {
         let lane = &mut self.lanes[l];
         let m = lane.mask;
-        debug_assert!(i <= m && lane.ring[i as usize] != HOLE);
-        lane.ring[i as usize] = HOLE;
+        let key = std::mem::replace(&mut lane.ring[i as usize], HOLE);
+        debug_assert!(i <= m && key != HOLE);
         lane.live -= 1;
         self.llen -= 1;
         if lane.live == 0 {
@@ -360,6 +365,7 @@ impl EventQueue {
             lane.tail = t;
             lane.tail_key = lane.ring[(t.wrapping_sub(1) & m) as usize];
         }
+        key
     }
 
     /// Lane `l`'s ring is full: squeeze its holes out in place, or move its
@@ -534,20 +540,26 @@ impl EventQueue {
         }
         let c = slot.wrapping_sub(self.cold_lo);
         if c < self.cold_n {
+            let old = self.cold.get(c as usize);
             self.cold.set(c as usize, key);
+            self.note(old, key);
             return;
         }
         let mut p = self.pos[slot as usize];
+        // The slot's previous key (`HOLE` if none).
+        let mut old = HOLE;
         if let Some(l) = self.lane_of(slot) {
             if p != NONE && p & IN_LANE != 0 {
-                self.lane_take(l, p & !IN_LANE);
+                old = self.lane_take(l, p & !IN_LANE);
                 p = NONE;
             }
             if key > self.lanes[l].tail_key {
                 self.lane_push(l, slot, key);
                 if p != NONE {
+                    old = self.hget(p as usize);
                     self.heap_remove(p as usize);
                 }
+                self.note(old, key);
                 return;
             }
         }
@@ -557,13 +569,27 @@ impl EventQueue {
             self.sift_up(i);
         } else {
             let p = p as usize;
-            let old = self.hget(p);
+            old = self.hget(p);
             self.hset(p, key);
             if key < old {
                 self.sift_up(p);
             } else {
                 self.sift_down(p);
             }
+        }
+        self.note(old, key);
+    }
+
+    /// Keep `omin` current after a change outside the tournament tree that
+    /// took out `old` (`HOLE` if nothing) and put in `key` (`EMPTY` if
+    /// nothing): only when `old` was the earliest must the parts' minima be
+    /// compared again (keys are unique, so `old == omin` says it was).
+    #[inline(always)]
+    fn note(&mut self, old: u128, key: u128) {
+        if old == self.omin {
+            self.omin = self.others_first();
+        } else {
+            self.omin = min_key(key, self.omin);
         }
     }
 
@@ -584,8 +610,10 @@ impl EventQueue {
         }
         let c = slot.wrapping_sub(self.cold_lo);
         if c < self.cold_n {
-            if self.cold.get(c as usize) != EMPTY {
+            let old = self.cold.get(c as usize);
+            if old != EMPTY {
                 self.cold.set(c as usize, EMPTY);
+                self.note(old, EMPTY);
             }
             return;
         }
@@ -594,12 +622,15 @@ impl EventQueue {
             return;
         }
         self.pos[slot as usize] = NONE;
-        if p & IN_LANE != 0 {
+        let old = if p & IN_LANE != 0 {
             let l = self.lane_of(slot).expect("a slot in a lane has a lane");
-            self.lane_take(l, p & !IN_LANE);
+            self.lane_take(l, p & !IN_LANE)
         } else {
+            let old = self.hget(p as usize);
             self.heap_remove(p as usize);
-        }
+            old
+        };
+        self.note(old, EMPTY);
     }
 
     /// The earliest key outside the tournament tree (`EMPTY` if none).
@@ -624,7 +655,7 @@ impl EventQueue {
             return None;
         }
         let t = self.tree.min();
-        if t == EMPTY || key_slot(t) != slot || self.others_first() < t {
+        if t == EMPTY || key_slot(t) != slot || self.omin < t {
             return None;
         }
         self.popped = Some(slot);
@@ -636,7 +667,7 @@ impl EventQueue {
         if let Some(s) = self.popped.take() {
             self.remove(s);
         }
-        let top = min_key(self.tree.min(), self.others_first());
+        let top = min_key(self.tree.min(), self.omin);
         if top == EMPTY {
             return None;
         }
@@ -703,6 +734,7 @@ mod tests {
             assert_eq!(q.len(), want.len());
             let mut got = Vec::new();
             while let Some((slot, at)) = q.pop() {
+                assert_eq!(q.omin, q.others_first(), "{name}");
                 got.push((at, slot));
             }
             assert_eq!(got, want.iter().map(|&(a, _, s)| (a, s)).collect::<Vec<_>>(), "{name}");
@@ -849,6 +881,9 @@ mod tests {
                     sched(&mut q, &mut model, &mut key, other, now + r.below(30) as u64);
                 }
                 assert_eq!(q.len(), model.len());
+                assert_eq!(q.omin, q.others_first(), "{name}");
+                let tree_ok = (1..q.tree.cap).all(|n| q.tree.nodes[n] == q.tree.nodes[2 * n].min(q.tree.nodes[2 * n + 1]));
+                assert!(tree_ok, "every tree node holds its children's minimum ({name})");
             }
         }
     }
