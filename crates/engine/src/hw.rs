@@ -49,6 +49,10 @@ impl Sim<'_> {
         if idle {
             self.idle_exit_ns += exit;
             lat += exit;
+            // An idle CPU still spinning for or holding an rq lock (its
+            // newly idle or nohz balancing, whose time is its own) runs
+            // nothing before that section ends.
+            lat = lat.max(self.cost.lock_busy_until(target).saturating_sub(self.now));
             self.cpus[target.idx()].exit_lat = lat;
         }
         (lat, sent)
@@ -190,11 +194,12 @@ impl Sim<'_> {
         }
         let mut spent = 0;
         let locked = std::mem::take(&mut self.fx.locked);
+        // The sections follow one another on `c`.
+        let section = self.machine.costs.rq_lock_hold_ns;
         for &src in &locked {
-            let hold = self.cost.rq_lock_hold(c, src);
-            let wait = self.cost.rq_lock(src, c, self.now, hold);
-            self.rq_lock_wait_ns += wait;
-            spent += wait + hold;
+            let l = self.cost.rq_lock(src, c, self.now + spent, section);
+            self.rq_lock_wait_ns += l.wait;
+            spent += l.wait + l.hold;
         }
         // Hand the buffer back so the effects do not reallocate.
         let mut l = locked;

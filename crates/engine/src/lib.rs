@@ -28,7 +28,7 @@ use metrics::Histogram;
 pub use noise::NoiseStats;
 use rng::Pcg32;
 use schedlab_kernel::{CpuId, Effects, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
-use schedlab_machine::cost::{Component, CostModel, ModelSwitches, TaskMem};
+use schedlab_machine::cost::{Component, CostModel, ModelSwitches, SpinlockKind, TaskMem};
 use schedlab_machine::Machine;
 use schedlab_workload::{ChannelKind, MetricSpec, Op, Workload};
 
@@ -400,6 +400,7 @@ use schedlab_machine::cost::DEFAULT_FOOTPRINT;
 
 impl<'a> Sim<'a> {
     pub fn new(machine: &'a Machine, mut kernel: Kernel, wl: &'a Workload, cfg: &SimConfig) -> Sim<'a> {
+        let spinlock = SpinlockKind::for_version(kernel.profile.version);
         let n = machine.topology.nr_cpus();
         kernel.scan_cost_per_cpu_ns = machine.costs.idle_scan_ns_per_cpu;
         if cfg.model.on(Component::WAKELAT) {
@@ -505,7 +506,11 @@ impl<'a> Sim<'a> {
             lat_hists: Vec::new(),
             lat_sums: Vec::new(),
             ilb_pending: false,
-            cost: CostModel::new(machine, cfg.model),
+            cost: {
+                let mut c = CostModel::new(machine, cfg.model);
+                c.set_spinlock(spinlock);
+                c
+            },
             mem: Vec::with_capacity(wl.tasks.len()),
             smt: machine.topology.threads_per_core() > 1,
             l1_refills: 0,
@@ -740,7 +745,7 @@ impl<'a> Sim<'a> {
                     let c = CpuId(cpu);
                     // sched_ttwu_pending() takes this CPU's own rq lock.
                     let hold = self.machine.costs.rq_lock_hold_ns;
-                    self.rq_lock_wait_ns += self.cost.rq_lock(c, c, self.now, hold);
+                    self.rq_lock_wait_ns += self.cost.rq_lock(c, c, self.now, hold).wait;
                     let woken = self.trace.as_ref().map(|_| self.kernel.rqs[c.idx()].wake_list.clone());
                     let resched = self.kernel.sched_ttwu_pending(c, self.now, &mut self.fx);
                     if let Some(w) = woken {
@@ -847,10 +852,9 @@ impl<'a> Sim<'a> {
                 // FIDELITY(F-017): lock sections for enqueue, wake-list activation and pick only.
                 // ...and for the enqueue under the target rq's lock (spinning while
                 // another CPU holds it), plus the lock line's transfer.
-                let hold = self.cost.rq_lock_hold(this_cpu, r.cpu);
-                let wait = self.cost.rq_lock(r.cpu, this_cpu, self.now, hold);
-                self.rq_lock_wait_ns += wait;
-                extra += wait + hold;
+                let l = self.cost.rq_lock(r.cpu, this_cpu, self.now, self.machine.costs.rq_lock_hold_ns);
+                self.rq_lock_wait_ns += l.wait;
+                extra += l.wait + l.hold;
             }
         }
         // ...and for sending the IPI the wakeup needs (wake-list or reschedule;
@@ -984,11 +988,12 @@ impl<'a> Sim<'a> {
                     // __schedule() takes this rq's lock before the pick and
                     // releases it in finish_task_switch(), after switch_mm()
                     // and switch_to(): the section covers the switch itself.
-                    // FIDELITY(F-440): fixed hold times; no slowdown with the number of spinners.
-                    let hold = self.machine.costs.rq_lock_hold_ns + cost;
-                    let wait = self.cost.rq_lock(c, c, now, hold);
-                    self.rq_lock_wait_ns += wait;
-                    cost += wait;
+                    // The lock line comes back from the CPU that took it last
+                    // (a remote waker or balancer): its transfer adds to the switch.
+                    let section = self.machine.costs.rq_lock_hold_ns + cost;
+                    let l = self.cost.rq_lock(c, c, now, section);
+                    self.rq_lock_wait_ns += l.wait;
+                    cost += l.wait + (l.hold - section);
                     // The incoming task refills what it lost from this CPU's caches.
                     let refill = self.cost.switch_in(&mut self.mem[nx.idx()], nx.0, c);
                     self.l1_refills += refill.l1_misses;

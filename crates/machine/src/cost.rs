@@ -225,6 +225,39 @@ pub struct Refill {
     pub remote_bytes: u64,
 }
 
+/// Sections remembered per rq lock to count its spinners (`rq_lock`).
+const LOCK_RING: usize = 8;
+
+/// How the kernel's spinlocks hand over under contention (`CostModel::rq_lock`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinlockKind {
+    /// Ticket spinlocks: x86 before v4.2; every waiter polls the lock's line.
+    Ticket,
+    /// Queued spinlocks (qspinlock, x86 from v4.2): waiters spin on their
+    /// own queue nodes, only the head polls the lock word.
+    Queued,
+}
+
+impl SpinlockKind {
+    /// The x86 implementation of kernel `version` (qspinlock from v4.2).
+    pub fn for_version(version: (u32, u32)) -> Self {
+        if version >= (4, 2) {
+            SpinlockKind::Queued
+        } else {
+            SpinlockKind::Ticket
+        }
+    }
+}
+
+/// What one rq->lock section cost the CPU that took it (`CostModel::rq_lock`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockSection {
+    /// Spinning for the CPUs ahead of it.
+    pub wait: u64,
+    /// The section and the lock line's transfer (held: others wait for it).
+    pub hold: u64,
+}
+
 /// Per-machine cost model plus the hardware state it tracks (cache traffic,
 /// rq-lock release times).
 #[derive(Clone, Debug)]
@@ -259,6 +292,14 @@ pub struct CostModel {
     /// rq->lock of each CPU is free from this time on, and who held it last.
     lock_free_at: Vec<u64>,
     lock_owner: Vec<u16>,
+    /// Start times of each lock's last `LOCK_RING` sections (a waiter is a
+    /// section whose start lies after the present), and the next slot.
+    lock_starts: Vec<[u64; LOCK_RING]>,
+    lock_slot: Vec<u8>,
+    /// Each CPU's own lock sections end at this time: it spins on one lock
+    /// at a time, so a request it makes earlier starts no sooner.
+    lock_cpu_until: Vec<u64>,
+    spinlock: SpinlockKind,
     idle_states: Vec<crate::IdleState>,
 }
 
@@ -370,6 +411,10 @@ impl CostModel {
             c: m.costs.clone(),
             lock_free_at: vec![0; t.nr_cpus()],
             lock_owner: vec![u16::MAX; t.nr_cpus()],
+            lock_starts: vec![[0; LOCK_RING]; t.nr_cpus()],
+            lock_slot: vec![0; t.nr_cpus()],
+            lock_cpu_until: vec![0; t.nr_cpus()],
+            spinlock: SpinlockKind::Queued,
             idle_states: m.idle_states.clone(),
         }
     }
@@ -683,27 +728,61 @@ impl CostModel {
         r.max(1)
     }
 
-    /// CPU `who` takes `cpu`'s rq->lock at `now` for `hold` ns: returns the
-    /// time spent waiting (spinning) for another CPU to release it. FIFO: the
-    /// lock is granted in request order. Back-to-back sections of the same CPU
-    /// do not contend with themselves.
-    pub fn rq_lock(&mut self, cpu: CpuId, who: CpuId, now: u64, hold: u64) -> u64 {
-        if !self.sw.on(Component::LOCKS) {
-            return 0;
-        }
-        let i = cpu.idx();
-        let mut wait = self.lock_free_at[i].saturating_sub(now);
-        if self.lock_owner[i] == who.0 {
-            wait = 0;
-        }
-        self.lock_free_at[i] = now.max(self.lock_free_at[i].min(now + wait)) + hold;
-        self.lock_owner[i] = who.0;
-        wait
+    /// When `cpu`'s last rq-lock section (waiting included) ends: an idle
+    /// CPU that balanced is spinning or holding until then.
+    pub fn lock_busy_until(&self, cpu: CpuId) -> u64 {
+        self.lock_cpu_until[cpu.idx()]
     }
 
-    /// Hold time of one rq->lock section (enqueue, pick) and the lock line transfer.
-    pub fn rq_lock_hold(&self, from: CpuId, lock_cpu: CpuId) -> u64 {
-        self.c.rq_lock_hold_ns + self.c2c_ns(from, lock_cpu)
+    /// The kernel's spinlock implementation (the engine sets it from the
+    /// profile's version): it decides how a contended hand-over grows with
+    /// the number of spinning CPUs (`rq_lock`).
+    pub fn set_spinlock(&mut self, kind: SpinlockKind) {
+        self.spinlock = kind;
+    }
+
+    /// CPU `who` takes `cpu`'s rq->lock at `now` for a critical section of
+    /// `section` ns. FIFO: the lock is granted in request order; back-to-back
+    /// sections of the same CPU do not contend with themselves.
+    ///
+    /// The lock's cache line comes from the CPU that held it last (the rq's
+    /// own CPU before anyone took it): one transfer (`c2c_ns`) added to the
+    /// section, which the lock cannot serve anyone else during. Under
+    /// contention a ticket lock (x86 before v4.2) hands over more slowly the
+    /// more CPUs spin on it: the release invalidates every spinner's copy of
+    /// the one line they all poll, and the next owner's re-read is served
+    /// among all of theirs, on average after half of them; a queued spinlock
+    /// (qspinlock, v4.2+) has only the queue's head polling the lock word,
+    /// so a hand-over is one transfer whatever the queue's length.
+    // FIDELITY(F-440): spinners counted at request time, at most LOCK_RING - 1; the data lines of the section are not transferred separately.
+    pub fn rq_lock(&mut self, cpu: CpuId, who: CpuId, now: u64, section: u64) -> LockSection {
+        let i = cpu.idx();
+        let last = self.lock_owner[i];
+        let from = if last == u16::MAX { cpu } else { CpuId(last) };
+        let mut transfer = self.c2c_ns(from, who);
+        self.lock_owner[i] = who.0;
+        if !self.sw.on(Component::LOCKS) {
+            return LockSection { wait: 0, hold: section + transfer };
+        }
+        // A CPU still in an earlier section (an idle CPU's balancing, whose
+        // time the engine does not charge) cannot start spinning for this
+        // one before it ends: without this an idle CPU could queue sections
+        // faster than any lock serves them.
+        let wait = if last == who.0 { 0 } else { now.max(self.lock_cpu_until[who.idx()]).max(self.lock_free_at[i]) - now };
+        if wait > 0 && self.spinlock == SpinlockKind::Ticket {
+            // CPUs queued ahead of this one that have not got the lock yet:
+            // they spin beside it until the hand-over it waits for.
+            let others = self.lock_starts[i].iter().filter(|&&s| s > now).count() as u64;
+            transfer += transfer * others / 2;
+        }
+        let start = now + wait;
+        let hold = section + transfer;
+        self.lock_free_at[i] = start + hold;
+        self.lock_cpu_until[who.idx()] = start + hold;
+        let slot = self.lock_slot[i] as usize;
+        self.lock_starts[i][slot] = start;
+        self.lock_slot[i] = ((slot + 1) % LOCK_RING) as u8;
+        LockSection { wait, hold }
     }
 
     pub fn costs(&self) -> &crate::Costs {
@@ -1030,14 +1109,84 @@ mod tests {
     fn rq_lock_fifo() {
         let mut cm = model("spr-112");
         let (a, b, c) = (CpuId(1), CpuId(2), CpuId(3));
-        assert_eq!(cm.rq_lock(c, a, 1000, 300), 0);
-        assert_eq!(cm.rq_lock(c, b, 1000, 300), 300, "b waits for a");
-        assert_eq!(cm.rq_lock(c, a, 1100, 300), 500, "a queues behind b");
-        assert_eq!(cm.rq_lock(c, c, 5000, 300), 0, "free again");
-        assert_eq!(cm.rq_lock(c, c, 5000, 300), 0, "own back-to-back sections do not contend");
+        let x = cm.c2c_ns(a, c);
+        assert!(x > 0);
+        // a's section: the line comes from c, the lock's CPU, where nobody took it yet.
+        assert_eq!(cm.rq_lock(c, a, 1000, 300), LockSection { wait: 0, hold: 300 + x });
+        // b waits for a's whole section, transfer included, and fetches the line from a.
+        let ab = cm.c2c_ns(a, b);
+        assert_eq!(cm.rq_lock(c, b, 1000, 300), LockSection { wait: 300 + x, hold: 300 + ab });
+        let free = 1000 + 300 + x + 300 + ab;
+        assert_eq!(cm.rq_lock(c, a, 1100, 300).wait, free - 1100, "a queues behind b");
+        let free = free + 300 + ab;
+        assert_eq!(cm.rq_lock(c, c, free + 10, 300), LockSection { wait: 0, hold: 300 + x }, "free again; the line comes back from a");
+        assert_eq!(
+            cm.rq_lock(c, c, free + 20, 300),
+            LockSection { wait: 0, hold: 300 },
+            "own back-to-back sections do not contend or transfer"
+        );
         let mut off = CostModel::new(&crate::load("spr-112").unwrap(), ModelSwitches::parse("NO_LOCKS").unwrap());
         off.rq_lock(c, a, 0, 300);
-        assert_eq!(off.rq_lock(c, b, 0, 300), 0);
+        assert_eq!(off.rq_lock(c, b, 0, 300), LockSection { wait: 0, hold: 300 + ab }, "NO_LOCKS: no waiting, the line still moves");
+    }
+
+    // A CPU spins on one lock at a time: a request it makes while an earlier
+    // section of its own is still under way starts when that one ends, so
+    // CPUs whose lock time nobody charges (idle balancers) cannot pile up a
+    // queue without bound: 8 CPUs asking for one lock 1,000 times each at
+    // the same instant wait no more than the sections they all queue for.
+    #[test]
+    fn a_cpu_spins_for_one_lock_at_a_time() {
+        let mut cm = model("spr-112");
+        let (a, x, y) = (CpuId(1), CpuId(2), CpuId(3));
+        let first = cm.rq_lock(x, a, 0, 300);
+        let second = cm.rq_lock(y, a, 100, 300);
+        assert_eq!(second.wait, first.hold - 100, "y's lock is free, but a is still in x's section");
+        let mut cm = model("spr-112");
+        let mut waited = 0;
+        let mut held = 0;
+        for _ in 0..1000 {
+            for w in 1..=8 {
+                let l = cm.rq_lock(CpuId(0), CpuId(w), 5000, 300);
+                waited += l.wait;
+                held += l.hold;
+            }
+        }
+        // Every section waits at most for all the others: the sum of waits
+        // is bounded by (sections x total hold), not growing faster.
+        assert!(waited <= 8000 * held, "{waited} {held}");
+        let per_cpu_span = held / 8 * 2;
+        for w in 1..=8u16 {
+            let l = cm.rq_lock(CpuId(0), CpuId(w), 5000, 300);
+            assert!(l.wait <= held + per_cpu_span, "CPU {w}: {}", l.wait);
+        }
+    }
+
+    // Four CPUs arrive at one rq lock at once. With queued spinlocks each
+    // hand-over is one transfer; with ticket spinlocks the k-th arrival
+    // finds k - 1 CPUs spinning ahead of it and its hand-over costs
+    // (1 + (k - 1) / 2) transfers, so the queue drains more slowly.
+    #[test]
+    fn ticket_hand_over_grows_with_spinners_queued_does_not() {
+        let drain = |kind: SpinlockKind| {
+            let mut cm = model("spr-112");
+            cm.set_spinlock(kind);
+            let lock = CpuId(0);
+            // The line moves 0 -> 1 -> 2 -> 3 -> 4.
+            let t: Vec<u64> = (1..=4u16).map(|w| cm.c2c_ns(CpuId(w - 1), CpuId(w))).collect();
+            let holds: Vec<u64> = (1..=4).map(|w| cm.rq_lock(lock, CpuId(w), 1000, 300).hold).collect();
+            (t, holds)
+        };
+        let (t, queued) = drain(SpinlockKind::Queued);
+        assert!(t.iter().all(|&x| x > 0));
+        assert_eq!(queued, (0..4).map(|k| 300 + t[k]).collect::<Vec<_>>());
+        let (_, ticket) = drain(SpinlockKind::Ticket);
+        assert_eq!(ticket[0], 300 + t[0], "uncontended: one transfer");
+        assert_eq!(ticket[1], 300 + t[1], "nobody spins ahead of the first waiter");
+        assert_eq!(ticket[2], 300 + t[2] + t[2] / 2);
+        assert_eq!(ticket[3], 300 + t[3] + t[3]);
+        assert_eq!(SpinlockKind::for_version((3, 10)), SpinlockKind::Ticket);
+        assert_eq!(SpinlockKind::for_version((4, 2)), SpinlockKind::Queued);
     }
 
     #[test]

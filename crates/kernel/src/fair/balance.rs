@@ -1433,7 +1433,31 @@ impl Kernel {
             if self.rqs[c.idx()].curr.is_some() {
                 continue;
             }
-            if now >= self.rqs[c.idx()].next_balance {
+            let due = now >= self.rqs[c.idx()].next_balance;
+            if c != ilb {
+                // The walk takes each other idle CPU's rq lock (the engine
+                // charges the sections to the ILB, one after another, and
+                // wakers of that CPU wait for them). v3.x (and v4.x before
+                // NOHZ_STATS_KICK, v4.17): for every CPU walked, one section
+                // for update_rq_clock() + update_idle_cpu_load(), one for
+                // update_blocked_averages() at the top of rebalance_domains().
+                // v4.17+: update_nohz_stats() -> update_blocked_averages(),
+                // and update_rq_clock() only for a CPU due for balancing.
+                // Only CPUs whose tick stopped are in nohz.idle_cpus_mask:
+                // before v4.17 every idle entry stopped it; from v4.17 the
+                // idle governor keeps the tick when it predicts a short idle
+                // (554c8aa8ecad), taken here as idle for less than a tick.
+                // FIDELITY(F-440): every walked rq counted as having blocked load (v4.17+ skips those without); v2.6.38 as v3.10; the walk's balancing itself still covers every idle CPU (F-017).
+                let v4_17 = self.profile.version >= (4, 17);
+                let tick_stopped = !v4_17 || now.saturating_sub(self.rqs[c.idx()].idle_stamp) >= self.tun.tick_ns;
+                if tick_stopped {
+                    self.lb_locked.push(c);
+                    if !v4_17 || due {
+                        self.lb_locked.push(c);
+                    }
+                }
+            }
+            if due {
                 // update_idle_cpu_load() (v3.10): an empty rq's cpu_load[] decays at load 0.
                 if self.rqs[c.idx()].cfs.load_weight == 0 {
                     self.update_cpu_load(c, now, true);
@@ -1701,6 +1725,39 @@ mod tests {
                 assert!(fx.migrations.is_empty());
             }
             assert!(k.lb_locked.is_empty() && k.migration_log.as_ref().is_none_or(|l| l.is_empty()));
+        }
+    }
+
+    // The ILB's walk takes the rq lock of every other idle CPU it visits:
+    // v3.10 twice (the clock and idle-load update, update_blocked_averages()),
+    // v4.17+ once for the blocked-load update and once more only where the
+    // CPU is due for balancing, and only for CPUs whose tick stopped. Busy
+    // CPUs and the ILB itself are not locked by the walk.
+    #[test]
+    fn nohz_walk_locks_each_other_idle_rq() {
+        for (kernel, not_due, due) in [("v3.10", 2, 2), ("v6.6", 1, 2)] {
+            let mut k = Kernel::new(&flat(8), profile(kernel).unwrap());
+            // CPU 3 runs a task; the others are idle.
+            let p = k.sched_fork(&TaskParams { cpus_allowed: Some(vec![CpuId(3)]), ..Default::default() }, None, CpuId(3), 0);
+            k.wake_up_new_task(p, CpuId(3), 0, &mut crate::core::Effects::default());
+            k.schedule(CpuId(3), SwitchReason::Preempt, 0, &mut crate::core::Effects::default());
+            let now = 50_000_000;
+            for c in 0..8 {
+                k.rqs[c].next_balance = if c == 5 { now + 1_000_000 } else { now };
+            }
+            // CPU 6 went idle half a tick ago: from v4.17 its tick still runs
+            // (not in the nohz mask), before it every idle entry stopped it.
+            k.rqs[6].idle_stamp = now - k.tun.tick_ns / 2;
+            let mut fx = crate::core::Effects::default();
+            k.nohz_idle_balance(CpuId(1), now, &mut fx);
+            let count = |c: u16| fx.locked.iter().filter(|&&x| x == CpuId(c)).count();
+            assert_eq!(count(1), 0, "{kernel}: the ILB's own rq");
+            assert_eq!(count(3), 0, "{kernel}: a busy CPU with one task is neither walked nor a busiest rq");
+            assert_eq!(count(5), not_due, "{kernel}: an idle CPU not due for balancing");
+            for c in [0, 2, 4, 7] {
+                assert_eq!(count(c), due, "{kernel}: idle CPU {c}");
+            }
+            assert_eq!(count(6), if kernel == "v3.10" { 2 } else { 0 }, "{kernel}: a CPU idle for half a tick");
         }
     }
 
