@@ -7,7 +7,7 @@
 //! pairs are already running.
 
 use super::costs::*;
-use super::{start_task, Builtin, COUNTER_OPS};
+use super::{forked_task, start_task, Builtin, COUNTER_OPS};
 use crate::params::{ParamDoc, Params};
 use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, TaskSpec, Workload, WorkloadError};
 
@@ -67,28 +67,9 @@ fn build(p: &Params, nr_cpus: usize, cores: &[Vec<u16>]) -> Result<Workload, Wor
             Op::EndLoop,
         ]);
         let mm = if threads { 0 } else { 2 * i };
-        w.tasks.push(TaskSpec {
-            name: format!("context_switch1-{i}"),
-            program: parent_prog,
-            mm,
-            nice: 0,
-            cpus: cpus.clone(),
-            start: false,
-            group: 0,
-            footprint_kib: None,
-            shared: None,
-        });
-        w.tasks.push(TaskSpec {
-            name: format!("context_switch1-{i}c"),
-            program: parent_prog + 1,
-            mm: if threads { 0 } else { 2 * i + 1 },
-            nice: 0,
-            cpus,
-            start: false,
-            group: 0,
-            footprint_kib: None,
-            shared: None,
-        });
+        w.tasks.push(TaskSpec { cpus: cpus.clone(), ..forked_task(format!("context_switch1-{i}"), parent_prog, mm) });
+        w.tasks
+            .push(TaskSpec { cpus, ..forked_task(format!("context_switch1-{i}c"), parent_prog + 1, if threads { 0 } else { 2 * i + 1 }) });
     }
     main_ops.push(Op::WaitChild);
     w.programs[main_prog as usize] = main_ops;

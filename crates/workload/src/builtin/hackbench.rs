@@ -7,9 +7,9 @@
 //! child), starts the clock, reaps every child and stops the clock.
 
 use super::costs::*;
-use super::{start_task, Builtin, MARK_END, MARK_START};
+use super::{forked_task, start_task, Builtin, MARK_END, MARK_START};
 use crate::params::{ParamDoc, Params};
-use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, TaskSpec, Workload, WorkloadError};
+use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, Workload, WorkloadError};
 
 pub const BUILTIN: Builtin = Builtin {
     name: "hackbench",
@@ -86,17 +86,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             let spec = w.tasks.len() as u32;
             let mm = if threads { main_mm } else { next_mm };
             next_mm += 1;
-            w.tasks.push(TaskSpec {
-                name: format!("hackbench-r{g}.{j}"),
-                program: w.programs.len() as u32 - 1,
-                mm,
-                nice: 0,
-                cpus: None,
-                start: false,
-                group: 0,
-                footprint_kib: None,
-                shared: None,
-            });
+            w.tasks.push(forked_task(format!("hackbench-r{g}.{j}"), w.programs.len() as u32 - 1, mm));
             main_ops.push(Op::Fork { spec, cost: fork_cost });
         }
         // One sender program per group: loop { for each receiver: write }.
@@ -113,17 +103,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
             let spec = w.tasks.len() as u32;
             let mm = if threads { main_mm } else { next_mm };
             next_mm += 1;
-            w.tasks.push(TaskSpec {
-                name: format!("hackbench-s{g}.{j}"),
-                program: sender_prog,
-                mm,
-                nice: 0,
-                cpus: None,
-                start: false,
-                group: 0,
-                footprint_kib: None,
-                shared: None,
-            });
+            w.tasks.push(forked_task(format!("hackbench-s{g}.{j}"), sender_prog, mm));
             main_ops.push(Op::Fork { spec, cost: fork_cost });
         }
     }

@@ -57,6 +57,11 @@ pub(crate) fn start_task(name: String, program: u32, mm: u32) -> crate::TaskSpec
     crate::TaskSpec { name, program, mm, nice: 0, cpus: None, start: true, group: 0, footprint_kib: None, shared: None }
 }
 
+/// A task a `fork` op creates (`start = false`; no affinity, nice 0).
+pub(crate) fn forked_task(name: String, program: u32, mm: u32) -> crate::TaskSpec {
+    crate::TaskSpec { start: false, ..start_task(name, program, mm) }
+}
+
 /// RSS for the open loops: the receive queue (= the CPU of its interrupt)
 /// that a hash of connection `i`'s 4-tuple picks among `queues`.
 pub(crate) fn rss_queue(i: u32, queues: u64) -> u16 {

@@ -2,9 +2,9 @@
 //! over two pipes; one loop = one round trip = 2 sync wakeups.
 
 use super::costs::*;
-use super::{start_task, Builtin, MARK_END, MARK_START};
+use super::{forked_task, start_task, Builtin, MARK_END, MARK_START};
 use crate::params::{ParamDoc, Params};
-use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, TaskSpec, Workload, WorkloadError};
+use crate::{ChannelKind, ChannelSpec, MetricSpec, Op, Workload, WorkloadError};
 
 pub const BUILTIN: Builtin = Builtin {
     name: "pipe",
@@ -53,20 +53,7 @@ fn build(p: &Params, _nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, W
     };
     let mut w = Workload::new("pipe", params, metric, false, 10);
     w.programs = vec![main, child];
-    w.tasks = vec![
-        start_task("sched-pipe".into(), 0, 0),
-        TaskSpec {
-            name: "sched-pipe-child".into(),
-            program: 1,
-            mm: if threads { 0 } else { 1 },
-            nice: 0,
-            cpus: None,
-            start: false,
-            group: 0,
-            footprint_kib: None,
-            shared: None,
-        },
-    ];
+    w.tasks = vec![start_task("sched-pipe".into(), 0, 0), forked_task("sched-pipe-child".into(), 1, if threads { 0 } else { 1 })];
     w.channels = vec![chan.clone(), chan];
     Ok(w)
 }
