@@ -308,6 +308,10 @@ pub struct Sim<'a> {
     switch_log: Option<Vec<SwitchRec>>,
     idle_exit_ns: u64,
     tick_ns: u64,
+    /// The jiffy boundary `arm_tick` computed last (0 before the first):
+    /// the next tick for every time in `next_tick - tick_ns .. next_tick`,
+    /// so that most arms skip the division.
+    next_tick: u64,
     jitter_pct: u32,
     want_schedstat: bool,
     /// `Op::Barrier` state by id: (arrived, waiters); grown on first use.
@@ -497,6 +501,7 @@ impl<'a> Sim<'a> {
             switch_log: cfg.switch_log.then(Vec::new),
             idle_exit_ns: 0,
             tick_ns,
+            next_tick: 0,
             jitter_pct: wl.jitter_pct,
             want_schedstat: cfg.schedstat,
             barriers: Vec::new(),
@@ -771,9 +776,19 @@ impl<'a> Sim<'a> {
         cpu.tick_armed = true;
         cpu.tick_gen = cpu.tick_gen.wrapping_add(1);
         let gen = cpu.tick_gen;
-        // Ticks are aligned to jiffies on every CPU (sched_skew_tick = 0).
-        let at = (self.now / self.tick_ns + 1) * self.tick_ns;
+        // Ticks are aligned to jiffies on every CPU (sched_skew_tick = 0):
+        // the first boundary after now, `(now / tick_ns + 1) * tick_ns`.
+        let at =
+            if self.now < self.next_tick && self.now >= self.next_tick - self.tick_ns { self.next_tick } else { self.next_tick_after() };
         self.push(at, EvKind::Tick { cpu: c.0, gen });
+    }
+
+    /// The first jiffy boundary after now, kept for the next `arm_tick`s.
+    #[cold]
+    #[inline(never)]
+    fn next_tick_after(&mut self) -> u64 {
+        self.next_tick = (self.now / self.tick_ns + 1) * self.tick_ns;
+        self.next_tick
     }
 
     // ------------------------------------------------------------ tasks
