@@ -41,9 +41,15 @@ impl Sim<'_> {
                 // entry of `c` (this handler's event) is still in place and
                 // the new one comes before every other
                 // (`EventQueue::schedule_pop_if_next`).
-                let taken = if self.inline_seg_ends && at <= self.limit && (self.events + 1) & 0x3fff != 0 {
+                let taken = if self.inline_seg_ends
+                    && at <= self.limit
+                    && (self.events + 1) & 0x3fff != 0
+                    && (self.inline_misses < INLINE_MISSES || self.events % INLINE_PROBE == 0)
+                {
                     // (`push`: a segment end's slot is its CPU.)
-                    self.queue.schedule_pop_if_next(c.0 as u32, at)
+                    let taken = self.queue.schedule_pop_if_next(c.0 as u32, at);
+                    self.inline_misses = if taken { 0 } else { (self.inline_misses + 1).min(INLINE_MISSES) };
+                    taken
                 } else {
                     self.push(at, EvKind::SegEnd { cpu: c.0, gen });
                     false
