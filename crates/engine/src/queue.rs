@@ -204,14 +204,22 @@ impl Tree {
             self.len = self.len + (key_at(key) != u64::MAX) as usize - (key_at(old) != u64::MAX) as usize;
             let mut e = key;
             *tree.add(node) = e;
-            while node > 1 {
+            // The walk in byte offsets (node * 16): the sibling is `off ^ 16`,
+            // the parent `off / 2` rounded down to a node, and the root is
+            // offset 16, so a level is three instructions fewer than in node
+            // numbers.
+            let base = tree as *mut u8;
+            let mut off = node * 16;
+            while off >= 32 {
                 // The sibling subtree's minimum does not depend on this update, so
                 // the loads of all levels can overlap; only the compare chains.
                 // Every key is unique except EMPTY, so ties need no rule.
-                e = min_key(*tree.add(node ^ 1), e);
-                node >>= 1;
-                *tree.add(node) = e;
+                e = min_key(*(base.add(off ^ 16) as *const u128), e);
+                off = (off >> 1) & !15;
+                *(base.add(off) as *mut u128) = e;
             }
+            node = off / 16;
+            debug_assert_eq!(node, 1);
         }
     }
 }
