@@ -44,7 +44,7 @@ impl Sim<'_> {
                 let taken = if self.inline_seg_ends
                     && at <= self.limit
                     && (self.events + 1) & 0x3fff != 0
-                    && (self.inline_misses < INLINE_MISSES || self.events % INLINE_PROBE == 0)
+                    && (self.inline_misses < INLINE_MISSES || self.events.is_multiple_of(INLINE_PROBE))
                 {
                     // (`push`: a segment end's slot is its CPU.)
                     let taken = self.queue.schedule_pop_if_next(c.0 as u32, at);
