@@ -26,7 +26,6 @@ impl Sim<'_> {
                 let gen = self.cpus[c.idx()].seg_gen;
                 self.cpus[c.idx()].seg_start = self.now;
                 let at = self.now + wall_for(self.rt[t.idx()].remaining, self.cpus[c.idx()].rate);
-                self.push(at, EvKind::SegEnd { cpu: c.0, gen });
                 // The segment's end is the next event (no other CPU or timer
                 // comes first, ties included): handle it here as `Sim::run`
                 // would after popping it, without the return to the loop.
@@ -38,11 +37,24 @@ impl Sim<'_> {
                 // handler does next (the task's following ops) is what the
                 // handler of the popped event would do, with the same clock,
                 // RNG draws and sequence numbers (`tests::inline_segment_ends_change_nothing`).
-                if self.inline_seg_ends
+                // The usual case skips the push's tree walk too: the popped
+                // entry of `c` (this handler's event) is still in place and
+                // the new one comes before every other
+                // (`EventQueue::schedule_pop_if_next`).
+                let taken = if self.inline_seg_ends
                     && at <= self.limit
                     && (self.events + 1) & 0x3fff != 0
-                    && self.queue.pop_if_next(c.0 as u32).is_some()
+                    && (self.inline_misses < INLINE_MISSES || self.events.is_multiple_of(INLINE_PROBE))
                 {
+                    // (`push`: a segment end's slot is its CPU.)
+                    let taken = self.queue.schedule_pop_if_next(c.0 as u32, at);
+                    self.inline_misses = if taken { 0 } else { (self.inline_misses + 1).min(INLINE_MISSES) };
+                    taken
+                } else {
+                    self.push(at, EvKind::SegEnd { cpu: c.0, gen });
+                    false
+                };
+                if taken {
                     self.now = at;
                     self.events += 1;
                     #[cfg(test)]

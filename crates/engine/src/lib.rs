@@ -308,6 +308,10 @@ pub struct Sim<'a> {
     switch_log: Option<Vec<SwitchRec>>,
     idle_exit_ns: u64,
     tick_ns: u64,
+    /// The jiffy boundary `arm_tick` computed last (0 before the first):
+    /// the next tick for every time in `next_tick - tick_ns .. next_tick`,
+    /// so that most arms skip the division.
+    next_tick: u64,
     jitter_pct: u32,
     want_schedstat: bool,
     /// `Op::Barrier` state by id: (arrived, waiters); grown on first use.
@@ -351,6 +355,12 @@ pub struct Sim<'a> {
     /// (`EventQueue::pop_if_next`) instead of returning it to `run`'s loop.
     /// Always on; tests switch it off to check that both paths give the same run.
     inline_seg_ends: bool,
+    /// Segment ends not next in a row (saturating at `INLINE_MISSES`): past
+    /// it, `run_ops` tries the in-place path only on one event in
+    /// `INLINE_PROBE`, so that a machine whose other CPUs' events nearly
+    /// always come first (hackbench on 256 CPUs) does not pay the check on
+    /// every segment. Which path is taken never changes the run.
+    inline_misses: u32,
     /// Segment ends handled in place (tests check that the path is taken).
     #[cfg(test)]
     inline_hits: u64,
@@ -392,6 +402,11 @@ fn queue_layout(n: u32) -> queue::Layout {
         lanes: vec![(n * TICK, n * (TICK + 1)), (n * RESCHED, n * (NOHZ_BALANCE + 1)), (n * (1 + PER_CPU_SLOTS), u32::MAX)],
     }
 }
+
+/// Misses in a row after which `run_ops` probes the in-place path only on
+/// one event in `INLINE_PROBE` (`Sim::inline_misses`).
+const INLINE_MISSES: u32 = 8;
+const INLINE_PROBE: u64 = 32;
 
 /// Payload bytes per channel message for the transfer cost (F-016).
 const MSG_BYTES: u64 = 100;
@@ -498,6 +513,7 @@ impl<'a> Sim<'a> {
             switch_log: cfg.switch_log.then(Vec::new),
             idle_exit_ns: 0,
             tick_ns,
+            next_tick: 0,
             jitter_pct: wl.jitter_pct,
             want_schedstat: cfg.schedstat,
             barriers: Vec::new(),
@@ -529,6 +545,7 @@ impl<'a> Sim<'a> {
             kthread_ids: Vec::new(),
             arrivals: wl.arrivals.as_ref().map(|a| Box::new(arrivals::ArrivalRt::new(a, n, cfg))),
             inline_seg_ends: true,
+            inline_misses: 0,
             #[cfg(test)]
             inline_hits: 0,
         };
@@ -776,9 +793,19 @@ impl<'a> Sim<'a> {
         cpu.tick_armed = true;
         cpu.tick_gen = cpu.tick_gen.wrapping_add(1);
         let gen = cpu.tick_gen;
-        // Ticks are aligned to jiffies on every CPU (sched_skew_tick = 0).
-        let at = (self.now / self.tick_ns + 1) * self.tick_ns;
+        // Ticks are aligned to jiffies on every CPU (sched_skew_tick = 0):
+        // the first boundary after now, `(now / tick_ns + 1) * tick_ns`.
+        let at =
+            if self.now < self.next_tick && self.now >= self.next_tick - self.tick_ns { self.next_tick } else { self.next_tick_after() };
         self.push(at, EvKind::Tick { cpu: c.0, gen });
+    }
+
+    /// The first jiffy boundary after now, kept for the next `arm_tick`s.
+    #[cold]
+    #[inline(never)]
+    fn next_tick_after(&mut self) -> u64 {
+        self.next_tick = (self.now / self.tick_ns + 1) * self.tick_ns;
+        self.next_tick
     }
 
     // ------------------------------------------------------------ tasks

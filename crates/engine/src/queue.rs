@@ -163,6 +163,28 @@ impl Tree {
         self.nodes[self.cap + leaf]
     }
 
+    /// Whether `key` is smaller than every key of the other leaves: the
+    /// minima of the sibling subtrees along `leaf`'s path (whatever `leaf`
+    /// and its path hold is not read), from the root's children down, so
+    /// that a wide tree whose other half holds an earlier key answers at
+    /// the first comparison.
+    #[inline]
+    fn below_all_but(&self, leaf: usize, key: u128) -> bool {
+        let node = self.cap + leaf;
+        assert!(node < self.nodes.len(), "event queue: tree slot {leaf} out of range");
+        let mut s = self.cap.trailing_zeros();
+        while s > 0 {
+            s -= 1;
+            // SAFETY: `node` < 2 * cap (checked above); `node >> s` is an
+            // ancestor of it (or itself), at least 2, and its sibling differs
+            // in the lowest bit only, so both are in range.
+            if unsafe { *self.nodes.get_unchecked((node >> s) ^ 1) } < key {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Set leaf `leaf`'s key and replay its matches up to the root.
     #[inline]
     fn set(&mut self, leaf: usize, key: u128) {
@@ -182,14 +204,22 @@ impl Tree {
             self.len = self.len + (key_at(key) != u64::MAX) as usize - (key_at(old) != u64::MAX) as usize;
             let mut e = key;
             *tree.add(node) = e;
-            while node > 1 {
+            // The walk in byte offsets (node * 16): the sibling is `off ^ 16`,
+            // the parent `off / 2` rounded down to a node, and the root is
+            // offset 16, so a level is three instructions fewer than in node
+            // numbers.
+            let base = tree as *mut u8;
+            let mut off = node * 16;
+            while off >= 32 {
                 // The sibling subtree's minimum does not depend on this update, so
                 // the loads of all levels can overlap; only the compare chains.
                 // Every key is unique except EMPTY, so ties need no rule.
-                e = min_key(*tree.add(node ^ 1), e);
-                node >>= 1;
-                *tree.add(node) = e;
+                e = min_key(*(base.add(off ^ 16) as *const u128), e);
+                off = (off >> 1) & !15;
+                *(base.add(off) as *mut u128) = e;
             }
+            node = off / 16;
+            debug_assert_eq!(node, 1);
         }
     }
 }
@@ -662,6 +692,33 @@ impl EventQueue {
         Some(key_at(t))
     }
 
+    /// `schedule(slot, at)`, then `pop_if_next(slot)`: whether the slot's
+    /// new event was popped at once. When `slot` is a tree slot whose popped
+    /// entry is still in place (the handler of its event rescheduling it)
+    /// and the new event comes before every other pending one, the sequence
+    /// number is spent and the slot stays popped, without the tree walk: the
+    /// stale key left at its leaf and path is the popped entry's, as after
+    /// any `pop` smaller than every other key, and replaced or removed by
+    /// the slot's next `schedule` or `cancel` or the next `pop`. That check
+    /// costs one sibling load per tree level, no stores.
+    #[inline]
+    pub fn schedule_pop_if_next(&mut self, slot: u32, at: u64) -> bool {
+        if self.popped != Some(slot) || slot >= self.leaves {
+            self.schedule(slot, at);
+            return self.pop_if_next(slot).is_some();
+        }
+        let seq = self.seq + 1;
+        assert!(seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
+        let key = make_key(at, seq, slot);
+        if key < self.omin && self.tree.below_all_but(slot as usize, key) {
+            self.seq = seq;
+            return true;
+        }
+        // Another event comes first: `pop_if_next` would refuse.
+        self.schedule(slot, at);
+        false
+    }
+
     /// Remove and return the earliest event: (slot, at).
     pub fn pop(&mut self) -> Option<(u32, u64)> {
         if let Some(s) = self.popped.take() {
@@ -828,6 +885,61 @@ mod tests {
                 }
             }
             assert!(taken > 50 && refused > 50, "both outcomes exercised: {taken} taken, {refused} refused ({name})");
+        }
+    }
+
+    /// `schedule_pop_if_next` does what `schedule` then `pop_if_next` does,
+    /// its in-place path included (a slot re-popped many times over): queues
+    /// using each way pop in the same order and spend the same sequence
+    /// numbers, with other slots scheduled in between.
+    #[test]
+    fn schedule_pop_if_next_is_schedule_then_pop_if_next() {
+        for (leaves, name, mut b) in [1, 6, 16, 40].into_iter().flat_map(|l| queues(40, l).into_iter().map(move |(n, q)| (l, n, q))) {
+            let mut a = EventQueue::new(40, leaves as usize);
+            let mut r = Pcg32::new(13, leaves as u64);
+            for s in 0..40 {
+                let at = r.below(20) as u64;
+                a.schedule(s, at);
+                b.schedule(s, at);
+            }
+            let (mut taken, mut refused) = (0, 0);
+            let mut cur = a.pop();
+            assert_eq!(cur, b.pop());
+            while let Some((slot, now)) = cur {
+                let mut now = now;
+                // Reschedule the popped slot and take it in place as long as it comes first.
+                while r.below(4) > 0 {
+                    let at = now + r.below(4) as u64;
+                    a.schedule(slot, at);
+                    let want = a.pop_if_next(slot);
+                    let got = b.schedule_pop_if_next(slot, at);
+                    assert_eq!(got, want.is_some(), "{name}");
+                    assert_eq!((a.seq, a.len()), (b.seq, b.len()), "{name}");
+                    if !got {
+                        refused += (slot < leaves) as u32;
+                        break;
+                    }
+                    assert_eq!(want, Some(at));
+                    taken += 1;
+                    now = at;
+                }
+                if r.below(2) == 0 {
+                    // Another slot: no popped entry of its own in place.
+                    let other = r.below(40);
+                    let at = now + r.below(30) as u64;
+                    a.schedule(other, at);
+                    let want = a.pop_if_next(other);
+                    assert_eq!(b.schedule_pop_if_next(other, at), want.is_some(), "{name}");
+                }
+                cur = a.pop();
+                assert_eq!(cur, b.pop(), "{name}");
+                assert_eq!(a.len(), b.len());
+                if taken + refused > 5000 {
+                    break;
+                }
+            }
+            // (With one tree slot of 40 the slot is rarely popped.)
+            assert!(leaves < 6 || taken > 50 && refused > 50, "both outcomes exercised: {taken} taken, {refused} refused ({name})");
         }
     }
 
