@@ -828,19 +828,27 @@ mod tests {
         }
     }
 
+    /// A reference queue with `leaves` tree slots, and `b` (a queue under
+    /// test), both given the same 40 random first events from a generator
+    /// seeded with `seed`, which is returned for the rest of the test.
+    fn reference_and_filled(leaves: u32, b: &mut EventQueue, seed: u64) -> (EventQueue, Pcg32) {
+        let mut a = EventQueue::new(40, leaves as usize);
+        let mut r = Pcg32::new(seed, leaves as u64);
+        for s in 0..40 {
+            let at = r.below(20) as u64;
+            a.schedule(s, at);
+            b.schedule(s, at);
+        }
+        (a, r)
+    }
+
     /// `pop_if_next` pops exactly what `pop` would when that is the given
     /// tree slot, and nothing otherwise: a queue using it after each
     /// reschedule pops in the same order as one that never does.
     #[test]
     fn pop_if_next_is_pop_when_the_slot_comes_first() {
         for (leaves, name, mut b) in [1, 6, 16, 40].into_iter().flat_map(|l| queues(40, l).into_iter().map(move |(n, q)| (l, n, q))) {
-            let mut a = EventQueue::new(40, leaves as usize);
-            let mut r = Pcg32::new(11, leaves as u64);
-            for s in 0..40 {
-                let at = r.below(20) as u64;
-                a.schedule(s, at);
-                b.schedule(s, at);
-            }
+            let (mut a, mut r) = reference_and_filled(leaves, &mut b, 11);
             let (mut taken, mut refused) = (0, 0);
             let mut cur = a.pop();
             assert_eq!(cur, b.pop());
@@ -895,13 +903,7 @@ mod tests {
     #[test]
     fn schedule_pop_if_next_is_schedule_then_pop_if_next() {
         for (leaves, name, mut b) in [1, 6, 16, 40].into_iter().flat_map(|l| queues(40, l).into_iter().map(move |(n, q)| (l, n, q))) {
-            let mut a = EventQueue::new(40, leaves as usize);
-            let mut r = Pcg32::new(13, leaves as u64);
-            for s in 0..40 {
-                let at = r.below(20) as u64;
-                a.schedule(s, at);
-                b.schedule(s, at);
-            }
+            let (mut a, mut r) = reference_and_filled(leaves, &mut b, 13);
             let (mut taken, mut refused) = (0, 0);
             let mut cur = a.pop();
             assert_eq!(cur, b.pop());
