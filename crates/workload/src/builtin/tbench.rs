@@ -32,6 +32,11 @@ pub const BUILTIN: Builtin = Builtin {
             help: "open loop: operations/s from remote tbench clients (all connections) through the NIC receive path; 0 = on-box client processes",
         },
         ParamDoc { key: "rx_queues", default: "all CPUs", help: "open loop: NIC receive queues, their interrupts on CPUs 0..rx_queues" },
+        ParamDoc {
+            key: "cpu_pct",
+            default: "100",
+            help: "per-operation CPU costs (client and server work, socket send and receive) in % of those measured on the guest; a machine slower per operation than the guest takes more (seed 002's case sets it from the published base, docs/CALIBRATION.md)",
+        },
     ],
     build,
 };
@@ -73,8 +78,16 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     if rate == 0 && p.get("rx_queues").is_some() {
         return Err(WorkloadError("tbench: rx_queues applies to the open loop only; add rate=OPS_PER_S or drop rx_queues".into()));
     }
+    // FIDELITY(F-680): one factor scales every per-operation cost to another machine.
+    let cpu_pct = p.u64_in("cpu_pct", 100, 10, 10_000)?;
+    let scaled = |ns: u64| ns * cpu_pct / 100;
+    let (client_op, server_op) = (scaled(CLIENT_OP_NS), scaled(SERVER_OP_NS));
+    let (send_ns, recv_ns) = (|b: u64| scaled(tcp_send_ns(b)), |b: u64| scaled(tcp_recv_ns(b)));
     let sock = ChannelSpec { capacity: if rate > 0 { 1024 } else { 64 }, sync: rate == 0, kind: ChannelKind::Socket, epoll: None };
-    let params = vec![("clients".into(), clients.to_string()), ("threads".into(), (threads as u8).to_string())];
+    let mut params = vec![("clients".into(), clients.to_string()), ("threads".into(), (threads as u8).to_string())];
+    if cpu_pct != 100 {
+        params.push(("cpu_pct".into(), cpu_pct.to_string()));
+    }
     let metric = MetricSpec::ScaledRate {
         name: "throughput".into(),
         unit: "MB/s".into(),
@@ -98,9 +111,9 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             let mut server = vec![Op::Loop { count: u64::MAX }];
             for &(_, send, recv, payload) in CYCLE {
                 server.extend([
-                    Op::Read { chan: req, cost: tcp_recv_ns(send) },
-                    Op::Run { ns: SERVER_OP_NS },
-                    Op::Run { ns: tcp_send_ns(recv) },
+                    Op::Read { chan: req, cost: recv_ns(send) },
+                    Op::Run { ns: server_op },
+                    Op::Run { ns: send_ns(recv) },
                     Op::ReqEnd { hist: HIST_REQUEST },
                 ]);
                 if payload > 0 {
@@ -126,17 +139,17 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         let mut server = vec![Op::Loop { count: u64::MAX }];
         for &(_, send, recv, payload) in CYCLE {
             client.extend([
-                Op::Run { ns: CLIENT_OP_NS },
-                Op::Write { chan: req, cost: tcp_send_ns(send) },
-                Op::Read { chan: resp, cost: tcp_recv_ns(recv) },
+                Op::Run { ns: client_op },
+                Op::Write { chan: req, cost: send_ns(send) },
+                Op::Read { chan: resp, cost: recv_ns(recv) },
             ]);
             if payload > 0 {
                 client.push(Op::Count { id: COUNTER_OPS, n: payload });
             }
             server.extend([
-                Op::Read { chan: req, cost: tcp_recv_ns(send) },
-                Op::Run { ns: SERVER_OP_NS },
-                Op::Write { chan: resp, cost: tcp_send_ns(recv) },
+                Op::Read { chan: req, cost: recv_ns(send) },
+                Op::Run { ns: server_op },
+                Op::Write { chan: resp, cost: send_ns(recv) },
             ]);
         }
         client.push(Op::EndLoop);
@@ -173,5 +186,31 @@ mod tests {
         let payload: u64 = CYCLE.iter().map(|c| c.3).sum();
         let per_op = payload / CYCLE.len() as u64;
         assert!((5_000..6_000).contains(&per_op), "{per_op} B/op vs 5.4 KB in client.txt");
+    }
+
+    #[test]
+    fn cpu_pct_scales_every_per_operation_cost() {
+        let costs = |set: &str| -> Vec<u64> {
+            let w = crate::build("tbench", &Params::parse(set).unwrap(), 12, &[]).unwrap();
+            w.programs
+                .iter()
+                .flatten()
+                .filter_map(|op| match *op {
+                    Op::Run { ns } => Some(ns),
+                    Op::Read { cost, .. } | Op::Write { cost, .. } => Some(cost),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (base, slow) = (costs("clients=2"), costs("clients=2,cpu_pct=300"));
+        assert_eq!(base.len(), slow.len());
+        assert!(base.contains(&CLIENT_OP_NS) && slow.contains(&(3 * CLIENT_OP_NS)));
+        for (b, s) in base.iter().zip(&slow) {
+            assert!(s.abs_diff(3 * b) <= 3, "{b} -> {s}");
+        }
+        let w = crate::build("tbench", &Params::parse("clients=2,cpu_pct=300").unwrap(), 12, &[]).unwrap();
+        assert!(w.params.iter().any(|(k, v)| k == "cpu_pct" && v == "300"), "a scaled run says so in its parameters");
+        let e = crate::build("tbench", &Params::parse("cpu_pct=0").unwrap(), 12, &[]).unwrap_err();
+        assert!(e.0.contains("cpu_pct"), "{}", e.0);
     }
 }
