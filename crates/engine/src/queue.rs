@@ -185,6 +185,19 @@ impl Tree {
         true
     }
 
+    /// The smallest key of the leaves other than `leaf`: the minima of the
+    /// sibling subtrees along its path (`EMPTY` if none).
+    #[inline]
+    fn min_but(&self, leaf: usize) -> u128 {
+        let mut node = self.cap + leaf;
+        let mut m = EMPTY;
+        while node > 1 {
+            m = min_key(self.nodes.get(node ^ 1).copied().unwrap_or(EMPTY), m);
+            node >>= 1;
+        }
+        m
+    }
+
     /// Set leaf `leaf`'s key and replay its matches up to the root.
     #[inline]
     fn set(&mut self, leaf: usize, key: u128) {
@@ -717,6 +730,56 @@ impl EventQueue {
         // Another event comes first: `pop_if_next` would refuse.
         self.schedule(slot, at);
         false
+    }
+
+    /// A guess at the slot whose event `pop` returns after the one it
+    /// returned last, for the caller to prefetch that event's state while it
+    /// handles this one: the smallest key but the popped entry's, where the
+    /// part holding the popped entry offers its next key only when that is
+    /// cheap to find (the tree: its path's siblings; a lane: the ring entry
+    /// after the head; the heap: the root's children; the cold tree: none).
+    /// Events the handler schedules meanwhile may come first. Changes nothing.
+    #[inline]
+    pub fn peek_next(&self) -> Option<u32> {
+        let p = self.popped?;
+        let k = if p < self.leaves {
+            min_key(self.tree.min_but(p as usize), self.omin)
+        } else {
+            let mut m = self.tree.min();
+            if p.wrapping_sub(self.cold_lo) >= self.cold_n {
+                m = min_key(self.cold.min(), m);
+            }
+            let pos = self.pos.get(p as usize).copied().unwrap_or(NONE);
+            for lane in &self.lanes {
+                if pos & IN_LANE != 0 && lane.holds(p) {
+                    // The entry after the head (holes skipped, a few at most).
+                    let mut i = lane.head.wrapping_add(1);
+                    for _ in 0..4 {
+                        if i == lane.tail {
+                            break;
+                        }
+                        let key = lane.ring[(i & lane.mask) as usize];
+                        if key != HOLE {
+                            m = min_key(key, m);
+                            break;
+                        }
+                        i = i.wrapping_add(1);
+                    }
+                } else {
+                    m = min_key(lane.head_key, m);
+                }
+            }
+            if pos == 0 {
+                // The heap's root: its successor is among the root's children.
+                for i in 1..=D.min(self.hlen.saturating_sub(1)) {
+                    m = min_key(self.hget(i), m);
+                }
+            } else {
+                m = min_key(self.hfirst(), m);
+            }
+            m
+        };
+        (k != EMPTY).then(|| key_slot(k))
     }
 
     /// Remove and return the earliest event: (slot, at).

@@ -591,6 +591,9 @@ impl Kernel {
         let scanned = std::mem::take(&mut self.last_scan);
         let migrated = cpu != prev;
         if migrated {
+            self.prefetch_rq(cpu);
+        }
+        if migrated {
             // Bring PELT up to date on the old CPU before detaching (migrate_task_rq_fair).
             let se = &mut self.tasks[p.idx()].se;
             se.avg.update(now, 0, se.weight, 0, false);
@@ -924,6 +927,28 @@ impl Kernel {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = c;
+    }
+
+    /// Ask the CPU to fetch task `p`'s four cache lines at once (the engine
+    /// calls this when an event names the task, before the kernel reads
+    /// them one after the other). A hint only: no effect on any result.
+    #[inline]
+    pub fn prefetch_task(&self, p: TaskId) {
+        if let Some(t) = self.tasks.get(p.idx()) {
+            crate::prefetch::all(t);
+        }
+    }
+
+    /// Ask the CPU to fetch what an enqueue, a dequeue, a pick, a switch or a
+    /// wakeup touch of `c`'s runqueue: its first five lines (`Rq`'s layout)
+    /// and the root timeline's first nodes. A hint only: no effect on any
+    /// result.
+    #[inline]
+    pub fn prefetch_rq(&self, c: CpuId) {
+        if let Some(rq) = self.rqs.get(c.idx()) {
+            crate::prefetch::lines(rq, 5);
+            rq.cfs.queue.prefetch();
+        }
     }
 
     /// `idle_cpu()` (kernel/sched/core.c: curr is idle, no queued task, no pending wakeup).
