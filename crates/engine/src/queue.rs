@@ -830,6 +830,35 @@ mod tests {
         layouts.iter().map(|l| (format!("{l:?}"), EventQueue::with_layout(slots as usize, l))).collect()
     }
 
+    // peek_next() names the event the next pop returns when the popped one
+    // left the tournament tree or the heap's root, or a lane whose next entry
+    // is no hole (no cancels here: none is), and guesses nothing for an
+    // empty queue; from the cold tree it may guess wrong (a hint only).
+    #[test]
+    fn peek_next_names_the_next_pop() {
+        for (name, mut q) in [0, 1, 5, 20, 64].into_iter().flat_map(|leaves| queues(64, leaves)) {
+            let mut r = Pcg32::new(7, 3);
+            for slot in 0..64 {
+                if r.below(4) != 0 {
+                    q.schedule(slot, r.below(30) as u64);
+                }
+            }
+            let (mut checked, mut last) = (0, None);
+            while let Some((slot, _)) = q.pop() {
+                if let Some(guess) = last {
+                    assert_eq!(guess, slot, "{name}");
+                    checked += 1;
+                }
+                let cold = slot.wrapping_sub(q.cold_lo) < q.cold_n;
+                last = if cold { None } else { q.peek_next() };
+                if !cold && q.len() == 0 {
+                    assert_eq!(last, None, "{name}: nothing after the last event");
+                }
+            }
+            assert!(checked > 0 || q.cold_n == 64, "{name}");
+        }
+    }
+
     #[test]
     fn pops_in_time_then_schedule_order_with_moves_and_cancels() {
         // Heap only, tree only, and mixed slot splits (odd tree widths included).
