@@ -940,14 +940,14 @@ impl Kernel {
     }
 
     /// Ask the CPU to fetch what an enqueue, a dequeue, a pick, a switch or a
-    /// wakeup touch of `c`'s runqueue: its first five lines (`Rq`'s layout)
-    /// and the root timeline's first nodes. A hint only: no effect on any
-    /// result.
+    /// wakeup touch of `c`'s runqueue: its first five lines (`Rq`'s layout).
+    /// A hint only: no effect on any result. (The root timeline's nodes are
+    /// not asked for: their address is in the runqueue, a load that would
+    /// wait for the line this asks for.)
     #[inline]
     pub fn prefetch_rq(&self, c: CpuId) {
         if let Some(rq) = self.rqs.get(c.idx()) {
             crate::prefetch::lines(rq, 5);
-            rq.cfs.queue.prefetch();
         }
     }
 
