@@ -544,6 +544,7 @@ impl Kernel {
     }
 
     fn try_to_wake_up_inner(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
+        self.prefetch_ttwu_stat(this_cpu);
         let t = &self.tasks[p.idx()];
         debug_assert_eq!(t.state, TaskState::Sleeping, "waking a task that is not asleep");
         let prev = t.cpu;
@@ -700,6 +701,7 @@ impl Kernel {
     fn sched_ttwu_pending_inner(&mut self, cpu: CpuId, now: u64) -> bool {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
+        self.prefetch_timeline(cpu);
         let list = std::mem::take(&mut self.rqs[cpu.idx()].wake_list);
         for &p in &list {
             self.rqs[cpu.idx()].ttwu_pending -= 1;
@@ -747,6 +749,7 @@ impl Kernel {
     fn schedule_inner(&mut self, cpu: CpuId, reason: SwitchReason, now: u64) -> SwitchResult {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
+        self.prefetch_timeline(cpu);
         let prev = self.rqs[cpu.idx()].curr;
         self.rqs[cpu.idx()].need_resched = false;
         if let Some(pv) = prev {
@@ -948,6 +951,28 @@ impl Kernel {
     pub fn prefetch_rq(&self, c: CpuId) {
         if let Some(rq) = self.rqs.get(c.idx()) {
             crate::prefetch::lines(rq, 5);
+        }
+    }
+
+    /// Ask the CPU to fetch the first nodes of `c`'s root timeline, for an
+    /// entry point about to enqueue, dequeue or pick there (the runqueue's
+    /// own lines are asked for by the engine, [`Self::prefetch_rq`], ahead of
+    /// the event). A hint only: no effect on any result.
+    #[inline]
+    fn prefetch_timeline(&self, c: CpuId) {
+        if let Some(rq) = self.rqs.get(c.idx()) {
+            rq.cfs.queue.prefetch();
+        }
+    }
+
+    /// Ask the CPU to fetch the waker CPU's wakeup counters that
+    /// `ttwu_stat()` updates at the end of a wakeup (its runqueue's fifth
+    /// line and its domains' schedstat row). A hint only.
+    #[inline]
+    fn prefetch_ttwu_stat(&self, this_cpu: CpuId) {
+        if let (Some(rq), Some(row)) = (self.rqs.get(this_cpu.idx()), self.sd_stats.get(this_cpu.idx())) {
+            crate::prefetch::range(&rq.ttwu_count as *const u64 as *const u8, 8);
+            crate::prefetch::range(row.as_ptr() as *const u8, std::mem::size_of_val(row));
         }
     }
 
