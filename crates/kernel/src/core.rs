@@ -182,7 +182,8 @@ pub struct Kernel {
     /// can become one (curr cleared, a task dequeued, a SCHED_IDLE task
     /// enqueued; `schedule()` leaving it idle or SCHED_IDLE-only), cleared when
     /// `schedule()` leaves it running with no SCHED_IDLE task queued and by
-    /// select_idle_cpu()'s walk when it finds the CPU busy. The walk checks
+    /// select_idle_cpu()'s walk when it finds the CPU busy, or idle with a
+    /// wakeup pending that every CPU sees (`sis_visit`). The walk checks
     /// only these CPUs and counts the others by word
     /// operations, so its cost follows the idle CPUs it examines, not the LLC
     /// size (a simulator index: the kernel's walk reads every rq).
