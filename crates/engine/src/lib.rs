@@ -647,8 +647,10 @@ impl<'a> Sim<'a> {
             }
             self.now = at;
             self.events += 1;
-            if let Some(next) = self.queue.peek_next() {
-                self.prefetch_event(next);
+            if self.kernel.prefetch {
+                if let Some(next) = self.queue.peek_next() {
+                    self.prefetch_event(next);
+                }
             }
             if self.events & 0x3fff == 0 && self.stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
                 break; // stopped from outside: the caller discards this result
@@ -659,8 +661,10 @@ impl<'a> Sim<'a> {
                 // cancelled segment end replaced or removed its event).
                 let c = CpuId(slot as u16);
                 if let Some(t) = self.cpus[c.idx()].running {
-                    self.prefetch_task(t);
-                    self.kernel.prefetch_rq(c);
+                    if self.kernel.prefetch {
+                        // (The CPU's own state was asked for ahead: `prefetch_event`.)
+                        self.prefetch_task(t);
+                    }
                     // The segment is done: a preemption at this op boundary
                     // (do_schedule() -> seg_done()) must not take it again
                     // off the costs the next ops add (a waker's enqueue).
@@ -677,7 +681,6 @@ impl<'a> Sim<'a> {
                 EvKind::SegEnd { .. } => unreachable!("segment-end slots are below nr_cpus"),
                 EvKind::Resched { cpu } => {
                     let c = CpuId(cpu);
-                    self.prefetch_cpu(c);
                     self.cpus[c.idx()].resched_pending = false;
                     if self.kernel.need_resched(c) {
                         self.do_schedule(c, SwitchReason::Preempt);
@@ -734,9 +737,10 @@ impl<'a> Sim<'a> {
                     // The hrtimer fires on the CPU the task slept on; `current`
                     // there (if any) is the waker as far as record_wakee() is concerned.
                     let p = TaskId(task);
-                    self.prefetch_task(p);
                     let cpu = self.kernel.task_cpu(p);
-                    self.prefetch_cpu(cpu);
+                    if self.kernel.prefetch {
+                        self.prefetch_cpu(cpu);
+                    }
                     let current = self.cpus[cpu.idx()].running;
                     self.wake(p, cpu, current, WakeFlags::default());
                 }
@@ -768,9 +772,10 @@ impl<'a> Sim<'a> {
                 EvKind::Arrival { cpu } => self.arrival(CpuId(cpu)),
                 EvKind::WakeList { cpu } => {
                     let c = CpuId(cpu);
-                    self.prefetch_cpu(c);
-                    for &p in &self.kernel.rqs[c.idx()].wake_list {
-                        self.prefetch_task(p);
+                    if self.kernel.prefetch {
+                        for &p in &self.kernel.rqs[c.idx()].wake_list {
+                            self.prefetch_task(p);
+                        }
                     }
                     // sched_ttwu_pending() takes this CPU's own rq lock.
                     let hold = self.machine.costs.rq_lock_hold_ns;
@@ -971,9 +976,11 @@ impl<'a> Sim<'a> {
                 r.remaining = r.remaining.saturating_sub(done);
             }
         }
-        self.cost.prefetch_cpu(c);
+        if self.kernel.prefetch {
+            self.cost.prefetch_cpu(c);
+        }
         let res = self.kernel.schedule(c, reason, now, &mut self.fx);
-        if let Some(nx) = res.next {
+        if let Some(nx) = res.next.filter(|_| self.kernel.prefetch) {
             if let (Some(r), Some(m)) = (self.rt.get(nx.idx()), self.mem.get(nx.idx())) {
                 schedlab_kernel::prefetch::all(r);
                 schedlab_kernel::prefetch::all(m);

@@ -189,6 +189,8 @@ pub struct Kernel {
     /// size (a simulator index: the kernel's walk reads every rq).
     pub(crate) idle_hint: CpuMask,
     nr_cpus: usize,
+    /// Prefetch hints on (a machine of at least `prefetch::MIN_CPUS` CPUs).
+    pub prefetch: bool,
     /// Runqueues locked by balancing during the current entry point, handed
     /// over in its [`Effects`].
     pub(crate) lb_locked: Vec<CpuId>,
@@ -299,6 +301,7 @@ impl Kernel {
             idle_hint: CpuMask::from_cpus(n, (0..n).map(|c| CpuId(c as u16))),
             lb_locked: Vec::new(),
             nr_cpus: n,
+            prefetch: n >= crate::prefetch::MIN_CPUS,
             migration_log: None,
             explain: None,
             numa: None,
@@ -545,7 +548,9 @@ impl Kernel {
     }
 
     fn try_to_wake_up_inner(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
-        self.prefetch_ttwu_stat(this_cpu);
+        if self.prefetch {
+            self.prefetch_ttwu_stat(this_cpu);
+        }
         let t = &self.tasks[p.idx()];
         debug_assert_eq!(t.state, TaskState::Sleeping, "waking a task that is not asleep");
         let prev = t.cpu;
@@ -592,7 +597,7 @@ impl Kernel {
         let cpu = self.select_task_rq(p, prev, this_cpu, waker, wf.union(WakeFlags::TTWU), now);
         let scanned = std::mem::take(&mut self.last_scan);
         let migrated = cpu != prev;
-        if migrated {
+        if migrated && self.prefetch {
             self.prefetch_rq(cpu);
         }
         if migrated {
@@ -702,7 +707,9 @@ impl Kernel {
     fn sched_ttwu_pending_inner(&mut self, cpu: CpuId, now: u64) -> bool {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
-        self.prefetch_timeline(cpu);
+        if self.prefetch {
+            self.prefetch_timeline(cpu);
+        }
         let list = std::mem::take(&mut self.rqs[cpu.idx()].wake_list);
         for &p in &list {
             self.rqs[cpu.idx()].ttwu_pending -= 1;
@@ -750,7 +757,9 @@ impl Kernel {
     fn schedule_inner(&mut self, cpu: CpuId, reason: SwitchReason, now: u64) -> SwitchResult {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
-        self.prefetch_timeline(cpu);
+        if self.prefetch {
+            self.prefetch_timeline(cpu);
+        }
         let prev = self.rqs[cpu.idx()].curr;
         self.rqs[cpu.idx()].need_resched = false;
         if let Some(pv) = prev {
