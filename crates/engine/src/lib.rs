@@ -647,6 +647,11 @@ impl<'a> Sim<'a> {
             }
             self.now = at;
             self.events += 1;
+            if self.kernel.prefetch {
+                if let Some(next) = self.queue.peek_next() {
+                    self.prefetch_event(next);
+                }
+            }
             if self.events & 0x3fff == 0 && self.stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
                 break; // stopped from outside: the caller discards this result
             }
@@ -656,6 +661,10 @@ impl<'a> Sim<'a> {
                 // cancelled segment end replaced or removed its event).
                 let c = CpuId(slot as u16);
                 if let Some(t) = self.cpus[c.idx()].running {
+                    if self.kernel.prefetch {
+                        // (The CPU's own state was asked for ahead: `prefetch_event`.)
+                        self.prefetch_task(t);
+                    }
                     // The segment is done: a preemption at this op boundary
                     // (do_schedule() -> seg_done()) must not take it again
                     // off the costs the next ops add (a waker's enqueue).
@@ -729,6 +738,9 @@ impl<'a> Sim<'a> {
                     // there (if any) is the waker as far as record_wakee() is concerned.
                     let p = TaskId(task);
                     let cpu = self.kernel.task_cpu(p);
+                    if self.kernel.prefetch {
+                        self.prefetch_cpu(cpu);
+                    }
                     let current = self.cpus[cpu.idx()].running;
                     self.wake(p, cpu, current, WakeFlags::default());
                 }
@@ -760,6 +772,11 @@ impl<'a> Sim<'a> {
                 EvKind::Arrival { cpu } => self.arrival(CpuId(cpu)),
                 EvKind::WakeList { cpu } => {
                     let c = CpuId(cpu);
+                    if self.kernel.prefetch {
+                        for &p in &self.kernel.rqs[c.idx()].wake_list {
+                            self.prefetch_task(p);
+                        }
+                    }
                     // sched_ttwu_pending() takes this CPU's own rq lock.
                     let hold = self.machine.costs.rq_lock_hold_ns;
                     self.rq_lock_wait_ns += self.cost.rq_lock(c, c, self.now, hold).wait;
@@ -857,6 +874,41 @@ impl<'a> Sim<'a> {
         r
     }
 
+    /// Ask the CPU to fetch what an event about task `p` reads of it (the
+    /// kernel's task, the interpreter's state, its cache warmth) at once,
+    /// instead of one line after the other as the handling reaches them.
+    /// A hint only: no effect on any result.
+    #[inline]
+    fn prefetch_task(&self, p: TaskId) {
+        self.kernel.prefetch_task(p);
+        if let (Some(r), Some(m)) = (self.rt.get(p.idx()), self.mem.get(p.idx())) {
+            schedlab_kernel::prefetch::all(r);
+            schedlab_kernel::prefetch::all(m);
+        }
+    }
+
+    /// [`Self::prefetch_task`] for CPU `c`: its runqueue and the engine's state.
+    #[inline]
+    fn prefetch_cpu(&self, c: CpuId) {
+        self.kernel.prefetch_rq(c);
+        if let Some(x) = self.cpus.get(c.idx()) {
+            schedlab_kernel::prefetch::all(x);
+        }
+    }
+
+    /// Ask the CPU to fetch what the handler of `slot`'s event reads first
+    /// (the task of a timer; the CPU of the others), while the current event
+    /// is handled: the state of a large machine's next event is rarely in
+    /// the cache. A hint only: no effect on any result.
+    #[inline]
+    fn prefetch_event(&self, slot: u32) {
+        if slot >= self.nr_cpus_slots {
+            self.prefetch_task(TaskId(slot - self.nr_cpus_slots));
+        } else {
+            self.prefetch_cpu(CpuId((slot % self.nr_cpus) as u16));
+        }
+    }
+
     /// Wake `p` from `this_cpu` (waker = the task running there, if any).
     fn wake(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags) {
         let r = self.kernel.try_to_wake_up(p, this_cpu, waker, wf, self.now, &mut self.fx);
@@ -924,7 +976,16 @@ impl<'a> Sim<'a> {
                 r.remaining = r.remaining.saturating_sub(done);
             }
         }
+        if self.kernel.prefetch {
+            self.cost.prefetch_cpu(c);
+        }
         let res = self.kernel.schedule(c, reason, now, &mut self.fx);
+        if let Some(nx) = res.next.filter(|_| self.kernel.prefetch) {
+            if let (Some(r), Some(m)) = (self.rt.get(nx.idx()), self.mem.get(nx.idx())) {
+                schedlab_kernel::prefetch::all(r);
+                schedlab_kernel::prefetch::all(m);
+            }
+        }
         if self.trace.is_some() {
             self.tr_schedule(c, reason, &res);
         }

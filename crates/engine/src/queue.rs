@@ -185,6 +185,22 @@ impl Tree {
         true
     }
 
+    /// The smallest key of the leaves other than `leaf`: the minima of the
+    /// sibling subtrees along its path (`EMPTY` if none).
+    #[inline]
+    fn min_but(&self, leaf: usize) -> u128 {
+        let mut node = self.cap + leaf;
+        assert!(node < self.nodes.len(), "event queue: tree slot {leaf} out of range");
+        let mut m = EMPTY;
+        while node > 1 {
+            // SAFETY: `node` < 2 * cap (checked above) and only halves; its
+            // sibling differs in the lowest bit only, so it is in range too.
+            m = min_key(unsafe { *self.nodes.get_unchecked(node ^ 1) }, m);
+            node >>= 1;
+        }
+        m
+    }
+
     /// Set leaf `leaf`'s key and replay its matches up to the root.
     #[inline]
     fn set(&mut self, leaf: usize, key: u128) {
@@ -719,6 +735,56 @@ impl EventQueue {
         false
     }
 
+    /// A guess at the slot whose event `pop` returns after the one it
+    /// returned last, for the caller to prefetch that event's state while it
+    /// handles this one: the smallest key but the popped entry's, where the
+    /// part holding the popped entry offers its next key only when that is
+    /// cheap to find (the tree: its path's siblings; a lane: the ring entry
+    /// after the head; the heap: the root's children; the cold tree: none).
+    /// Events the handler schedules meanwhile may come first. Changes nothing.
+    #[inline]
+    pub fn peek_next(&self) -> Option<u32> {
+        let p = self.popped?;
+        let k = if p < self.leaves {
+            min_key(self.tree.min_but(p as usize), self.omin)
+        } else {
+            let mut m = self.tree.min();
+            if p.wrapping_sub(self.cold_lo) >= self.cold_n {
+                m = min_key(self.cold.min(), m);
+            }
+            let pos = self.pos.get(p as usize).copied().unwrap_or(NONE);
+            for lane in &self.lanes {
+                if pos & IN_LANE != 0 && lane.holds(p) {
+                    // The entry after the head (holes skipped, a few at most).
+                    let mut i = lane.head.wrapping_add(1);
+                    for _ in 0..4 {
+                        if i == lane.tail {
+                            break;
+                        }
+                        let key = lane.ring[(i & lane.mask) as usize];
+                        if key != HOLE {
+                            m = min_key(key, m);
+                            break;
+                        }
+                        i = i.wrapping_add(1);
+                    }
+                } else {
+                    m = min_key(lane.head_key, m);
+                }
+            }
+            if pos == 0 {
+                // The heap's root: its successor is among the root's children.
+                for i in 1..=D.min(self.hlen.saturating_sub(1)) {
+                    m = min_key(self.hget(i), m);
+                }
+            } else {
+                m = min_key(self.hfirst(), m);
+            }
+            m
+        };
+        (k != EMPTY).then(|| key_slot(k))
+    }
+
     /// Remove and return the earliest event: (slot, at).
     pub fn pop(&mut self) -> Option<(u32, u64)> {
         if let Some(s) = self.popped.take() {
@@ -765,6 +831,35 @@ mod tests {
             Layout { leaves, cold: (0, 0), lanes: vec![(leaves, slots)] },
         ];
         layouts.iter().map(|l| (format!("{l:?}"), EventQueue::with_layout(slots as usize, l))).collect()
+    }
+
+    // peek_next() names the event the next pop returns when the popped one
+    // left the tournament tree or the heap's root, or a lane whose next entry
+    // is no hole (no cancels here: none is), and guesses nothing for an
+    // empty queue; from the cold tree it may guess wrong (a hint only).
+    #[test]
+    fn peek_next_names_the_next_pop() {
+        for (name, mut q) in [0, 1, 5, 20, 64].into_iter().flat_map(|leaves| queues(64, leaves)) {
+            let mut r = Pcg32::new(7, 3);
+            for slot in 0..64 {
+                if r.below(4) != 0 {
+                    q.schedule(slot, r.below(30) as u64);
+                }
+            }
+            let (mut checked, mut last) = (0, None);
+            while let Some((slot, _)) = q.pop() {
+                if let Some(guess) = last {
+                    assert_eq!(guess, slot, "{name}");
+                    checked += 1;
+                }
+                let cold = slot.wrapping_sub(q.cold_lo) < q.cold_n;
+                last = if cold { None } else { q.peek_next() };
+                if !cold && q.is_empty() {
+                    assert_eq!(last, None, "{name}: nothing after the last event");
+                }
+            }
+            assert!(checked > 0 || q.cold_n == 64, "{name}");
+        }
     }
 
     #[test]

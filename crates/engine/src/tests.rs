@@ -1106,3 +1106,36 @@ fn inline_segment_ends_change_nothing() {
         }
     }
 }
+
+// Prefetch hints change no result: whole runs (trace, switch log, schedstat
+// text) with the hints forced on and off are the same, on small machines
+// (where they are off by default) and on one of 256 CPUs (on by default).
+#[test]
+fn prefetch_hints_change_nothing() {
+    let cases: &[(&str, &str, &str, &str, Option<u64>)] = &[
+        ("laptop-4c8t", "v6.12", "pipe", "loops=2000", None),
+        ("x86-12", "v6.6", "hackbench", "groups=2,loops=30", None),
+        ("x86-12", "v6.12", "soaker", "tasks=48,run_us=100,sleep_us=300", Some(10 * MS)),
+    ];
+    for &(mname, kernel, name, set, duration) in cases {
+        let m = machine(mname);
+        let w = wl(&m, name, set);
+        let cfg = SimConfig { seed: 3, duration_ns: duration, schedstat: true, model: Default::default(), trace: true, switch_log: true };
+        let go = |on: bool| {
+            let mut k = schedlab_kernel::Kernel::new(&m.topology, profile(kernel).unwrap());
+            k.prefetch = on;
+            format!("{:?}", crate::Sim::new(&m, k, &w, &cfg).run(&cfg))
+        };
+        assert!(go(true) == go(false), "{mname} {kernel} {name} {set}: the prefetch hints changed the run");
+    }
+    let m = machine("zen3-2s-nps1");
+    let w = wl(&m, "soaker", "tasks=1024,run_us=100,sleep_us=300");
+    let cfg = SimConfig { seed: 3, duration_ns: Some(MS), schedstat: true, model: Default::default(), trace: false, switch_log: true };
+    let k = schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap());
+    assert!(k.prefetch, "256 CPUs: hints on by default");
+    let on = format!("{:?}", crate::Sim::new(&m, k, &w, &cfg).run(&cfg));
+    let mut k = schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap());
+    k.prefetch = false;
+    let off = format!("{:?}", crate::Sim::new(&m, k, &w, &cfg).run(&cfg));
+    assert!(on == off, "zen3-2s-nps1 soaker: the prefetch hints changed the run");
+}

@@ -182,12 +182,15 @@ pub struct Kernel {
     /// can become one (curr cleared, a task dequeued, a SCHED_IDLE task
     /// enqueued; `schedule()` leaving it idle or SCHED_IDLE-only), cleared when
     /// `schedule()` leaves it running with no SCHED_IDLE task queued and by
-    /// select_idle_cpu()'s walk when it finds the CPU busy. The walk checks
+    /// select_idle_cpu()'s walk when it finds the CPU busy, or idle with a
+    /// wakeup pending that every CPU sees (`sis_visit`). The walk checks
     /// only these CPUs and counts the others by word
     /// operations, so its cost follows the idle CPUs it examines, not the LLC
     /// size (a simulator index: the kernel's walk reads every rq).
     pub(crate) idle_hint: CpuMask,
     nr_cpus: usize,
+    /// Prefetch hints on (a machine of at least `prefetch::MIN_CPUS` CPUs).
+    pub prefetch: bool,
     /// Runqueues locked by balancing during the current entry point, handed
     /// over in its [`Effects`].
     pub(crate) lb_locked: Vec<CpuId>,
@@ -298,6 +301,7 @@ impl Kernel {
             idle_hint: CpuMask::from_cpus(n, (0..n).map(|c| CpuId(c as u16))),
             lb_locked: Vec::new(),
             nr_cpus: n,
+            prefetch: n >= crate::prefetch::MIN_CPUS,
             migration_log: None,
             explain: None,
             numa: None,
@@ -544,6 +548,9 @@ impl Kernel {
     }
 
     fn try_to_wake_up_inner(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
+        if self.prefetch {
+            self.prefetch_ttwu_stat(this_cpu);
+        }
         let t = &self.tasks[p.idx()];
         debug_assert_eq!(t.state, TaskState::Sleeping, "waking a task that is not asleep");
         let prev = t.cpu;
@@ -590,6 +597,9 @@ impl Kernel {
         let cpu = self.select_task_rq(p, prev, this_cpu, waker, wf.union(WakeFlags::TTWU), now);
         let scanned = std::mem::take(&mut self.last_scan);
         let migrated = cpu != prev;
+        if migrated && self.prefetch {
+            self.prefetch_rq(cpu);
+        }
         if migrated {
             // Bring PELT up to date on the old CPU before detaching (migrate_task_rq_fair).
             let se = &mut self.tasks[p.idx()].se;
@@ -697,6 +707,9 @@ impl Kernel {
     fn sched_ttwu_pending_inner(&mut self, cpu: CpuId, now: u64) -> bool {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
+        if self.prefetch {
+            self.prefetch_timeline(cpu);
+        }
         let list = std::mem::take(&mut self.rqs[cpu.idx()].wake_list);
         for &p in &list {
             self.rqs[cpu.idx()].ttwu_pending -= 1;
@@ -744,6 +757,9 @@ impl Kernel {
     fn schedule_inner(&mut self, cpu: CpuId, reason: SwitchReason, now: u64) -> SwitchResult {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
+        if self.prefetch {
+            self.prefetch_timeline(cpu);
+        }
         let prev = self.rqs[cpu.idx()].curr;
         self.rqs[cpu.idx()].need_resched = false;
         if let Some(pv) = prev {
@@ -924,6 +940,50 @@ impl Kernel {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = c;
+    }
+
+    /// Ask the CPU to fetch task `p`'s four cache lines at once (the engine
+    /// calls this when an event names the task, before the kernel reads
+    /// them one after the other). A hint only: no effect on any result.
+    #[inline]
+    pub fn prefetch_task(&self, p: TaskId) {
+        if let Some(t) = self.tasks.get(p.idx()) {
+            crate::prefetch::all(t);
+        }
+    }
+
+    /// Ask the CPU to fetch what an enqueue, a dequeue, a pick, a switch or a
+    /// wakeup touch of `c`'s runqueue: its first five lines (`Rq`'s layout).
+    /// A hint only: no effect on any result. (The root timeline's nodes are
+    /// not asked for: their address is in the runqueue, a load that would
+    /// wait for the line this asks for.)
+    #[inline]
+    pub fn prefetch_rq(&self, c: CpuId) {
+        if let Some(rq) = self.rqs.get(c.idx()) {
+            crate::prefetch::lines(rq, 5);
+        }
+    }
+
+    /// Ask the CPU to fetch the first nodes of `c`'s root timeline, for an
+    /// entry point about to enqueue, dequeue or pick there (the runqueue's
+    /// own lines are asked for by the engine, [`Self::prefetch_rq`], ahead of
+    /// the event). A hint only: no effect on any result.
+    #[inline]
+    fn prefetch_timeline(&self, c: CpuId) {
+        if let Some(rq) = self.rqs.get(c.idx()) {
+            rq.cfs.queue.prefetch();
+        }
+    }
+
+    /// Ask the CPU to fetch the waker CPU's wakeup counters that
+    /// `ttwu_stat()` updates at the end of a wakeup (its runqueue's fifth
+    /// line and its domains' schedstat row). A hint only.
+    #[inline]
+    fn prefetch_ttwu_stat(&self, this_cpu: CpuId) {
+        if let (Some(rq), Some(row)) = (self.rqs.get(this_cpu.idx()), self.sd_stats.get(this_cpu.idx())) {
+            crate::prefetch::range(&rq.ttwu_count as *const u64 as *const u8, 8);
+            crate::prefetch::range(row.as_ptr() as *const u8, std::mem::size_of_val(row));
+        }
     }
 
     /// `idle_cpu()` (kernel/sched/core.c: curr is idle, no queued task, no pending wakeup).

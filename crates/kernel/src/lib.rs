@@ -13,6 +13,7 @@ pub mod explain;
 pub mod fair;
 pub mod features;
 pub mod pelt;
+pub mod prefetch;
 pub mod profile;
 pub mod sched;
 pub mod schedstat;

@@ -289,18 +289,45 @@ pub struct CostModel {
     dist: Vec<Vec<u32>>,
     max_dist: u32,
     c: crate::Costs,
-    /// rq->lock of each CPU is free from this time on, and who held it last.
-    lock_free_at: Vec<u64>,
-    lock_owner: Vec<u16>,
-    /// Start times of each lock's last `LOCK_RING` sections (a waiter is a
-    /// section whose start lies after the present), and the next slot.
-    lock_starts: Vec<[u64; LOCK_RING]>,
-    lock_slot: Vec<u8>,
-    /// Each CPU's own lock sections end at this time: it spins on one lock
-    /// at a time, so a request it makes earlier starts no sooner.
-    lock_cpu_until: Vec<u64>,
+    /// Each CPU's rq->lock (and the CPU's own spinning), one block per CPU.
+    locks: Vec<RqLock>,
     spinlock: SpinlockKind,
     idle_states: Vec<crate::IdleState>,
+}
+
+/// Ask the CPU to fetch every cache line of `*x` (a hint: it reads nothing
+/// architecturally, so it changes no result).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = x as *const T as *const i8;
+        for off in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: a prefetch is a hint to the cache: it cannot fault,
+            // and the address lies inside `*x`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// One CPU's rq->lock as the cost model keeps it: when it is free, who held
+/// it last, the start times of its last `LOCK_RING` sections (a waiter is a
+/// section whose start lies after the present) and the next slot of that
+/// ring, and when the CPU's own sections (waiting included) end: it spins on
+/// one lock at a time, so a request it makes earlier starts no sooner. One
+/// block per CPU, two cache lines (the ring the second), where five arrays
+/// made a lock section touch five lines.
+#[derive(Clone, Debug)]
+#[repr(C, align(64))]
+struct RqLock {
+    free_at: u64,
+    cpu_until: u64,
+    owner: u16,
+    slot: u8,
+    starts: [u64; LOCK_RING],
 }
 
 /// One core's cache state, what a switch-in there reads and writes, in one
@@ -409,11 +436,7 @@ impl CostModel {
             dist,
             max_dist,
             c: m.costs.clone(),
-            lock_free_at: vec![0; t.nr_cpus()],
-            lock_owner: vec![u16::MAX; t.nr_cpus()],
-            lock_starts: vec![[0; LOCK_RING]; t.nr_cpus()],
-            lock_slot: vec![0; t.nr_cpus()],
-            lock_cpu_until: vec![0; t.nr_cpus()],
+            locks: vec![RqLock { free_at: 0, cpu_until: 0, owner: u16::MAX, slot: 0, starts: [0; LOCK_RING] }; t.nr_cpus()],
             spinlock: SpinlockKind::Queued,
             idle_states: m.idle_states.clone(),
         }
@@ -728,10 +751,23 @@ impl CostModel {
         r.max(1)
     }
 
+    /// Ask the CPU to fetch what a switch on `cpu` reads of the model (its
+    /// core's cache state, its rq-lock) at once, ahead of the reads. A hint
+    /// only: no effect on any result.
+    #[inline]
+    pub fn prefetch_cpu(&self, cpu: CpuId) {
+        if let (Some(l), Some(&core)) = (self.locks.get(cpu.idx()), self.core_of.get(cpu.idx())) {
+            prefetch(l);
+            if let Some(c) = self.cores.get(core as usize) {
+                prefetch(c);
+            }
+        }
+    }
+
     /// When `cpu`'s last rq-lock section (waiting included) ends: an idle
     /// CPU that balanced is spinning or holding until then.
     pub fn lock_busy_until(&self, cpu: CpuId) -> u64 {
-        self.lock_cpu_until[cpu.idx()]
+        self.locks[cpu.idx()].cpu_until
     }
 
     /// The kernel's spinlock implementation (the engine sets it from the
@@ -757,10 +793,10 @@ impl CostModel {
     // FIDELITY(F-440): spinners counted at request time, at most LOCK_RING - 1; the data lines of the section are not transferred separately.
     pub fn rq_lock(&mut self, cpu: CpuId, who: CpuId, now: u64, section: u64) -> LockSection {
         let i = cpu.idx();
-        let last = self.lock_owner[i];
+        let last = self.locks[i].owner;
         let from = if last == u16::MAX { cpu } else { CpuId(last) };
         let mut transfer = self.c2c_ns(from, who);
-        self.lock_owner[i] = who.0;
+        self.locks[i].owner = who.0;
         if !self.sw.on(Component::LOCKS) {
             return LockSection { wait: 0, hold: section + transfer };
         }
@@ -768,20 +804,21 @@ impl CostModel {
         // time the engine does not charge) cannot start spinning for this
         // one before it ends: without this an idle CPU could queue sections
         // faster than any lock serves them.
-        let wait = if last == who.0 { 0 } else { now.max(self.lock_cpu_until[who.idx()]).max(self.lock_free_at[i]) - now };
+        let wait = if last == who.0 { 0 } else { now.max(self.locks[who.idx()].cpu_until).max(self.locks[i].free_at) - now };
+        let l = &mut self.locks[i];
         if wait > 0 && self.spinlock == SpinlockKind::Ticket {
             // CPUs queued ahead of this one that have not got the lock yet:
             // they spin beside it until the hand-over it waits for.
-            let others = self.lock_starts[i].iter().filter(|&&s| s > now).count() as u64;
+            let others = l.starts.iter().filter(|&&s| s > now).count() as u64;
             transfer += transfer * others / 2;
         }
         let start = now + wait;
         let hold = section + transfer;
-        self.lock_free_at[i] = start + hold;
-        self.lock_cpu_until[who.idx()] = start + hold;
-        let slot = self.lock_slot[i] as usize;
-        self.lock_starts[i][slot] = start;
-        self.lock_slot[i] = ((slot + 1) % LOCK_RING) as u8;
+        l.free_at = start + hold;
+        let slot = l.slot as usize;
+        l.starts[slot] = start;
+        l.slot = ((slot + 1) % LOCK_RING) as u8;
+        self.locks[who.idx()].cpu_until = start + hold;
         LockSection { wait, hold }
     }
 
