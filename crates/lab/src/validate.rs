@@ -1157,6 +1157,21 @@ mod tests {
         for c in cases.iter().filter(|c| c.name.starts_with("seed000-")) {
             assert_eq!(c.machine, "machines/x86-12-c1.toml", "{}", c.name);
         }
+
+        // The other reading of seed 000's box (docs/CALIBRATION.md "Session 19"):
+        // x86-12-c1 with one package of 6 cores x 2 threads, nothing else.
+        let smt = schedlab_machine::load(&dir.join("../examples/machines/x86-12-smt-c1.toml").display().to_string()).unwrap();
+        let c1 = m.to_toml();
+        let expected = c1
+            .replace("name = \"x86-12-c1\"", "name = \"x86-12-smt-c1\"")
+            .replace("packages = 2", "packages = 1")
+            .replace("threads_per_core = 1", "threads_per_core = 2")
+            .replace("  [10, 20],\n  [20, 10],\n", "  [10],\n");
+        let body =
+            |t: &str| t.lines().filter(|l| !l.starts_with("description =") && !l.starts_with("source =")).collect::<Vec<_>>().join("\n");
+        assert_ne!(expected, c1, "the replacements apply");
+        assert_eq!(body(&smt.to_toml()), body(&expected));
+        assert!(smt.source.contains("variant (b)") && smt.description.contains("SMT2"), "{}", smt.description);
     }
 
     const GOOD: &str = r#"
