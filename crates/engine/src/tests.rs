@@ -1070,7 +1070,7 @@ fn select_scans_once_per_call_and_serves_every_ready_connection() {
 /// default model), sockets, pipes, LWLocks (pgbench) and epoll (memcached).
 #[test]
 fn inline_segment_ends_change_nothing() {
-    let cases: &[(&str, &str, &str, &str, Option<u64>)] = &[
+    let cases: &[TracedCase] = &[
         ("laptop-4c8t", "v6.12", "pipe", "loops=3000", None),
         ("laptop-4c8t", "v5.13", "context_switch1", "pairs=2", Some(20 * MS)),
         ("x86-12", "v6.6", "hackbench", "groups=2,loops=40", None),
@@ -1078,14 +1078,11 @@ fn inline_segment_ends_change_nothing() {
         ("x86-12", "v5.13", "pgbench", "", Some(10 * MS)),
         ("x86-12", "v6.12", "memcached", "threads=2,client_threads=2,connections=4", Some(10 * MS)),
     ];
-    for &(mname, kernel, name, set, duration) in cases {
-        let m = machine(mname);
-        let w = wl(&m, name, set);
-        let cfg = SimConfig { seed: 5, duration_ns: duration, schedstat: true, model: Default::default(), trace: true, switch_log: true };
+    for_each_traced_case(cases, 5, |&(mname, kernel, name, set, _), m, w, cfg| {
         let go = |inline: bool| {
-            let mut sim = crate::Sim::new(&m, schedlab_kernel::Kernel::new(&m.topology, profile(kernel).unwrap()), &w, &cfg);
+            let mut sim = crate::Sim::new(m, schedlab_kernel::Kernel::new(&m.topology, profile(kernel).unwrap()), w, cfg);
             sim.inline_seg_ends = inline;
-            let r = sim.run(&cfg);
+            let r = sim.run(cfg);
             (r, sim.inline_hits)
         };
         let ((a, hits), (b, none)) = (go(true), go(false));
@@ -1104,6 +1101,20 @@ fn inline_segment_ends_change_nothing() {
                 at(&db)
             );
         }
+    });
+}
+
+/// A case of a whole-run comparison: machine, kernel, workload, its parameters, duration.
+type TracedCase<'a> = (&'a str, &'a str, &'a str, &'a str, Option<u64>);
+
+/// Each case's machine and workload, with a config that records everything a
+/// run can output (trace, switch log, schedstat text).
+fn for_each_traced_case(cases: &[TracedCase], seed: u64, mut f: impl FnMut(&TracedCase, &Machine, &Workload, &SimConfig)) {
+    for c in cases {
+        let m = machine(c.0);
+        let w = wl(&m, c.2, c.3);
+        let cfg = SimConfig { seed, duration_ns: c.4, schedstat: true, model: Default::default(), trace: true, switch_log: true };
+        f(c, &m, &w, &cfg);
     }
 }
 
@@ -1112,22 +1123,19 @@ fn inline_segment_ends_change_nothing() {
 // (where they are off by default) and on one of 256 CPUs (on by default).
 #[test]
 fn prefetch_hints_change_nothing() {
-    let cases: &[(&str, &str, &str, &str, Option<u64>)] = &[
+    let cases: &[TracedCase] = &[
         ("laptop-4c8t", "v6.12", "pipe", "loops=2000", None),
         ("x86-12", "v6.6", "hackbench", "groups=2,loops=30", None),
         ("x86-12", "v6.12", "soaker", "tasks=48,run_us=100,sleep_us=300", Some(10 * MS)),
     ];
-    for &(mname, kernel, name, set, duration) in cases {
-        let m = machine(mname);
-        let w = wl(&m, name, set);
-        let cfg = SimConfig { seed: 3, duration_ns: duration, schedstat: true, model: Default::default(), trace: true, switch_log: true };
+    for_each_traced_case(cases, 3, |&(mname, kernel, name, set, _), m, w, cfg| {
         let go = |on: bool| {
             let mut k = schedlab_kernel::Kernel::new(&m.topology, profile(kernel).unwrap());
             k.prefetch = on;
-            format!("{:?}", crate::Sim::new(&m, k, &w, &cfg).run(&cfg))
+            format!("{:?}", crate::Sim::new(m, k, w, cfg).run(cfg))
         };
         assert!(go(true) == go(false), "{mname} {kernel} {name} {set}: the prefetch hints changed the run");
-    }
+    });
     let m = machine("zen3-2s-nps1");
     let w = wl(&m, "soaker", "tasks=1024,run_us=100,sleep_us=300");
     let cfg = SimConfig { seed: 3, duration_ns: Some(MS), schedstat: true, model: Default::default(), trace: false, switch_log: true };
