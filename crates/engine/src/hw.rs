@@ -35,11 +35,19 @@ impl Sim<'_> {
     /// [`Self::wake_latency`], and whether an IPI was sent (the sender pays
     /// `ipi_send_ns` for it, see `after_wake`).
     pub(crate) fn wake_latency_ipi(&mut self, target: CpuId, ipi: bool) -> (u64, bool) {
+        let idle = self.cpus[target.idx()].running.is_none();
         if !self.cost.sw.on(Component::WAKELAT) {
+            // No IPI or idle-exit time, but an idle CPU spinning for or
+            // holding an rq lock (a LOCKS fact) still runs nothing before
+            // that section ends.
+            if idle {
+                let lat = self.cost.lock_busy_until(target).saturating_sub(self.now);
+                self.cpus[target.idx()].exit_lat = lat;
+                return (lat, false);
+            }
             return (0, false);
         }
         let mut lat = 0;
-        let idle = self.cpus[target.idx()].running.is_none();
         let exit = if idle { self.idle_exit_latency(target) } else { 0 };
         let polling = idle && exit == 0;
         let sent = ipi && !polling;

@@ -328,6 +328,8 @@ struct RqLock {
     owner: u16,
     slot: u8,
     starts: [u64; LOCK_RING],
+    /// The CPU that requested each of `starts`' sections.
+    by: [u16; LOCK_RING],
 }
 
 /// One core's cache state, what a switch-in there reads and writes, in one
@@ -436,7 +438,10 @@ impl CostModel {
             dist,
             max_dist,
             c: m.costs.clone(),
-            locks: vec![RqLock { free_at: 0, cpu_until: 0, owner: u16::MAX, slot: 0, starts: [0; LOCK_RING] }; t.nr_cpus()],
+            locks: vec![
+                RqLock { free_at: 0, cpu_until: 0, owner: u16::MAX, slot: 0, starts: [0; LOCK_RING], by: [u16::MAX; LOCK_RING] };
+                t.nr_cpus()
+            ],
             spinlock: SpinlockKind::Queued,
             idle_states: m.idle_states.clone(),
         }
@@ -809,7 +814,8 @@ impl CostModel {
         if wait > 0 && self.spinlock == SpinlockKind::Ticket {
             // CPUs queued ahead of this one that have not got the lock yet:
             // they spin beside it until the hand-over it waits for.
-            let others = l.starts.iter().filter(|&&s| s > now).count() as u64;
+            // Its own earlier section, if still queued, is not a spinner.
+            let others = l.starts.iter().zip(&l.by).filter(|&(&s, &c)| s > now && c != who.0).count() as u64;
             transfer += transfer * others / 2;
         }
         let start = now + wait;
@@ -817,6 +823,7 @@ impl CostModel {
         l.free_at = start + hold;
         let slot = l.slot as usize;
         l.starts[slot] = start;
+        l.by[slot] = who.0;
         l.slot = ((slot + 1) % LOCK_RING) as u8;
         self.locks[who.idx()].cpu_until = start + hold;
         LockSection { wait, hold }
@@ -1224,6 +1231,26 @@ mod tests {
         assert_eq!(ticket[3], 300 + t[3] + t[3]);
         assert_eq!(SpinlockKind::for_version((3, 10)), SpinlockKind::Ticket);
         assert_eq!(SpinlockKind::for_version((4, 2)), SpinlockKind::Queued);
+    }
+
+    // A CPU that requests a lock again while its earlier request still
+    // waits does not spin beside itself: only other CPUs' queued sections
+    // slow a ticket hand-over.
+    #[test]
+    fn ticket_spinners_exclude_the_requester_itself() {
+        let mut cm = model("spr-112");
+        cm.set_spinlock(SpinlockKind::Ticket);
+        let lock = CpuId(0);
+        cm.rq_lock(lock, CpuId(1), 1000, 300); // holds
+        cm.rq_lock(lock, CpuId(2), 1000, 300); // spins
+        cm.rq_lock(lock, CpuId(1), 1000, 300); // CPU 1 again: spins behind 2
+        cm.rq_lock(lock, CpuId(3), 1000, 300); // spins behind 2 and 1
+                                               // CPU 1's third request: ahead of it spin CPU 2, CPU 3 and its own
+                                               // second request; two of them are other CPUs.
+        let t = cm.c2c_ns(CpuId(3), CpuId(1));
+        let third = cm.rq_lock(lock, CpuId(1), 1000, 300);
+        assert!(third.wait > 0);
+        assert_eq!(third.hold, 300 + t + t * 2 / 2);
     }
 
     #[test]
