@@ -934,6 +934,10 @@ impl<'a> Sim<'a> {
                 let l = self.cost.rq_lock(r.cpu, this_cpu, self.now, self.machine.costs.rq_lock_hold_ns);
                 self.rq_lock_wait_ns += l.wait;
                 extra += l.wait + l.hold;
+                // The enqueue onto an idle CPU is seen once the section ends.
+                if r.cpu != this_cpu {
+                    self.kernel.enq_visible_no_sooner(r.cpu, this_cpu, self.now + l.wait + l.hold);
+                }
             }
         }
         // ...and for sending the IPI the wakeup needs (wake-list or reschedule;

@@ -241,6 +241,10 @@ impl Kernel {
                 ttwu_pending_owner: CpuId(0),
                 cpu_load: [0; 5],
                 last_load_update_tick: 0,
+                enq_visible_at: 0,
+                enq_unseen: 0,
+                enq_owner: CpuId(0),
+                enq_last: CpuId(0),
             })
             .collect();
         let sd_stats = PerCpuLevels::new(sd.per_cpu.iter().map(|l| l.len()), SdStats::default());
@@ -624,6 +628,9 @@ impl Kernel {
             self.xw_finish(cpu, true);
             return WakeResult { cpu, migrated, resched: false, queued: true, ipi, scanned };
         }
+        if cpu != this_cpu && self.ttwu_pending_window_ns > 0 {
+            self.enq_unseen_note(cpu, this_cpu, now);
+        }
         self.ttwu_do_activate(cpu, p, migrated, now);
         self.xw_finish(cpu, false);
         WakeResult { cpu, migrated, resched: self.rqs[cpu.idx()].need_resched, queued: false, ipi: false, scanned }
@@ -990,7 +997,52 @@ impl Kernel {
     #[inline]
     pub fn idle_cpu(&self, c: CpuId) -> bool {
         let rq = &self.rqs[c.idx()];
-        rq.curr.is_none() && rq.nr_running() == 0 && !self.ttwu_pending_seen(rq)
+        rq.curr.is_none() && (rq.nr_running() == 0 || self.enq_unseen(rq)) && !self.ttwu_pending_seen(rq)
+    }
+
+    /// Whether every task queued on idle `rq` was enqueued there by a remote
+    /// waker whose store the current CPU cannot see yet.
+    #[inline]
+    pub(crate) fn enq_unseen(&self, rq: &Rq) -> bool {
+        // FIDELITY(F-004): a remote enqueue onto an idle CPU becomes visible
+        // to other CPUs a window after the waker's idle check (its store and
+        // the rq lock's line): wakers inside it take the same idle CPU.
+        rq.enq_unseen > 0
+            && rq.nr_running() == rq.enq_unseen
+            && self.cur_now < rq.enq_visible_at
+            && self.cur_this_cpu != rq.enq_owner
+            && self.cur_this_cpu != rq.enq_last
+    }
+
+    /// A remote waker `this_cpu` enqueues onto `cpu` (ttwu_do_activate() under
+    /// its rq lock) at `now`: if `cpu` was empty, the enqueue reaches other
+    /// CPUs a window later; a second waker that still saw it idle adds to
+    /// the unseen tasks without moving the first store's visibility.
+    fn enq_unseen_note(&mut self, cpu: CpuId, this_cpu: CpuId, now: u64) {
+        let seen_idle = self.idle_cpu(cpu);
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.curr.is_some() {
+            return;
+        }
+        if rq.nr_running() == 0 {
+            rq.enq_unseen = 1;
+            rq.enq_visible_at = now + self.ttwu_pending_window_ns;
+            rq.enq_owner = this_cpu;
+            rq.enq_last = this_cpu;
+        } else if seen_idle {
+            rq.enq_unseen += 1;
+            rq.enq_last = this_cpu;
+        }
+    }
+
+    /// The engine's rq-lock model says the waker on `this_cpu` that enqueued
+    /// onto `cpu` at the start of the present wakeup holds the lock until
+    /// `until`: its enqueue is seen no earlier (F-004).
+    pub fn enq_visible_no_sooner(&mut self, cpu: CpuId, this_cpu: CpuId, until: u64) {
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.enq_unseen > 0 && rq.enq_owner == this_cpu && rq.enq_visible_at > self.cur_now {
+            rq.enq_visible_at = rq.enq_visible_at.max(until);
+        }
     }
 
     /// `rq->ttwu_pending` as the current CPU sees it now.

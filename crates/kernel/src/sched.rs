@@ -381,6 +381,16 @@ pub struct Rq {
     pub cpu_load: [u64; 5],
     /// `rq->last_load_update_tick` (jiffies).
     pub last_load_update_tick: u64,
+    /// A remote waker's enqueue onto this idle runqueue (ttwu_do_activate()
+    /// under its lock, not the wake list) reaches other CPUs only at
+    /// `enq_visible_at`; until then the `enq_unseen` tasks enqueued since
+    /// it was empty do not make it look busy to CPUs other than `enq_owner`,
+    /// the waker whose store came first, and `enq_last`, the latest (each
+    /// sees its own store; F-004).
+    pub enq_visible_at: u64,
+    pub enq_unseen: u32,
+    pub enq_owner: CpuId,
+    pub enq_last: CpuId,
 }
 
 /// No task: the end of a [`CfsTasks`] list.

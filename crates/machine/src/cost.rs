@@ -26,7 +26,8 @@ pub const DEFAULT_L1_HOT: u64 = 11 * 1024;
 /// Tasks an L1's recency stack remembers; older ones are cold there.
 const L1_STACK: usize = 16;
 /// Window between a waker's idle check in select_task_rq() and its
-/// ttwu_pending store becoming visible to other CPUs: about half of the
+/// ttwu_pending store (wake list), or its enqueue under the target's rq lock
+/// (direct path, at least the lock section), becoming visible to other CPUs: about half of the
 /// waker-side cost of a remote wakeup (machine-calibration §3, L6: 0.42 us for
 /// futex_wake incl. ttwu) [D, L].
 pub const TTWU_WINDOW_NS: u64 = 200;

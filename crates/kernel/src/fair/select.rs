@@ -984,8 +984,10 @@ impl Kernel {
         // the hint again. On a large machine most stale candidates are these
         // (82.8 % of sleepwake-flat1024's wakeups go through a wake list).
         let pending_for_all = rq.ttwu_pending > 0 && self.cur_now >= rq.ttwu_pending_visible_at;
-        let maybe_idle =
-            (rq.curr.is_none() && rq.nr_running() == 0 && !pending_for_all) || (rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle);
+        // Remote enqueues that some CPU cannot see yet leave it idle to that CPU.
+        let unseen_by_some = rq.enq_unseen > 0 && rq.nr_running() == rq.enq_unseen && self.cur_now < rq.enq_visible_at;
+        let maybe_idle = (rq.curr.is_none() && (rq.nr_running() == 0 || unseen_by_some) && !pending_for_all)
+            || (rq.nr_running() > 0 && rq.nr_running() == rq.cfs.h_nr_idle);
         if !maybe_idle {
             self.idle_hint.clear(c); // busy: set again when it may become idle
         }
@@ -2012,6 +2014,45 @@ mod placement_tests {
                 steps += 1;
             }
             assert!(walks_cleared > 100, "{kernel}: the walks cleared only {walks_cleared} hints: the test does not reach the clearing");
+        }
+    }
+
+    // F-004, the direct path (v5.13: a same-LLC wakeup enqueues under the
+    // target's rq lock, no wake list): a second waker inside the window after
+    // the first one's enqueue onto an idle CPU still sees that CPU idle and
+    // stacks its wakee there (without the window it takes the other idle
+    // CPU); the first waker sees its own store, and after the window nobody
+    // sees the CPU idle.
+    #[test]
+    fn remote_enqueue_onto_an_idle_cpu_is_seen_a_window_later() {
+        use crate::core::WakeFlags;
+        for (window, stacked) in [(200u64, true), (0, false)] {
+            let mut k = Kernel::new(&flat_llc(8), profile("v5.13").unwrap());
+            k.ttwu_pending_window_ns = window;
+            let mut fx = crate::core::Effects::default();
+            for c in [0u16, 1, 2, 3, 4, 7] {
+                occupy(&mut k, c);
+            }
+            let wake = |k: &mut Kernel, waker_cpu: u16, now: u64, fx: &mut crate::core::Effects| {
+                let p = sleeper_on(k, 5);
+                let waker = k.rqs[waker_cpu as usize].curr;
+                k.try_to_wake_up(p, CpuId(waker_cpu), waker, WakeFlags::TTWU, now, fx)
+            };
+            let a = wake(&mut k, 0, 10_000, &mut fx);
+            assert_eq!((a.cpu, a.queued), (CpuId(5), false), "window {window}: the idle prev CPU, enqueued directly");
+            assert_eq!(k.rqs[5].nr_running(), 1);
+            let b = wake(&mut k, 1, 10_100, &mut fx);
+            let want = if stacked { CpuId(5) } else { CpuId(6) };
+            assert_eq!(b.cpu, want, "window {window}: the second waker, 100 ns later");
+            // The first waker sees its own enqueue at once.
+            k.cur_now = 10_100;
+            k.cur_this_cpu = CpuId(0);
+            assert!(!k.idle_cpu(CpuId(5)));
+            // A third CPU sees it idle inside the window, busy after it.
+            k.cur_this_cpu = CpuId(2);
+            assert_eq!(k.idle_cpu(CpuId(5)), stacked, "window {window}: CPU 2 at 10.1 us");
+            k.cur_now = 10_000 + window.max(1);
+            assert!(!k.idle_cpu(CpuId(5)), "window {window}: CPU 2 once the window has passed");
         }
     }
 }
