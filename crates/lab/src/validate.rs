@@ -1174,6 +1174,29 @@ mod tests {
         assert!(smt.source.contains("variant (b)") && smt.description.contains("SMT2"), "{}", smt.description);
     }
 
+    /// scripts/pgbench-fit carries its own copy of seed 000's base column
+    /// (the only column it may fit to): it must be the case file's, point for
+    /// point, so that a corrected figure reaches the fit too.
+    #[test]
+    fn pgbench_fit_base_column_is_the_case_files() {
+        let dir = cases_dir(None);
+        let script = std::fs::read_to_string(dir.join("../scripts/pgbench-fit")).expect("scripts/pgbench-fit");
+        let cases = load_dir(&dir).unwrap();
+        for (size, name) in [(22, "seed000-pgbench-22mb"), (7484, "seed000-pgbench-7484mb"), (15360, "seed000-pgbench-15gb")] {
+            let c = cases.iter().find(|c| c.name == name).expect(name);
+            assert_eq!(c.points, ["1", "2", "4", "8", "12", "16", "24", "32"], "{name}: the script's CLIENTS");
+            let side = c.sides.iter().position(|s| s.name == "base").expect("a base side");
+            let published = c.published[side].as_ref().expect("a published base column");
+            let line = script
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("{size}: [")))
+                .unwrap_or_else(|| panic!("scripts/pgbench-fit: no base line for {size}"));
+            let inner = line.split_once('[').unwrap().1.split_once(']').unwrap().0;
+            let theirs: Vec<f64> = inner.split(',').map(|v| v.trim().parse().unwrap()).collect();
+            assert_eq!(&theirs, published, "{name}: scripts/pgbench-fit's BASE[{size}]");
+        }
+    }
+
     const GOOD: &str = r#"
 [source]
 title = "t"
