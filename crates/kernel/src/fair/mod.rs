@@ -218,6 +218,7 @@ impl Kernel {
     }
 
     /// `entity_eligible()`
+    #[inline]
     pub fn entity_eligible(&self, q: impl Into<CfsId>, e: impl Into<Ent>) -> bool {
         self.vruntime_eligible(q.into(), self.se(e.into()).vruntime)
     }
@@ -332,10 +333,15 @@ impl Kernel {
     // ---------------------------------------------------------------- accounting
 
     /// `update_curr()` of one cfs_rq (kernel/sched/fair.c).
+    #[inline]
     pub(crate) fn update_curr(&mut self, q: CfsId, now: u64) {
-        let Some(c) = self.cfs(q).curr else {
-            return;
-        };
+        // No curr (an idle CPU's enqueue, wakeup check): no call.
+        if let Some(c) = self.cfs(q).curr {
+            self.update_curr_of(q, c, now);
+        }
+    }
+
+    fn update_curr_of(&mut self, q: CfsId, c: Ent, now: u64) {
         let se = self.se_mut(c);
         let delta = now.saturating_sub(se.exec_start);
         if delta == 0 {
