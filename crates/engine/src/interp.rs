@@ -125,7 +125,11 @@ impl Sim<'_> {
                     if stage == 0 {
                         let j = self.jitter(cost);
                         self.start_cost(t, j);
-                        continue;
+                        if j > 0 {
+                            continue;
+                        }
+                        // No cost to run first (a `cost=0` write): the next
+                        // turn of the loop would find nothing but stage 1.
                     }
                     let (chan, tag) = match op {
                         Op::WriteTag { tag, .. } => (chan, tag),

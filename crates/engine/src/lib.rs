@@ -599,6 +599,8 @@ impl<'a> Sim<'a> {
             (slot_kind::TICK, n * slot_kind::TICK)
         } else if slot < n * (slot_kind::RESCHED + 1) {
             (slot_kind::RESCHED, n * slot_kind::RESCHED)
+        } else if slot < n * (slot_kind::WAKE_LIST + 1) {
+            (slot_kind::WAKE_LIST, n * slot_kind::WAKE_LIST)
         } else {
             let k = slot / n;
             (k, n * k)
@@ -905,7 +907,17 @@ impl<'a> Sim<'a> {
         if slot >= self.nr_cpus_slots {
             self.prefetch_task(TaskId(slot - self.nr_cpus_slots));
         } else {
-            self.prefetch_cpu(CpuId((slot % self.nr_cpus) as u16));
+            // The slot's CPU: `slot % nr_cpus`, without the division for
+            // the kinds that come next most often (segment ends, ticks).
+            let n = self.nr_cpus;
+            let cpu = if slot < n {
+                slot
+            } else if slot < 2 * n {
+                slot - n
+            } else {
+                slot % n
+            };
+            self.prefetch_cpu(CpuId(cpu as u16));
         }
     }
 

@@ -170,6 +170,8 @@ pub struct Kernel {
     /// (enqueue, dequeue, leftmost, pick, detach): a structural cost measure
     /// whose growth with the queue length tests that these stay logarithmic.
     pub rq_steps: std::cell::Cell<u64>,
+    /// The last `jiffies()` answer: (the jiffy's start, tick length, jiffies).
+    jiffy_at: std::cell::Cell<(u64, u64, u64)>,
     /// schedstat alb_pushed, summed.
     pub alb_pushed: u64,
     /// Time between a waker's idle check in select_task_rq() and its
@@ -191,6 +193,9 @@ pub struct Kernel {
     nr_cpus: usize,
     /// Prefetch hints on (a machine of at least `prefetch::MIN_CPUS` CPUs).
     pub prefetch: bool,
+    /// `profile.delayed_accounting()`, asked at every PELT update: kept
+    /// here so that it is one load (the profile does not change in a run).
+    pub(crate) delayed_acct: bool,
     /// Runqueues locked by balancing during the current entry point, handed
     /// over in its [`Effects`].
     pub(crate) lb_locked: Vec<CpuId>,
@@ -215,6 +220,7 @@ pub struct Kernel {
 impl Kernel {
     pub fn new(topo: &CpuTopology, profile: KernelProfile) -> Kernel {
         let n = topo.nr_cpus();
+        let delayed_acct = profile.delayed_accounting();
         let tun = EffectiveTunables::new(&profile, n);
         let sd = SchedDomains::build(topo, &profile);
         let rqs: Vec<Rq> = (0..n)
@@ -299,6 +305,7 @@ impl Kernel {
             nohz_next_balance: 0,
             mru_seq: 0,
             rq_steps: std::cell::Cell::new(0),
+            jiffy_at: std::cell::Cell::new((0, 0, 0)),
             alb_pushed: 0,
             ttwu_pending_window_ns: 0,
             sis_scratch: Some(Box::new(crate::fair::select::SisScratch::new(n))),
@@ -306,6 +313,7 @@ impl Kernel {
             lb_locked: Vec::new(),
             nr_cpus: n,
             prefetch: n >= crate::prefetch::MIN_CPUS,
+            delayed_acct,
             migration_log: None,
             explain: None,
             numa: None,
@@ -315,6 +323,21 @@ impl Kernel {
         k.lb_index = crate::fair::lb_index::LbIndex::new(&k.sd);
         k.rqs.set_tracking(k.lb_index.used());
         k
+    }
+
+    /// `jiffies` at `now`: `now / tick_ns`, without the division while
+    /// `now` is in the jiffy of the last answer (wakeups ask several times
+    /// per jiffy). Exact: the cached jiffy is used only inside its bounds.
+    #[inline]
+    pub(crate) fn jiffies(&self, now: u64) -> u64 {
+        let tick = self.tun.tick_ns;
+        let (start, t, j) = self.jiffy_at.get();
+        if t == tick && now >= start && now - start < tick {
+            return j;
+        }
+        let j = now / tick;
+        self.jiffy_at.set((j * tick, tick, j));
+        j
     }
 
     pub fn nr_cpus(&self) -> usize {
@@ -663,7 +686,7 @@ impl Kernel {
     fn update_avg_idle(&mut self, cpu: CpuId, now: u64) {
         let old_form = self.profile.version < (3, 13);
         let migration_cost = self.tun.migration_cost_ns;
-        let jiffies = now / self.tun.tick_ns;
+        let jiffies = self.jiffies(now);
         let rq = &mut self.rqs[cpu.idx()];
         if rq.idle_stamp == 0 {
             return;

@@ -64,17 +64,40 @@ impl SchedAvg {
     /// cfs_rq), `avg_weight` is the factor of `___update_load_avg` (the task's
     /// weight, 1 for a cfs_rq), `runnable` the number of runnable entities and
     /// `running` whether it ran. Returns true when a period boundary was crossed.
-    #[inline]
+    #[inline(always)]
     pub fn update(&mut self, now: u64, load: u64, avg_weight: u64, runnable: u64, running: bool) -> bool {
         if now < self.last_update_time {
             // FIDELITY: the kernel's rq clock never goes backwards; ours cannot either.
             self.last_update_time = now;
             return false;
         }
-        let mut delta = (now - self.last_update_time) >> 10;
+        let delta = (now - self.last_update_time) >> 10;
         if delta == 0 {
             return false;
         }
+        let within = delta + self.period_contrib as u64;
+        if within >= 1024 {
+            return self.update_periods(delta, load, avg_weight, runnable, running);
+        }
+        // Inside the current 1024 us period (most updates, a few us apart):
+        // what the general form below does when no period ends, inline.
+        self.last_update_time += delta << 10;
+        self.period_contrib = within as u32;
+        if load > 0 {
+            self.load_sum += load * delta;
+        }
+        if runnable > 0 {
+            self.runnable_sum += (runnable * delta) << 10;
+        }
+        if running {
+            self.util_sum += delta << 10;
+        }
+        false
+    }
+
+    /// [`Self::update`] across at least one period boundary (`delta` > 0 us).
+    #[inline(never)]
+    fn update_periods(&mut self, mut delta: u64, load: u64, avg_weight: u64, runnable: u64, running: bool) -> bool {
         self.last_update_time += delta << 10;
         // accumulate_sum()
         let mut contrib = delta;
@@ -149,6 +172,45 @@ fn narrow(u: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The inline form (no period boundary crossed) leaves the averages
+    // exactly as the general form does, over random update sequences.
+    #[test]
+    fn inline_update_matches_the_general_form() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x >> 17
+        };
+        let (mut a, mut b) = (SchedAvg::default(), SchedAvg::default());
+        let mut now = 0u64;
+        let mut inline = 0;
+        for _ in 0..200_000 {
+            // Mostly a few us apart, sometimes past a period or several.
+            let r = next();
+            now += match r % 16 {
+                0 => r % 5_000_000,
+                1 => 0,
+                2 => r % 1024,
+                _ => r % 40_000,
+            };
+            let (load, w, runnable, running) = (next() % 3 * 1024, 1 + next() % 2048, next() % 3, next() % 2 == 1);
+            let got = a.update(now, load, w, runnable, running);
+            // The general form alone (what `update` was before its inline path).
+            let want = if now < b.last_update_time {
+                b.last_update_time = now;
+                false
+            } else {
+                let delta = (now - b.last_update_time) >> 10;
+                delta > 0 && {
+                    inline += (delta + b.period_contrib as u64 >= 1024) as u32 ^ 1;
+                    b.update_periods(delta, load, w, runnable, running)
+                }
+            };
+            assert_eq!((got, a), (want, b), "at {now}");
+        }
+        assert!(inline > 100_000, "the inline form was taken {inline} times");
+    }
 
     #[test]
     fn table_is_y_to_the_n() {

@@ -432,6 +432,11 @@ impl CfsTasks {
             Some(p)
         })
     }
+    /// Whether `p` is the last task of the list.
+    #[inline]
+    pub(crate) fn is_tail(&self, p: TaskId) -> bool {
+        self.tail == p.0
+    }
     /// Append `p` (not listed) at the tail.
     pub(crate) fn push_tail(&mut self, tasks: &mut [Task], p: TaskId) {
         tasks[p.idx()].cfs_link = (self.tail, NO_TASK);

@@ -520,6 +520,11 @@ impl CostModel {
         if foreign >= cap || cap == 0 {
             return 0;
         }
+        if foreign == 0 {
+            // warm * cap / cap: no division (a task switched back in with
+            // nothing else run on the cache since, as in a ping-pong).
+            return warm;
+        }
         match warm.checked_mul(cap - foreign) {
             Some(x) => x / cap,
             None => (warm as u128 * (cap - foreign) as u128 / cap as u128) as u64,
@@ -565,9 +570,17 @@ impl CostModel {
     /// machine's host), that much foreign data entered its L2 and its LLC, so
     /// the next switch-in finds less of its task warm (`surviving()`).
     // FIDELITY(F-450): host traffic as a constant rate into both levels, whatever the host runs.
+    #[inline]
     pub fn halted(&mut self, cpu: CpuId, idle_ns: u64) {
+        // Bare metal (no host traffic, every preset but the guests'): no call.
+        if self.c.halt_evict_mbps != 0 {
+            self.halted_evict(cpu, idle_ns);
+        }
+    }
+
+    fn halted_evict(&mut self, cpu: CpuId, idle_ns: u64) {
         let rate = self.c.halt_evict_mbps;
-        if rate == 0 || !self.sw.on(Component::CACHE) {
+        if !self.sw.on(Component::CACHE) {
             return;
         }
         let bytes = idle_ns.saturating_mul(rate) / 1000;
@@ -666,7 +679,8 @@ impl CostModel {
         };
         let llc_lines = from_llc.div_ceil(LINE);
         let dram_lines = from_dram.div_ceil(LINE);
-        let dram_lat = self.dram_ns(node, home);
+        // (No line from DRAM, the usual warm switch-in: no distance lookup.)
+        let dram_lat = if dram_lines == 0 { 0 } else { self.dram_ns(node, home) };
         let ns = (llc_lines * self.c.llc_hit_ns + dram_lines * dram_lat) / MLP + l1_lines * self.l2_hit_ns / L1_MLP;
         // The refill is traffic in these caches; the task is now warm there.
         self.cores[core as usize].l2_traffic += from_llc + from_dram;

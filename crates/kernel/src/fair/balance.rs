@@ -217,10 +217,16 @@ impl Kernel {
     /// the missed ticks at zero load then averages in `load` with weight 2^-i
     /// (rounding up while the load rises). `idle_exit` is
     /// `update_cpu_load_nohz()`: the CPU was idle, so `load` is 0.
+    #[inline(always)]
     pub(crate) fn update_cpu_load(&mut self, c: CpuId, now: u64, idle_exit: bool) {
-        if self.profile.lb != LbVariant::LoadIdx {
-            return;
+        // Only the load-index balancers keep cpu_load[]: the others return
+        // here, without a call (every idle exit asks).
+        if self.profile.lb == LbVariant::LoadIdx {
+            self.update_cpu_load_idx(c, now, idle_exit);
         }
+    }
+
+    fn update_cpu_load_idx(&mut self, c: CpuId, now: u64, idle_exit: bool) {
         let jiffies = now / self.tun.tick_ns;
         let pending = jiffies.saturating_sub(self.rqs[c.idx()].last_load_update_tick);
         if pending == 0 {

@@ -64,10 +64,15 @@ impl Kernel {
     }
 
     /// `update_cfs_group()`: re-derive a group entity's weight from its cfs_rq.
+    #[inline]
     pub(crate) fn update_cfs_group(&mut self, e: Ent, now: u64) {
-        let Some(gq) = self.group_cfs_rq(e) else {
-            return;
-        };
+        // A task entity owns no cfs_rq: nothing to do, without a call.
+        if let Some(gq) = self.group_cfs_rq(e) {
+            self.update_group_shares(e, gq, now);
+        }
+    }
+
+    fn update_group_shares(&mut self, e: Ent, gq: CfsId, now: u64) {
         let shares = self.calc_group_shares(gq);
         if self.se(e).weight != shares {
             let q = self.cfs_of(e);

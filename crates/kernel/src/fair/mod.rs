@@ -178,7 +178,7 @@ impl Kernel {
     }
 
     /// Sum of keys*w and of w over the tree plus curr if queued.
-    #[inline]
+    #[inline(always)]
     fn avg_parts(&self, q: CfsId) -> (i64, i64) {
         let cfs = self.cfs(q);
         let (mut avg, mut load) = (cfs.avg_vruntime, cfs.avg_load);
@@ -198,7 +198,9 @@ impl Kernel {
         let q = q.into();
         let (mut avg, load) = self.avg_parts(q);
         let min = self.cfs(q).min_vruntime;
-        if load == 0 {
+        // (avg == 0: a lone curr at min_vruntime, the usual case on a CPU
+        // that runs one task; 0 / load is 0, without the division.)
+        if load == 0 || avg == 0 {
             return min;
         }
         if avg < 0 {
@@ -216,11 +218,13 @@ impl Kernel {
     }
 
     /// `entity_eligible()`
+    #[inline]
     pub fn entity_eligible(&self, q: impl Into<CfsId>, e: impl Into<Ent>) -> bool {
         self.vruntime_eligible(q.into(), self.se(e.into()).vruntime)
     }
 
     /// `update_min_vruntime()`: monotonic, from curr and the leftmost entity.
+    #[inline]
     fn update_min_vruntime(&mut self, q: CfsId) {
         let cfs = self.cfs(q);
         let mut v = cfs.min_vruntime;
@@ -278,7 +282,7 @@ impl Kernel {
         // h_nr_running, delayed sleepers included; "sched/eevdf: More PELT vs
         // DELAYED_DEQUEUE" (v6.14) leaves them out (v6.18; `--patch
         // delayed-accounting` on v6.12).
-        let later = self.profile.delayed_accounting();
+        let later = self.delayed_acct;
         if let Some(e) = e {
             let se = self.se_mut(e);
             let runnable = se.on_rq && !(later && se.sched_delayed);
@@ -329,10 +333,15 @@ impl Kernel {
     // ---------------------------------------------------------------- accounting
 
     /// `update_curr()` of one cfs_rq (kernel/sched/fair.c).
+    #[inline]
     pub(crate) fn update_curr(&mut self, q: CfsId, now: u64) {
-        let Some(c) = self.cfs(q).curr else {
-            return;
-        };
+        // No curr (an idle CPU's enqueue, wakeup check): no call.
+        if let Some(c) = self.cfs(q).curr {
+            self.update_curr_of(q, c, now);
+        }
+    }
+
+    fn update_curr_of(&mut self, q: CfsId, c: Ent, now: u64) {
         let se = self.se_mut(c);
         let delta = now.saturating_sub(se.exec_start);
         if delta == 0 {
@@ -373,6 +382,7 @@ impl Kernel {
         }
     }
 
+    #[inline]
     fn account_entity_enqueue(&mut self, q: CfsId, e: Ent) {
         let w = self.se(e).weight;
         let cfs = self.cfs_mut(q);
@@ -380,6 +390,7 @@ impl Kernel {
         cfs.nr_running += 1;
     }
 
+    #[inline]
     fn account_entity_dequeue(&mut self, q: CfsId, e: Ent) {
         let w = self.se(e).weight;
         let cfs = self.cfs_mut(q);
@@ -498,6 +509,7 @@ impl Kernel {
     /// v6.6 - 6.18.16 max(2 * se->slice, TICK_NSEC); 6.18.17+ (6e3c0a4e1ad1
     /// "sched/fair: Fix lag clamp", mainline v7.0) `cfs_rq_max_slice()` +
     /// TICK_NSEC.
+    #[inline]
     pub(crate) fn lag_limit(&self, q: CfsId, e: Ent, w: u64) -> u64 {
         let tick = self.tun.tick_ns;
         let wall = if self.profile.stable_6_18(17) { self.cfs_rq_max_slice(q) + tick } else { (2 * self.se(e).slice).max(tick) };
@@ -647,8 +659,10 @@ impl Kernel {
     pub(crate) fn dequeue_entity(&mut self, q: CfsId, e: Ent, flags: u32, now: u64) -> bool {
         let sleep = flags & DEQUEUE_SLEEP != 0;
         let delayed_final = flags & DEQUEUE_DELAYED != 0;
+        let mut curr_updated = false;
         if self.eevdf() && sleep && !delayed_final && e.is_task() && self.feats.has(DELAY_DEQUEUE) {
             self.update_curr(q, now);
+            curr_updated = true;
             if !self.entity_eligible(q, e) {
                 if self.cfs(q).next == Some(e) {
                     self.cfs_mut(q).next = None;
@@ -660,7 +674,10 @@ impl Kernel {
             }
         }
         let is_curr = self.cfs(q).curr == Some(e);
-        self.update_curr(q, now);
+        if !curr_updated {
+            // (A second update_curr() at the same time would change nothing.)
+            self.update_curr(q, now);
+        }
         self.update_load_avg(q, Some(e), now);
         if self.eevdf() {
             self.update_entity_lag(q, e);
@@ -794,6 +811,7 @@ impl Kernel {
     /// `clear_buddies()`: for each buddy pointer of `q` equal to `e`, clear it
     /// there and up the hierarchy while the parent's buddy is the parent entity
     /// (`__clear_buddies_next/last/skip()`).
+    #[inline]
     fn clear_buddies(&mut self, q: CfsId, e: Ent) {
         let cfs = self.cfs(q);
         let (n, l, s) = (cfs.next == Some(e), cfs.last == Some(e), cfs.skip == Some(e));
@@ -1135,6 +1153,7 @@ impl Kernel {
     }
 
     /// Whether `p` is the current entity of its cfs_rq (`cfs_rq->curr == &p->se`).
+    #[inline]
     pub(crate) fn task_is_cfs_curr(&self, p: TaskId) -> bool {
         self.cfs(self.cfs_of(Ent::task(p))).curr == Some(Ent::task(p))
     }
@@ -1307,6 +1326,11 @@ impl Kernel {
     fn cfs_tasks_list(&mut self, p: TaskId) {
         let t = &self.tasks[p.idx()];
         let (cpu, mru) = (t.cpu, t.mru);
+        if t.mru_listed == Some(cpu) && self.rqs[cpu.idx()].cfs_tasks.is_tail(p) {
+            // Already the newest on its CPU's list (a CPU that runs one task
+            // over and over): moving it to the tail changes nothing.
+            return;
+        }
         if let Some(c) = t.mru_listed {
             self.rqs[c.idx()].cfs_tasks.remove(&mut self.tasks, p);
         }
@@ -1563,6 +1587,29 @@ mod tests {
     fn one_cpu(kernel: &str) -> Kernel {
         let t = CpuTopology::new(vec![CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }], vec![vec![10]]).unwrap();
         Kernel::new(&t, profile(kernel).unwrap())
+    }
+
+    // `Kernel::jiffies` (the division skipped inside the last answer's
+    // jiffy) is `now / tick_ns` for times that go forward, repeat, jump
+    // and go back.
+    #[test]
+    fn cached_jiffies_are_now_over_the_tick() {
+        let k = one_cpu("v6.12");
+        let tick = k.tun.tick_ns;
+        let mut x = 12345u64;
+        let mut now = 0u64;
+        for i in 0..100_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            now = match i % 7 {
+                0 => (x >> 20) % (50 * tick),
+                1 => now,
+                2 => now.saturating_sub((x >> 40) % tick),
+                _ => now + (x >> 33) % (tick / 3),
+            };
+            assert_eq!(k.jiffies(now), now / tick, "at {now}");
+        }
+        assert_eq!(k.jiffies(tick - 1), 0);
+        assert_eq!(k.jiffies(tick), 1);
     }
 
     /// Hand-build a cfs_rq on CPU 0: entities (weight, vruntime, deadline) in

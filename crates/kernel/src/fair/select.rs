@@ -184,7 +184,7 @@ impl Kernel {
         if self.profile.wake_wide == WakeWideVariant::None {
             return; // v3.10 and older keep no wakee history
         }
-        let jiffies = now / self.tun.tick_ns;
+        let jiffies = self.jiffies(now);
         let hz = self.profile.tunables.hz as u64;
         let w = &mut self.tasks[waker.idx()];
         if jiffies > w.wakee_flip_decay_ts + hz {
@@ -302,7 +302,7 @@ impl Kernel {
         }
         let rq = &self.rqs[this_cpu.idx()];
         let mut nr = rq.nr_running();
-        if self.profile.delayed_accounting() {
+        if self.delayed_acct {
             // aa3ee4f0b754 (v6.16): delayed sleepers do not count; v6.12.0 counts them.
             nr -= rq.cfs.h_nr_delayed;
         }
@@ -671,7 +671,7 @@ impl Kernel {
         // v5.14+ (94aafc3ee31d): wake_avg_idle; v4.13-v5.13: this_rq()->avg_idle / 512.
         let avg_idle = if self.sis_prop_uses_wake_avg_idle() {
             // wake_avg_idle, aged by halving per jiffy while busy.
-            let jiffies = now / self.tun.tick_ns;
+            let jiffies = self.jiffies(now);
             let rq = &mut self.rqs[this_cpu.idx()];
             while rq.wake_stamp < jiffies && rq.wake_avg_idle > 0 {
                 rq.wake_stamp += 1;
