@@ -438,9 +438,8 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{Effects, SwitchReason, TaskParams, WakeFlags};
+    use crate::core::{SwitchReason, TaskParams, WakeFlags};
     use crate::profile::profile;
-    use crate::sched::{TaskId, TaskState};
     use schedlab_topology::{CpuInfo, CpuTopology};
 
     use crate::test_topology::flat;
@@ -500,53 +499,19 @@ mod tests {
             assert!(k.lb_index_check);
             let cached = !k.lb_index.caches.is_empty();
             assert_eq!((k.lb_index.trees.len(), k.lb_index.caches.len()), if cached { (0, 3) } else { (1, 0) });
-            let mut fx = Effects::default();
             let mut next = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
-            let mut sleeping: Vec<TaskId> = Vec::new();
-            let mut pending: Vec<CpuId> = Vec::new();
+            let mut churn = crate::test_topology::Churn::new(128, 5, 3);
             let mut now = 0u64;
             for i in 0..300 {
                 let p = k.sched_fork(&TaskParams { nice: (i % 3) as i8, ..Default::default() }, None, CpuId(0), now);
-                k.wake_up_new_task(p, CpuId(0), now, &mut fx);
+                k.wake_up_new_task(p, CpuId(0), now, &mut churn.fx);
             }
             for c in 0..128 {
-                k.schedule(CpuId(c), SwitchReason::Preempt, now, &mut fx);
+                k.schedule(CpuId(c), SwitchReason::Preempt, now, &mut churn.fx);
             }
             for _ in 0..40_000 {
                 now += next(30_000);
-                let c = CpuId(next(128) as u16);
-                match next(5) {
-                    0 => {
-                        k.scheduler_tick(c, now, &mut fx);
-                    }
-                    1 | 2 => {
-                        if let Some(p) = k.rqs[c.idx()].curr {
-                            k.schedule(c, SwitchReason::Block, now, &mut fx);
-                            if k.tasks[p.idx()].state == TaskState::Sleeping {
-                                sleeping.push(p);
-                            }
-                        }
-                    }
-                    _ => {
-                        if !sleeping.is_empty() {
-                            let p = sleeping.swap_remove(next(sleeping.len() as u64) as usize);
-                            let w = k.try_to_wake_up(p, c, k.rqs[c.idx()].curr, WakeFlags::TTWU, now, &mut fx);
-                            if w.queued {
-                                pending.push(w.cpu);
-                            }
-                        }
-                    }
-                }
-                if !pending.is_empty() && next(3) == 0 {
-                    let c = pending.swap_remove(next(pending.len() as u64) as usize);
-                    k.sched_ttwu_pending(c, now, &mut fx);
-                }
-                for c in [c, CpuId(next(128) as u16)] {
-                    if k.rqs[c.idx()].need_resched || k.rqs[c.idx()].curr.is_none() {
-                        k.schedule(c, SwitchReason::Preempt, now, &mut fx);
-                    }
-                }
-                fx.locked.clear();
+                churn.step(&mut k, &mut next, now, |k, p, c, fx| k.try_to_wake_up(p, c, k.rqs[c.idx()].curr, WakeFlags::TTWU, now, fx));
             }
             assert!(k.lb_index.passes > 500, "{kernel} (cached {cached}): {} indexed passes", k.lb_index.passes);
         }

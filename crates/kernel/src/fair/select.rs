@@ -1947,61 +1947,29 @@ mod placement_tests {
     #[test]
     fn idle_hint_covers_every_cpu_a_walk_could_take() {
         use crate::core::WakeFlags;
-        use crate::sched::TaskState;
         let n = 48u16;
         for kernel in ["v5.13", "v6.6", "v6.12"] {
             let mut next = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
             let mut k = Kernel::new(&flat_llc(n as u32), profile(kernel).unwrap());
             k.ttwu_pending_window_ns = 200;
-            let mut fx = crate::core::Effects::default();
-            let mut sleeping = Vec::new();
-            let mut pending: Vec<CpuId> = Vec::new();
+            let mut churn = crate::test_topology::Churn::new(n, 6, 4);
             let mut now = 0u64;
             for _ in 0..(n as usize * 3 / 2) {
                 let p = k.sched_fork(&TaskParams::default(), None, CpuId(0), now);
-                k.wake_up_new_task(p, CpuId(0), now, &mut fx);
+                k.wake_up_new_task(p, CpuId(0), now, &mut churn.fx);
             }
             for c in 0..n {
-                k.schedule(CpuId(c), SwitchReason::Preempt, now, &mut fx);
+                k.schedule(CpuId(c), SwitchReason::Preempt, now, &mut churn.fx);
             }
             let (mut walks_cleared, mut steps) = (0u64, 0u64);
             for _ in 0..30_000 {
                 now += next(3_000);
-                let c = CpuId(next(n as u64) as u16);
-                match next(6) {
-                    0 => {
-                        k.scheduler_tick(c, now, &mut fx);
-                    }
-                    1 | 2 => {
-                        if let Some(p) = k.rqs[c.idx()].curr {
-                            k.schedule(c, SwitchReason::Block, now, &mut fx);
-                            if k.tasks[p.idx()].state == TaskState::Sleeping {
-                                sleeping.push(p);
-                            }
-                        }
-                    }
-                    _ => {
-                        if !sleeping.is_empty() {
-                            let p = sleeping.swap_remove(next(sleeping.len() as u64) as usize);
-                            let before = k.idle_hint.clone();
-                            let w = k.try_to_wake_up(p, c, k.rqs[c.idx()].curr, WakeFlags::TTWU, now, &mut fx);
-                            walks_cleared += (0..n).filter(|&i| before.test(CpuId(i)) && !k.idle_hint.test(CpuId(i))).count() as u64;
-                            if w.queued {
-                                pending.push(w.cpu);
-                            }
-                        }
-                    }
-                }
-                if !pending.is_empty() && next(4) == 0 {
-                    let c = pending.swap_remove(next(pending.len() as u64) as usize);
-                    k.sched_ttwu_pending(c, now, &mut fx);
-                }
-                for c in [c, CpuId(next(n as u64) as u16)] {
-                    if k.rqs[c.idx()].need_resched || (k.rqs[c.idx()].curr.is_none() && k.rqs[c.idx()].nr_running() > 0) {
-                        k.schedule(c, SwitchReason::Preempt, now, &mut fx);
-                    }
-                }
-                fx.locked.clear();
+                churn.step(&mut k, &mut next, now, |k, p, c, fx| {
+                    let before = k.idle_hint.clone();
+                    let w = k.try_to_wake_up(p, c, k.rqs[c.idx()].curr, WakeFlags::TTWU, now, fx);
+                    walks_cleared += (0..n).filter(|&i| before.test(CpuId(i)) && !k.idle_hint.test(CpuId(i))).count() as u64;
+                    w
+                });
                 // Seen from a CPU that made no pending store, a little later.
                 k.cur_now = now + 1;
                 k.cur_this_cpu = CpuId(u16::MAX);
