@@ -36,24 +36,13 @@ impl Sim<'_> {
     /// `ipi_send_ns` for it, see `after_wake`).
     pub(crate) fn wake_latency_ipi(&mut self, target: CpuId, ipi: bool) -> (u64, bool) {
         let idle = self.cpus[target.idx()].running.is_none();
-        if !self.cost.sw.on(Component::WAKELAT) {
-            // No IPI or idle-exit time, but an idle CPU spinning for or
-            // holding an rq lock (a LOCKS fact) still runs nothing before
-            // that section ends.
-            if idle {
-                let lat = self.cost.lock_busy_until(target).saturating_sub(self.now);
-                self.cpus[target.idx()].exit_lat = lat;
-                return (lat, false);
-            }
-            return (0, false);
-        }
-        let mut lat = 0;
-        let exit = if idle { self.idle_exit_latency(target) } else { 0 };
+        // NO_WAKELAT: no IPI and no idle exit, but the rq-lock rule below
+        // (a LOCKS fact) still holds.
+        let wakelat = self.cost.sw.on(Component::WAKELAT);
+        let exit = if idle && wakelat { self.idle_exit_latency(target) } else { 0 };
         let polling = idle && exit == 0;
-        let sent = ipi && !polling;
-        if sent {
-            lat += self.machine.costs.ipi_ns;
-        }
+        let sent = wakelat && ipi && !polling;
+        let mut lat = if sent { self.machine.costs.ipi_ns } else { 0 };
         if idle {
             self.idle_exit_ns += exit;
             lat += exit;

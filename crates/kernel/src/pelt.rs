@@ -83,16 +83,22 @@ impl SchedAvg {
         // what the general form below does when no period ends, inline.
         self.last_update_time += delta << 10;
         self.period_contrib = within as u32;
+        self.add_contrib(delta, load, runnable, running);
+        false
+    }
+
+    /// The sums' share of `contrib` us of the given state (accumulate_sum()'s end).
+    #[inline(always)]
+    fn add_contrib(&mut self, contrib: u64, load: u64, runnable: u64, running: bool) {
         if load > 0 {
-            self.load_sum += load * delta;
+            self.load_sum += load * contrib;
         }
         if runnable > 0 {
-            self.runnable_sum += (runnable * delta) << 10;
+            self.runnable_sum += (runnable * contrib) << 10;
         }
         if running {
-            self.util_sum += delta << 10;
+            self.util_sum += contrib << 10;
         }
-        false
     }
 
     /// [`Self::update`] across at least one period boundary (`delta` > 0 us).
@@ -113,15 +119,7 @@ impl SchedAvg {
             }
         }
         self.period_contrib = delta as u32;
-        if load > 0 {
-            self.load_sum += load * contrib;
-        }
-        if runnable > 0 {
-            self.runnable_sum += (runnable * contrib) << 10;
-        }
-        if running {
-            self.util_sum += contrib << 10;
-        }
+        self.add_contrib(contrib, load, runnable, running);
         if periods == 0 {
             return false;
         }
