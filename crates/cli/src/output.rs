@@ -96,6 +96,15 @@ pub fn kernel_show(k: &KernelProfile) -> String {
     let _ = writeln!(o, "  recent_used_cpu             {:?}", k.recent_used);
     let _ = writeln!(o, "  TTWU_QUEUE wake lists       {:?}", k.ttwu_queue);
     let _ = writeln!(o, "  NUMA balancing placement    {:?}: {}", k.numa, schedlab_kernel::Kernel::numa_balancing_form(k));
+    let _ = writeln!(
+        o,
+        "  tg->load_avg updates        {}",
+        if k.tg_load_ratelimit() {
+            "at most once per ms per cfs_rq, past the 1/64 filter (1528c661c24b, v6.7)"
+        } else {
+            "every change past 1/64 of the last one published"
+        }
+    );
     let t = &k.tunables;
     let _ = writeln!(
         o,
@@ -222,6 +231,14 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
         r.rq_lock_wait_ns as f64 / 1e6,
         r.idle_exit_ns as f64 / 1e6
     );
+    if r.tg_line_ns > 0 {
+        let _ = writeln!(
+            o,
+            "  {:<22} {:.3} ms waiting for and moving the task groups' tg->load_avg lines",
+            "group lines",
+            r.tg_line_ns as f64 / 1e6
+        );
+    }
     let a = &r.arrivals;
     if a.arrived > 0 {
         let secs = r.simulated_ns as f64 / 1e9;

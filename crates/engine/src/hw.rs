@@ -187,7 +187,7 @@ impl Sim<'_> {
     /// spent waiting and holding.
     pub(crate) fn lb_locks(&mut self, c: CpuId) -> u64 {
         if self.fx.locked.is_empty() {
-            return 0;
+            return self.tg_lines(c, self.now);
         }
         let mut spent = 0;
         let locked = std::mem::take(&mut self.fx.locked);
@@ -202,6 +202,25 @@ impl Sim<'_> {
         let mut l = locked;
         l.clear();
         self.fx.locked = l;
+        spent + self.tg_lines(c, self.now + spent)
+    }
+
+    /// The `tg->load_avg` accesses of the entry point `c` just ran
+    /// (`Effects::tg_lines`), from `at` on, one after the other: the time `c`
+    /// spent waiting for and moving the group lines. Counted with the rq-lock
+    /// wait in `rq_lock_wait_ns`'s sibling `tg_line_ns`.
+    pub(crate) fn tg_lines(&mut self, c: CpuId, at: u64) -> u64 {
+        if self.fx.tg_lines.is_empty() {
+            return 0;
+        }
+        let mut spent = 0;
+        for i in 0..self.fx.tg_lines.len() {
+            let (g, write) = self.fx.tg_lines[i];
+            let l = self.cost.tg_line(g, c, at + spent, write);
+            spent += l.wait + l.hold;
+        }
+        self.fx.tg_lines.clear();
+        self.tg_line_ns += spent;
         spent
     }
 }

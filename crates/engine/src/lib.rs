@@ -334,6 +334,8 @@ pub struct Sim<'a> {
     dram_bytes: u64,
     remote_bytes: u64,
     rq_lock_wait_ns: u64,
+    /// Time spent on task groups' `tg->load_avg` lines (`Sim::tg_lines`).
+    tg_line_ns: u64,
     /// Per channel: the CPU of the last write (where the message data is warm).
     chan_writer: Vec<Option<CpuId>>,
     /// Memory-bound streams running per LLC and per node.
@@ -535,6 +537,7 @@ impl<'a> Sim<'a> {
             dram_bytes: 0,
             remote_bytes: 0,
             rq_lock_wait_ns: 0,
+            tg_line_ns: 0,
             chan_writer: vec![None; wl.channels.len()],
             llc_streams: Vec::new(),
             node_streams: vec![0; machine.topology.nr_nodes()],
@@ -787,8 +790,18 @@ impl<'a> Sim<'a> {
                     if let Some(w) = woken {
                         self.tr_wake_list(c, &w);
                     }
+                    // The activations' group-line accesses: time of the task
+                    // running here after them (the interrupted one, or a wakee
+                    // picked on an idle CPU).
+                    let lines = self.tg_lines(c, self.now);
                     if resched {
                         self.do_schedule(c, SwitchReason::Preempt);
+                    }
+                    if lines > 0 {
+                        if let Some(t) = self.cpus[c.idx()].running {
+                            self.rt[t.idx()].remaining += lines;
+                            self.reschedule_segment(c, t);
+                        }
                     }
                 }
             }
@@ -936,9 +949,12 @@ impl<'a> Sim<'a> {
     fn after_wake(&mut self, r: WakeResult, this_cpu: CpuId) {
         let waker = self.cpus[this_cpu.idx()].running;
         let mut extra = 0;
+        // The group lines the wakeup's enqueue touched (its time is the
+        // waker's; an idle CPU's own).
+        let lines = self.tg_lines(this_cpu, self.now);
         if waker.is_some() {
             // The waker pays for the CPUs its idle search examined...
-            extra = r.scanned * self.scan_ns();
+            extra = r.scanned * self.scan_ns() + lines;
             if !r.queued {
                 // FIDELITY(F-017): lock sections for enqueue, wake-list activation and pick only.
                 // ...and for the enqueue under the target rq's lock (spinning while

@@ -54,6 +54,8 @@ pub struct RunResult {
     pub dram_bytes: u64,
     pub remote_bytes: u64,
     pub rq_lock_wait_ns: u64,
+    /// Time spent waiting for and moving task groups' `tg->load_avg` lines.
+    pub tg_line_ns: u64,
     /// schedstat: try_to_wake_up() calls and those that woke on the waker's CPU.
     pub ttwu_count: u64,
     pub ttwu_local: u64,
@@ -314,6 +316,7 @@ impl Sim<'_> {
             dram_bytes: self.dram_bytes,
             remote_bytes: self.remote_bytes,
             rq_lock_wait_ns: self.rq_lock_wait_ns,
+            tg_line_ns: self.tg_line_ns,
             ttwu_count,
             ttwu_local,
             levels,

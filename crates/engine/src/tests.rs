@@ -1147,3 +1147,31 @@ fn prefetch_hints_change_nothing() {
     let off = format!("{:?}", crate::Sim::new(&m, k, &w, &cfg).run(&cfg));
     assert!(on == off, "zen3-2s-nps1 soaker: the prefetch hints changed the run");
 }
+
+// The task groups' tg->load_avg line (F-023): hackbench in one cpu cgroup on
+// two packages moves the group's line between the CPUs that update and read
+// it; in the root group there is no such line. The v6.7 rate limit
+// (1528c661c24b, `--patch tg-load-ratelimit` on v6.6) writes it less often,
+// so the CPUs spend less time on it.
+#[test]
+fn group_line_transfers_follow_tg_load_avg_updates() {
+    let m = machine("skylake-2s");
+    let set = "groups=4,loops=300,pipe=0";
+    let root = go_quiet(&m, "v6.6", &wl(&m, "hackbench", set), 1, None);
+    assert_eq!(root.tg_line_ns, 0);
+    let w = wl(&m, "hackbench", &format!("{set},cgroups=1"));
+    let base = go_quiet(&m, "v6.6", &w, 1, None);
+    check_invariants(&base, &w, true);
+    let mut p = profile("v6.6").unwrap();
+    p.apply_patches("tg-load-ratelimit").unwrap();
+    let cfg = SimConfig { seed: 1, duration_ns: None, schedstat: false, model: quiet(), trace: false, switch_log: false };
+    let limited = run(&m, p, &w, &cfg);
+    check_invariants(&limited, &w, true);
+    assert!(base.tg_line_ns > 0, "v6.6 in a cgroup: no group-line time");
+    assert!(
+        (limited.tg_line_ns as f64) < 0.8 * base.tg_line_ns as f64,
+        "the rate limit: {} ns against {} ns",
+        limited.tg_line_ns,
+        base.tg_line_ns
+    );
+}

@@ -126,6 +126,12 @@ pub struct Effects {
     /// (task, from, to) of every `set_task_cpu()` (the `sched_migrate_task`
     /// tracepoint), in order; recorded only after `record_migrations(true)`.
     pub migrations: Vec<(TaskId, CpuId, CpuId)>,
+    /// Accesses to a task group's `tg->load_avg` line, in order, as (group,
+    /// write): `update_tg_load_avg()`'s atomic add (a write) and
+    /// `calc_group_shares()`'s read, on the CPU that ran the entry point. One
+    /// line per group, which every CPU running the group's tasks writes: the
+    /// hardware charges the transfers (`CostModel::tg_line`).
+    pub tg_lines: Vec<(u32, bool)>,
 }
 
 /// The modelled kernel: runqueues, tasks, sched domains, for one profile.
@@ -199,6 +205,8 @@ pub struct Kernel {
     /// Runqueues locked by balancing during the current entry point, handed
     /// over in its [`Effects`].
     pub(crate) lb_locked: Vec<CpuId>,
+    /// `tg->load_avg` accesses of the current entry point (see `Effects::tg_lines`).
+    pub(crate) tg_lines: Vec<(u32, bool)>,
     /// When Some (`record_migrations`), `set_task_cpu()` appends (task, from,
     /// to) here during the current entry point, handed over in its [`Effects`].
     pub(crate) migration_log: Option<Vec<(TaskId, CpuId, CpuId)>>,
@@ -311,6 +319,7 @@ impl Kernel {
             sis_scratch: Some(Box::new(crate::fair::select::SisScratch::new(n))),
             idle_hint: CpuMask::from_cpus(n, (0..n).map(|c| CpuId(c as u16))),
             lb_locked: Vec::new(),
+            tg_lines: Vec::new(),
             nr_cpus: n,
             prefetch: n >= crate::prefetch::MIN_CPUS,
             delayed_acct,
@@ -505,6 +514,9 @@ impl Kernel {
     pub(crate) fn hand_over(&mut self, fx: &mut Effects) {
         if !self.lb_locked.is_empty() {
             fx.locked.append(&mut self.lb_locked);
+        }
+        if !self.tg_lines.is_empty() {
+            fx.tg_lines.append(&mut self.tg_lines);
         }
         if let Some(log) = &mut self.migration_log {
             fx.migrations.append(log);

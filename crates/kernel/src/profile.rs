@@ -249,6 +249,10 @@ pub enum Patch {
     /// group that all its tasks join, and `cpu.numa_stat` reports the
     /// group's locality and per-node execution time. Never merged.
     NumaGroupCgroup,
+    /// Aaron Lu, "sched/fair: Ratelimit update to tg->load_avg" (1528c661c24b,
+    /// merged for v6.7): `update_tg_load_avg()` at most once per ms per
+    /// cfs_rq. Base v6.6, the release before it.
+    TgLoadRatelimit,
     /// Patch 4/4 of that suite, "numa: introduce numa cling feature": tasks
     /// of a cgroup NUMA group cling to their preferred node on wakeup, in
     /// load balancing and against NUMA swaps, paused on a busy node. Implies
@@ -272,6 +276,11 @@ impl Patch {
             "stable-6.18.44",
             Patch::Stable6_18_44,
             "6.18.y stable fair-class changes up to 6.18.44: lag clamp = largest queued slice + TICK_NSEC (6e3c0a4e1ad1, 6.18.17); slice protection set at pick only (bcd74b2ffdd0, 6.18.17); wakeup check of 6.18.33 (e837456fdca8 without its forced preemption, 15257cc2f905; ac8e69e69363; 9f6d929ee2c6): no preemption by WF_FORK or still-delayed wakees, PICK_BUDDY inside the pick, the pick repeated through pick_next_entity() dequeuing delayed sleepers it returns, preempt iff the first non-delayed pick is the wakee, update_protect_slice() after every non-preempting wakeup; NEXT_BUDDY stays off; base v6.18",
+        ),
+        (
+            "tg-load-ratelimit",
+            Patch::TgLoadRatelimit,
+            "Aaron Lu 2023 (1528c661c24b, merged v6.7): update_tg_load_avg() at most once per ms per cfs_rq; base v6.6",
         ),
         (
             "numa-group",
@@ -705,6 +714,12 @@ impl KernelProfile {
                     self.name
                 ));
             }
+            if patch == Patch::TgLoadRatelimit && self.version != (6, 6) {
+                return Err(format!(
+                    "patch tg-load-ratelimit applies to v6.6 (it was merged for v6.7; later profiles have it); {} is not that base",
+                    self.name
+                ));
+            }
             if patch == Patch::DelayedAccounting && self.version >= (6, 16) {
                 return Err(format!("patch delayed-accounting: {} already has it (v6.14-v6.16); use v6.12 as the base", self.name));
             }
@@ -726,7 +741,7 @@ impl KernelProfile {
                 Patch::DelayedAccounting if !self.features.has(DELAY_DEQUEUE) => {
                     return Err(format!("patch delayed-accounting needs a kernel with delayed dequeue (v6.12); {} has none", self.name));
                 }
-                Patch::ShortrunRfc | Patch::DelayedAccounting | Patch::NumaGroupCgroup | Patch::Stable6_18_44 => {}
+                Patch::ShortrunRfc | Patch::DelayedAccounting | Patch::NumaGroupCgroup | Patch::Stable6_18_44 | Patch::TgLoadRatelimit => {}
                 Patch::NumaCling => {
                     // Patch 4 sits on patches 1-3.
                     if !self.patches.contains(&Patch::NumaGroupCgroup) {
@@ -755,6 +770,12 @@ impl KernelProfile {
     /// on v6.12. v6.12.0 counts delayed sleepers everywhere.
     pub fn delayed_accounting(&self) -> bool {
         self.version >= (6, 16) || self.has_patch(Patch::DelayedAccounting)
+    }
+
+    /// `update_tg_load_avg()` at most once per ms per cfs_rq: v6.7+
+    /// (1528c661c24b "sched/fair: Ratelimit update to tg->load_avg").
+    pub fn tg_load_ratelimit(&self) -> bool {
+        self.version >= (6, 7) || self.has_patch(Patch::TgLoadRatelimit)
     }
 
     /// Whether this kernel has the 6.18.y stable change that first shipped
@@ -943,6 +964,7 @@ pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
     ("PICK_BUDDY", (6, 14, 0), "2a77e4be12cb (\"sched/fair: Untangle NEXT_BUDDY and pick_next_task()\")"),
     ("base_slice=0.70ms", (6, 15, 0), "2ae891b82695 (\"sched: Reduce the default slice to avoid tasks getting an extra tick\")"),
     ("delayed_accounting", (6, 16, 0), "\"sched/eevdf: More PELT vs DELAYED_DEQUEUE\" + 61b82dfb6b7e (v6.14), aa3ee4f0b754 (v6.16)"),
+    ("tg_load_avg_ratelimit", (6, 7, 0), "1528c661c24b (\"sched/fair: Ratelimit update to tg->load_avg\")"),
     ("run_to_parity_vprot", (6, 17, 0), "9cdb4fe20cd2, 74eec63661d4, 9de74a9850b9, 052c3d87c82e, 3a0baa8e6c57, 0b9ca2dcabc3"),
     ("SIS_SHORT", (99, 0, 0), "never merged (shortrun RFC)"),
     ("NEXT_BUDDY", (2, 6, 31), "(NEXT_BUDDY)"),
@@ -1004,6 +1026,9 @@ impl KernelProfile {
         }
         if self.pick == PickAlgo::Eevdf && self.version >= (6, 17) {
             v.push("run_to_parity_vprot".into());
+        }
+        if self.version >= (6, 7) {
+            v.push("tg_load_avg_ratelimit".into());
         }
         for (flag, on) in [
             ("sis_scan_from_next", self.sis_scan_from_next),

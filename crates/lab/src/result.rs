@@ -63,6 +63,10 @@ pub struct MachineCounters {
     pub dram_bytes: u64,
     pub remote_bytes: u64,
     pub rq_lock_wait_ns: u64,
+    /// Time CPUs spent waiting for and moving task groups' `tg->load_avg`
+    /// lines; absent when no group line moved (root-group runs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tg_line_ns: u64,
     pub idle_exit_ns: u64,
     pub mm_switches: u64,
     /// The machine's background (tick and interrupt time, per-CPU kernel threads).
@@ -216,6 +220,7 @@ impl RunReport {
                 dram_bytes: r.dram_bytes,
                 remote_bytes: r.remote_bytes,
                 rq_lock_wait_ns: r.rq_lock_wait_ns,
+                tg_line_ns: r.tg_line_ns,
                 idle_exit_ns: r.idle_exit_ns,
                 mm_switches: r.mm_switches,
                 noise: Noise {

@@ -74,7 +74,8 @@ switches! {
     MEMBW,
     /// NUMA memory placement (remote DRAM latency and bandwidth).
     NUMA,
-    /// Runqueue lock contention.
+    /// Runqueue lock contention, and the queueing of transfers of the task
+    /// groups' `tg->load_avg` lines.
     LOCKS,
     /// IPI and idle-exit latency of wakeups.
     WAKELAT,
@@ -259,6 +260,18 @@ pub struct LockSection {
     pub hold: u64,
 }
 
+/// A cache line that many CPUs read and write with atomics (a task group's
+/// `tg->load_avg`): its last writer, its version (bumped by every write),
+/// whether another CPU read it since, and when the transfer in flight ends.
+#[derive(Clone, Copy, Debug, Default)]
+struct SharedLine {
+    owner: Option<u16>,
+    last_reader: u16,
+    version: u32,
+    shared: bool,
+    free_at: u64,
+}
+
 /// Per-machine cost model plus the hardware state it tracks (cache traffic,
 /// rq-lock release times).
 #[derive(Clone, Debug)]
@@ -292,6 +305,10 @@ pub struct CostModel {
     c: crate::Costs,
     /// Each CPU's rq->lock (and the CPU's own spinning), one block per CPU.
     locks: Vec<RqLock>,
+    /// Each task group's `tg->load_avg` line (index = group id), grown on first use.
+    tg_lines: Vec<SharedLine>,
+    /// The version of each group's line each CPU holds (group * nr_cpus + cpu; 0 = none).
+    tg_seen: Vec<u32>,
     spinlock: SpinlockKind,
     idle_states: Vec<crate::IdleState>,
 }
@@ -443,6 +460,8 @@ impl CostModel {
                 RqLock { free_at: 0, cpu_until: 0, owner: u16::MAX, slot: 0, starts: [0; LOCK_RING], by: [u16::MAX; LOCK_RING] };
                 t.nr_cpus()
             ],
+            tg_lines: Vec::new(),
+            tg_seen: Vec::new(),
             spinlock: SpinlockKind::Queued,
             idle_states: m.idle_states.clone(),
         }
@@ -844,6 +863,64 @@ impl CostModel {
         LockSection { wait, hold }
     }
 
+    /// `cpu` reads (`write` false: `calc_group_shares()`) or atomically
+    /// updates (`update_tg_load_avg()`) task group `group`'s `tg->load_avg`
+    /// line at `now`. A read finds its copy current unless another CPU wrote
+    /// the line since it last had it; a write needs the line exclusive. A miss
+    /// moves the line from its last writer (c2c), for a write whose CPU wrote
+    /// last but others have read since, the invalidation reaches the last
+    /// reader. Transfers that need the line exclusive (writes, and the first
+    /// read after a write, which downgrades the writer's copy) are served one
+    /// at a time: a miss waits for the one in flight. Returns the wait
+    /// (`LOCKS` off: none) and the transfer; a hit costs nothing beyond the
+    /// operation's own cost.
+    // FIDELITY(F-023): one line per group, MESI-like states; the later readers of a version are not queued.
+    pub fn tg_line(&mut self, group: u32, cpu: CpuId, now: u64, write: bool) -> LockSection {
+        let g = group as usize;
+        let n = self.place.len();
+        if self.tg_lines.len() <= g {
+            self.tg_lines.resize(g + 1, SharedLine::default());
+            self.tg_seen.resize((g + 1) * n, 0);
+        }
+        let held = self.tg_seen[g * n + cpu.idx()];
+        let l = &mut self.tg_lines[g];
+        let hit = if write { l.owner == Some(cpu.0) && !l.shared } else { held == l.version };
+        let first = l.owner.is_none();
+        let mut cost = LockSection::default();
+        if !hit && !first {
+            let from = match l.owner {
+                Some(o) if o != cpu.0 => CpuId(o),
+                _ => CpuId(l.last_reader),
+            };
+            let exclusive = write || !l.shared;
+            let wait = if self.sw.on(Component::LOCKS) { l.free_at.saturating_sub(now) } else { 0 };
+            let transfer = self.c2c_ns(from, cpu);
+            let l = &mut self.tg_lines[g];
+            if exclusive {
+                l.free_at = now + wait + transfer;
+            }
+            cost = LockSection { wait, hold: transfer };
+        }
+        let l = &mut self.tg_lines[g];
+        if write {
+            l.version = l.version.wrapping_add(1).max(1);
+            l.owner = Some(cpu.0);
+            l.shared = false;
+        } else {
+            if l.owner.is_none() {
+                l.owner = Some(cpu.0);
+                l.version = l.version.max(1);
+            }
+            if l.owner != Some(cpu.0) {
+                l.shared = true;
+                l.last_reader = cpu.0;
+            }
+        }
+        let v = l.version;
+        self.tg_seen[g * n + cpu.idx()] = v;
+        cost
+    }
+
     pub fn costs(&self) -> &crate::Costs {
         &self.c
     }
@@ -1063,6 +1140,43 @@ mod tests {
         assert!(cm.c2c_ns(CpuId(0), CpuId(1)) < cm.c2c_ns(CpuId(0), CpuId(8)));
         assert!(cm.c2c_ns(CpuId(0), CpuId(8)) < cm.c2c_ns(CpuId(0), CpuId(64)));
         assert!(cm.dram_ns(0, 0) < cm.dram_ns(0, 1) && cm.dram_ns(0, 1) < cm.dram_ns(0, 4));
+    }
+
+    /// A task group's `tg->load_avg` line (`tg_line`): a CPU's own write after
+    /// its own write hits; another CPU's read moves the line from the writer;
+    /// a second read of the same version hits; the writer's next write after
+    /// that read invalidates the reader's copy (a transfer to the reader's
+    /// distance); a write from across the package queues behind the
+    /// exclusive transfer in flight (`LOCKS`), and not with `NO_LOCKS`.
+    #[test]
+    fn tg_line_moves_from_the_last_writer_and_queues_exclusive_transfers() {
+        let m = crate::load("skylake-2s").unwrap();
+        let k = &m.costs;
+        let cpus = m.topology.cpus();
+        let near = (1..cpus.len()).find(|&i| cpus[i].package == cpus[0].package && cpus[i].core != cpus[0].core).unwrap();
+        let far = (1..cpus.len()).find(|&i| cpus[i].package != cpus[0].package).unwrap();
+        let (a, b, c) = (CpuId(0), CpuId(near as u16), CpuId(far as u16));
+        for locks in [true, false] {
+            let mut sw = ModelSwitches::default();
+            if !locks {
+                sw.set(Component::LOCKS, false);
+            }
+            let mut cm = CostModel::new(&m, sw);
+            let t = 1_000_000;
+            assert_eq!(cm.tg_line(3, a, t, true), LockSection::default(), "the first touch");
+            assert_eq!(cm.tg_line(3, a, t + 10, true), LockSection::default(), "the owner's second write");
+            assert_eq!(cm.tg_line(3, b, t + 20, false), LockSection { wait: 0, hold: k.c2c_llc_ns });
+            assert_eq!(cm.tg_line(3, b, t + 30, false), LockSection::default(), "the same version again");
+            // The writer's next write must invalidate b's copy.
+            let w = cm.tg_line(3, a, t + 1000, true);
+            assert_eq!(w, LockSection { wait: 0, hold: k.c2c_llc_ns });
+            // c writes from the other package at once: it waits for a's transfer.
+            let x = cm.tg_line(3, c, t + 1000, true);
+            let wait = if locks { k.c2c_llc_ns } else { 0 };
+            assert_eq!(x, LockSection { wait, hold: k.c2c_cross_package_ns }, "locks {locks}");
+            // Another group's line is its own.
+            assert_eq!(cm.tg_line(4, c, t + 1000, false), LockSection::default());
+        }
     }
 
     /// `c2c_ns` is the first level the CPUs share, for every pair of CPUs of

@@ -1719,7 +1719,7 @@ mod tests {
         for record in [false, true] {
             let (mut k, now) = overloaded_cpu0("v6.6", 4);
             k.record_migrations(record);
-            let mut fx = crate::core::Effects { locked: vec![CpuId(7)], migrations: Vec::new() };
+            let mut fx = crate::core::Effects { locked: vec![CpuId(7)], migrations: Vec::new(), tg_lines: Vec::new() };
             let r = k.nohz_idle_balance(CpuId(1), now + 10_000_000, &mut fx);
             assert!(r.pulled >= 1, "record {record}: nothing pulled");
             assert_eq!(fx.locked[0], CpuId(7), "appended after what the caller had");

@@ -8,6 +8,9 @@ use crate::sched::{CfsId, CfsRq, Ent, SchedEntity, TaskGroup, TaskId, NICE_0_LOA
 
 /// `MIN_SHARES`: the smallest weight a group entity can get.
 pub const MIN_SHARES: u64 = 2;
+/// `NSEC_PER_MSEC`: the v6.7+ minimum interval between two updates of
+/// `tg->load_avg` from one cfs_rq (1528c661c24b).
+pub const TG_LOAD_RATELIMIT_NS: u64 = 1_000_000;
 /// `MAX_SHARES` (cpu.shares upper bound, unscaled).
 pub const MAX_SHARES: u64 = 1 << 18;
 
@@ -33,18 +36,29 @@ impl Kernel {
     }
 
     /// `update_tg_load_avg()`: publish this cfs_rq's load into `tg->load_avg`
-    /// when it moved by more than 1/64 of what was published.
-    // FIDELITY(F-023): no once-per-ms rate limit (v6.7+); the 1/64 filter is kept.
-    pub(crate) fn update_tg_load_avg(&mut self, q: CfsId) {
+    /// when it moved by more than 1/64 of what was published; from v6.7
+    /// (1528c661c24b "sched/fair: Ratelimit update to tg->load_avg") at most
+    /// once per ms per cfs_rq, the clock read before the filter. The atomic
+    /// add is a write of the group's shared line (`Effects::tg_lines`).
+    // FIDELITY(F-023): the v6.7+ rate limit reads the rq clock where the kernel reads sched_clock_cpu().
+    pub(crate) fn update_tg_load_avg(&mut self, q: CfsId, now: u64) {
         let Some(slot) = q.slot() else {
             return;
         };
         let g = slot / self.nr_cpus() + 1;
+        let limit = self.profile.tg_load_ratelimit();
         let cfs = &mut self.grq[slot];
+        if limit && cfs.last_update_tg_load_avg.is_some_and(|t| now.saturating_sub(t) < TG_LOAD_RATELIMIT_NS) {
+            return;
+        }
         let delta = cfs.avg.load_avg as i64 - cfs.tg_load_avg_contrib;
         if delta.abs() > cfs.tg_load_avg_contrib / 64 {
             cfs.tg_load_avg_contrib = cfs.avg.load_avg as i64;
+            if limit {
+                cfs.last_update_tg_load_avg = Some(now);
+            }
             self.tgs[g].load_avg += delta;
+            self.tg_lines.push((g as u32, true));
         }
     }
 
@@ -74,6 +88,9 @@ impl Kernel {
 
     fn update_group_shares(&mut self, e: Ent, gq: CfsId, now: u64) {
         let shares = self.calc_group_shares(gq);
+        // calc_group_shares() read tg->load_avg.
+        let g = gq.slot().expect("a group cfs_rq") / self.nr_cpus() + 1;
+        self.tg_lines.push((g as u32, false));
         if self.se(e).weight != shares {
             let q = self.cfs_of(e);
             self.reweight_entity(q, e, shares, now);
@@ -251,6 +268,38 @@ mod tests {
         assert_eq!(k.tasks[k.rqs[0].curr.unwrap().idx()].group, 1);
     }
 
+    // update_tg_load_avg(): every change past 1/64 is published up to v6.6;
+    // from v6.7 (1528c661c24b) at most once per ms per cfs_rq, the first one
+    // at once. Each publication is one write of the group's line, and a
+    // share computation one read.
+    #[test]
+    fn tg_load_avg_updates_at_most_once_per_ms_from_v6_7() {
+        for (kernel, limited) in [("v6.6", false), ("v6.12", true)] {
+            let mut k = cpus(2, kernel);
+            let g = k.create_group("G", 0, 1024).unwrap();
+            let q = k.tg_cfs(g, CpuId(0));
+            let tg = |k: &Kernel| k.tgs[g as usize].load_avg;
+            k.cfs_mut(q).avg.load_avg = 1000;
+            k.update_tg_load_avg(q, 5_000_000);
+            assert_eq!(tg(&k), 1000, "{kernel}: the first update publishes");
+            k.cfs_mut(q).avg.load_avg = 2000;
+            k.update_tg_load_avg(q, 5_400_000);
+            assert_eq!(tg(&k), if limited { 1000 } else { 2000 }, "{kernel}: 0.4 ms later");
+            k.update_tg_load_avg(q, 6_000_000);
+            assert_eq!(tg(&k), 2000, "{kernel}: 1 ms after the first");
+            // Under the 1/64 filter nothing is written, limited or not.
+            k.cfs_mut(q).avg.load_avg = 2010;
+            k.update_tg_load_avg(q, 9_000_000);
+            assert_eq!(tg(&k), 2000);
+            // v6.6 wrote at 5 and 5.4 ms, v6.12 at 5 and 6 ms.
+            assert_eq!(k.tg_lines, vec![(g, true); 2], "{kernel}");
+            k.tg_lines.clear();
+            let e = Ent::group(q.slot().unwrap());
+            k.update_cfs_group(e, 9_000_000);
+            assert_eq!(k.tg_lines, vec![(g, false)], "{kernel}: calc_group_shares() reads the line");
+        }
+    }
+
     // spec §6.1: a group entity's weight is tg.shares scaled by the fraction
     // of the group's load on its CPU.
     #[test]
@@ -260,8 +309,8 @@ mod tests {
         let (q0, q1) = (k.tg_cfs(g, CpuId(0)), k.tg_cfs(g, CpuId(1)));
         k.cfs_mut(q0).avg.load_avg = 1024;
         k.cfs_mut(q1).avg.load_avg = 3072;
-        k.update_tg_load_avg(q0);
-        k.update_tg_load_avg(q1);
+        k.update_tg_load_avg(q0, 0);
+        k.update_tg_load_avg(q1, 0);
         assert_eq!(k.tgs[g as usize].load_avg, 4096);
         assert_eq!(k.calc_group_shares(q0), 256);
         assert_eq!(k.calc_group_shares(q1), 768);

@@ -292,7 +292,7 @@ impl Kernel {
         let runnable = (cfs.h_nr_running - if later { cfs.h_nr_delayed } else { 0 }) as u64;
         cfs.avg.update(now, cfs.load_weight, 1, runnable, curr.is_some());
         if q.slot().is_some() {
-            self.update_tg_load_avg(q);
+            self.update_tg_load_avg(q, now);
         }
     }
 
