@@ -147,6 +147,11 @@ pub struct Kernel {
     /// Group cfs_rqs and group entities, slot `(group - 1) * nr_cpus + cpu`.
     pub grq: Vec<CfsRq>,
     pub gse: Vec<SchedEntity>,
+    /// `cfs_rq->last_update_tg_load_avg` of each group cfs_rq (slot as `grq`;
+    /// v6.7+, 1528c661c24b): when it last added to `tg->load_avg`, for the
+    /// once-per-ms rate limit; none yet (the kernel's first update comes long
+    /// after the clock's zero). Beside `grq`: the root cfs_rqs never use it.
+    pub grq_tg_update: Vec<Option<u64>>,
     /// schedstat per CPU per domain level (parallel to `sd.per_cpu`).
     pub sd_stats: PerCpuLevels<SdStats>,
     /// Load-balance schedstat per CPU per domain level per idle type (busy, idle, newidle).
@@ -299,6 +304,7 @@ impl Kernel {
             tgs: vec![TaskGroup { name: "/".into(), parent: 0, shares: crate::sched::NICE_0_LOAD, depth: 0, load_avg: 0 }],
             grq: Vec::new(),
             gse: Vec::new(),
+            grq_tg_update: Vec::new(),
             sd_stats,
             lb_stats,
             llc_shared,

@@ -322,10 +322,6 @@ pub struct CfsRq {
     /// `tg_load_avg_contrib`: this cfs_rq's share last added to `tg->load_avg`
     /// (group cfs_rqs only: last).
     pub tg_load_avg_contrib: i64,
-    /// `last_update_tg_load_avg` (v6.7+, 1528c661c24b): when this cfs_rq
-    /// last added to `tg->load_avg`, for the once-per-ms rate limit (none yet:
-    /// the kernel's first update comes long after boot's clock zero).
-    pub last_update_tg_load_avg: Option<u64>,
 }
 
 // FIDELITY(F-006): fair class only; capacity 1024 at maximum frequency on every CPU.

@@ -29,6 +29,7 @@ impl Kernel {
         self.tgs.push(TaskGroup { name: name.to_string(), parent, shares, depth, load_avg: 0 });
         for _ in 0..self.nr_cpus() {
             self.grq.push(CfsRq::default());
+            self.grq_tg_update.push(None);
             // init_tg_cfs_entry(): the entity starts at NICE_0_LOAD; calc_group_shares sets it on enqueue.
             self.gse.push(SchedEntity { weight: NICE_0_LOAD, depth, slice: self.tun.base_slice_ns, ..Default::default() });
         }
@@ -47,17 +48,17 @@ impl Kernel {
         };
         let g = slot / self.nr_cpus() + 1;
         let limit = self.profile.tg_load_ratelimit();
-        let cfs = &mut self.grq[slot];
-        if limit && cfs.last_update_tg_load_avg.is_some_and(|t| now.saturating_sub(t) < TG_LOAD_RATELIMIT_NS) {
+        if limit && self.grq_tg_update[slot].is_some_and(|t| now.saturating_sub(t) < TG_LOAD_RATELIMIT_NS) {
             return;
         }
+        let cfs = &mut self.grq[slot];
         let delta = cfs.avg.load_avg as i64 - cfs.tg_load_avg_contrib;
         if delta.abs() > cfs.tg_load_avg_contrib / 64 {
             cfs.tg_load_avg_contrib = cfs.avg.load_avg as i64;
-            if limit {
-                cfs.last_update_tg_load_avg = Some(now);
-            }
             self.tgs[g].load_avg += delta;
+            if limit {
+                self.grq_tg_update[slot] = Some(now);
+            }
             self.tg_lines.push((g as u32, true));
         }
     }
