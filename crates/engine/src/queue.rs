@@ -59,6 +59,10 @@ const SLOT_BITS: u32 = 24;
 pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
 /// Sequence numbers a queue can hand out (above the slot in the key's low word).
 const MAX_SEQ: u64 = 1 << (64 - SLOT_BITS);
+/// Tree levels below the root that `peek_next` reads for a tree slot (its
+/// guess is exact on trees of up to 2^6 leaves; on a 1024-leaf one it skips
+/// the 15 leaves nearest the popped one, and 4 of the 10 sibling loads).
+const PEEK_LEVELS: u32 = 6;
 
 /// `(at << 64) | (seq << SLOT_BITS) | slot`: one integer comparison orders by
 /// time, then scheduling order (sequence numbers are unique, so the slot bits
@@ -185,18 +189,28 @@ impl Tree {
         true
     }
 
-    /// The smallest key of the leaves other than `leaf`: the minima of the
-    /// sibling subtrees along its path (`EMPTY` if none).
+    /// The smallest key of the leaves other than `leaf`, as far as the
+    /// `levels` levels below the root tell: the minima of the sibling
+    /// subtrees along its path from the root's children down, `levels` of
+    /// them (`EMPTY` if none). Exact when the tree is at most `levels` deep;
+    /// in a deeper one the leaves that share `leaf`'s ancestor `levels`
+    /// below the root (a block of `cap >> levels`) are not looked at. Those
+    /// top nodes are few and stay cached; the deep siblings are a cache
+    /// line each, rarely cached on a wide tree, and rarely hold the answer.
     #[inline]
-    fn min_but(&self, leaf: usize) -> u128 {
-        let mut node = self.cap + leaf;
+    fn min_but_near_root(&self, leaf: usize, levels: u32) -> u128 {
+        let node = self.cap + leaf;
         assert!(node < self.nodes.len(), "event queue: tree slot {leaf} out of range");
+        let depth = self.cap.trailing_zeros();
+        let stop = depth.saturating_sub(levels);
         let mut m = EMPTY;
-        while node > 1 {
-            // SAFETY: `node` < 2 * cap (checked above) and only halves; its
-            // sibling differs in the lowest bit only, so it is in range too.
-            m = min_key(unsafe { *self.nodes.get_unchecked(node ^ 1) }, m);
-            node >>= 1;
+        let mut s = depth;
+        while s > stop {
+            s -= 1;
+            // SAFETY: `node` < 2 * cap (checked above); `node >> s` is an
+            // ancestor of it (or itself), at least 2, and its sibling differs
+            // in the lowest bit only, so both are in range.
+            m = min_key(unsafe { *self.nodes.get_unchecked((node >> s) ^ 1) }, m);
         }
         m
     }
@@ -739,14 +753,15 @@ impl EventQueue {
     /// returned last, for the caller to prefetch that event's state while it
     /// handles this one: the smallest key but the popped entry's, where the
     /// part holding the popped entry offers its next key only when that is
-    /// cheap to find (the tree: its path's siblings; a lane: the ring entry
+    /// cheap to find (the tree: its path's siblings in the top
+    /// [`PEEK_LEVELS`] levels, `Tree::min_but_near_root`; a lane: the ring entry
     /// after the head; the heap: the root's children; the cold tree: none).
     /// Events the handler schedules meanwhile may come first. Changes nothing.
     #[inline]
     pub fn peek_next(&self) -> Option<u32> {
         let p = self.popped?;
         let k = if p < self.leaves {
-            min_key(self.tree.min_but(p as usize), self.omin)
+            min_key(self.tree.min_but_near_root(p as usize, PEEK_LEVELS), self.omin)
         } else {
             let mut m = self.tree.min();
             if p.wrapping_sub(self.cold_lo) >= self.cold_n {
@@ -860,6 +875,61 @@ mod tests {
             }
             assert!(checked > 0 || q.cold_n == 64, "{name}");
         }
+    }
+
+    // On a tree deeper than PEEK_LEVELS, peek_next() names the next pop
+    // whenever that is outside the popped slot's block of nearest leaves
+    // (the leaves its bounded walk skips), and a slot of that block, or
+    // another part's, otherwise: never the popped slot itself.
+    #[test]
+    fn peek_next_on_a_wide_tree_misses_only_the_nearest_leaves() {
+        let n = 1024u32;
+        let block = (n as usize).next_power_of_two() >> PEEK_LEVELS;
+        let mut q = EventQueue::with_layout(n as usize + 8, &Layout { leaves: n, cold: (0, 0), lanes: vec![(n, n + 8)] });
+        let mut r = Pcg32::new(21, 5);
+        for slot in 0..n {
+            if r.below(8) != 0 {
+                q.schedule(slot, r.below(100_000) as u64);
+            }
+        }
+        let (mut exact, mut near) = (0, 0);
+        for _ in 0..3000 {
+            let Some((p, now)) = q.pop() else { break };
+            if p >= n {
+                // A lane's event (peek_next_names_the_next_pop covers those).
+                continue;
+            }
+            // The true next event: the smallest key but the popped one's.
+            let mut want = q.omin;
+            for leaf in 0..n as usize {
+                if leaf != p as usize {
+                    want = want.min(q.tree.get(leaf));
+                }
+            }
+            let guess = q.peek_next();
+            assert_ne!(guess, Some(p), "never the popped slot");
+            let want_slot = (want != EMPTY).then(|| key_slot(want));
+            match want_slot {
+                Some(w) if w < n && w as usize / block == p as usize / block => {
+                    near += 1;
+                    if guess != Some(w) {
+                        assert!(guess.is_some_and(|g| g >= n || g as usize / block != p as usize / block));
+                    }
+                }
+                _ => {
+                    assert_eq!(guess, want_slot, "next pop outside the skipped block");
+                    exact += 1;
+                }
+            }
+            // Reschedule the popped slot (as a handler does) or let it go.
+            if r.below(4) != 0 {
+                q.schedule(p, now + r.below(100_000) as u64);
+            }
+            if r.below(16) == 0 {
+                q.schedule(n + r.below(8), now + r.below(50_000) as u64);
+            }
+        }
+        assert!(exact > 2000 && near > 0, "{exact} exact, {near} in the skipped block");
     }
 
     #[test]

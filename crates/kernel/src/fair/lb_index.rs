@@ -64,50 +64,58 @@ struct LbTree {
     pct: u64,
     /// Leaves (a power of two, at least `cpus.len()`).
     size: usize,
-    /// Per position: the candidate key ([`singleton_key`]), load and `nr > 1`.
-    key: Vec<u128>,
+    /// Per position: the load and `nr > 1`, for the sums.
     load: Vec<u64>,
     over: Vec<bool>,
-    /// Tournament: node `i` (1-based heap order, leaves at `size..`) holds
-    /// the position of its subtree's best leaf: highest key, then lowest
-    /// position (the walk keeps the first of equal groups).
-    best: Vec<u32>,
+    /// Tournament of ranks ([`rank`]: the candidate key, then the lower
+    /// position): node `i` (1-based heap order, leaves at `size..`) holds
+    /// the highest rank of its subtree, the walk's choice among its groups
+    /// (it keeps the first of equal groups). A rank names its position, so
+    /// a match is one comparison of two adjacent nodes, no load through an
+    /// index.
+    node: Vec<u128>,
     /// Sum of `load` and count of `over` over all positions.
     total_load: u64,
     nr_over: u32,
 }
 
-impl LbTree {
-    #[inline]
-    fn better(&self, a: u32, b: u32) -> u32 {
-        // Padding positions (>= cpus.len()) hold key 0 and lose every tie.
-        let (ka, kb) = (self.key[a as usize], self.key[b as usize]);
-        if ka > kb || (ka == kb && a < b) {
-            a
-        } else {
-            b
-        }
-    }
+/// The tournament rank of candidate key `key` ([`singleton_key`], below
+/// 2^66) at position `pos`: the key, then the lower position (the low 32
+/// bits hold `!pos`), so that ranks are unique and the highest is the
+/// walk's busiest candidate.
+#[inline(always)]
+fn rank(key: u128, pos: usize) -> u128 {
+    debug_assert!(key < 1 << 96 && pos <= u32::MAX as usize);
+    (key << 32) | !(pos as u32) as u128
+}
 
+/// The position a rank names.
+#[inline(always)]
+fn rank_pos(r: u128) -> u32 {
+    !(r as u32)
+}
+
+impl LbTree {
     fn set(&mut self, pos: usize, key: u128, load: u64, over: bool) {
         self.total_load = self.total_load - self.load[pos] + load;
         self.nr_over = self.nr_over - self.over[pos] as u32 + over as u32;
         self.load[pos] = load;
         self.over[pos] = over;
-        if self.key[pos] == key {
+        let mut i = self.size + pos;
+        let r = rank(key, pos);
+        if self.node[i] == r {
             return;
         }
-        self.key[pos] = key;
-        let mut i = (self.size + pos) / 2;
-        while i >= 1 {
-            let b = self.better(self.best[2 * i], self.best[2 * i + 1]);
-            if self.best[i] == b && b as usize != pos {
-                // The subtree's winner did not change and is not the leaf
-                // that moved: nothing above changes either.
+        self.node[i] = r;
+        while i > 1 {
+            // Ranks are unique: a parent whose match gives what it holds
+            // keeps every ancestor as it is.
+            let b = self.node[i].max(self.node[i ^ 1]);
+            i /= 2;
+            if self.node[i] == b {
                 break;
             }
-            self.best[i] = b;
-            i /= 2;
+            self.node[i] = b;
         }
     }
 
@@ -115,18 +123,18 @@ impl LbTree {
     /// is a candidate's: the best of the siblings along `skip`'s path to the root.
     fn best_except(&self, skip: u32) -> Option<u32> {
         let b = if skip == NONE {
-            self.best[1]
+            self.node[1]
         } else {
             let mut i = self.size + skip as usize;
-            let mut b = NONE;
+            let mut b = 0;
             while i > 1 {
-                let s = self.best[i ^ 1];
-                b = if b == NONE { s } else { self.better(b, s) };
+                b = self.node[i ^ 1].max(b);
                 i /= 2;
             }
             b
         };
-        (b != NONE && self.key[b as usize] > 0).then_some(b)
+        // (Padding positions, past the domain's CPUs, hold key 0.)
+        (b >> 32 > 0).then(|| rank_pos(b))
     }
 }
 
@@ -249,24 +257,23 @@ impl LbIndex {
             for (p, c) in cpus.iter().enumerate() {
                 ix.at[c.idx()] = (t, p as u32);
             }
-            let mut best = vec![NONE; 2 * size];
-            for (p, b) in best[size..].iter_mut().enumerate() {
-                *b = p as u32;
+            let mut node = vec![0; 2 * size];
+            for p in 0..size {
+                node[size + p] = rank(0, p);
             }
-            let mut tree = LbTree {
+            for i in (1..size).rev() {
+                node[i] = node[2 * i].max(node[2 * i + 1]);
+            }
+            let tree = LbTree {
                 dom: id as u32,
                 pct: d.imbalance_pct as u64,
                 size,
-                key: vec![0; size],
                 load: vec![0; size],
                 over: vec![false; size],
-                best,
+                node,
                 total_load: 0,
                 nr_over: 0,
             };
-            for i in (1..size).rev() {
-                tree.best[i] = tree.better(tree.best[2 * i], tree.best[2 * i + 1]);
-            }
             ix.trees.push(tree);
         }
         ix
