@@ -785,12 +785,13 @@ impl Kernel {
     /// `__schedule()` on `cpu`: handle `prev` according to `reason`, pick the
     /// next task, switch. Returns prev and next (None = idle).
     pub fn schedule(&mut self, cpu: CpuId, reason: SwitchReason, now: u64, fx: &mut Effects) -> SwitchResult {
-        let r = self.schedule_inner(cpu, reason, now);
-        self.hand_over(fx);
-        r
+        self.schedule_inner(cpu, reason, now, fx)
     }
 
-    fn schedule_inner(&mut self, cpu: CpuId, reason: SwitchReason, now: u64) -> SwitchResult {
+    /// The body of [`Self::schedule`]; it hands the effects over itself, just
+    /// before its result is built (no copy of the result on the way out).
+    #[inline(always)]
+    fn schedule_inner(&mut self, cpu: CpuId, reason: SwitchReason, now: u64, fx: &mut Effects) -> SwitchResult {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
         if self.prefetch {
@@ -904,6 +905,7 @@ impl Kernel {
         if let Some(k) = numa_kick {
             balance_kicks.push(k);
         }
+        self.hand_over(fx);
         SwitchResult { prev, next, kick, balance_kicks, balance_examined, next_run_delay }
     }
 

@@ -781,6 +781,7 @@ impl Kernel {
     }
 
     /// `set_next_entity()`: `e` becomes curr of `q` and leaves the tree.
+    #[inline(always)]
     pub(crate) fn set_next_entity(&mut self, q: CfsId, e: Ent, now: u64) {
         if self.se(e).on_rq {
             self.dequeue_tree(q, e);

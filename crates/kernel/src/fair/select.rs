@@ -83,6 +83,7 @@ impl Kernel {
     ///
     /// Model: the profile chooses the shape (`SelectShape`: v3.x affine_sd
     /// walk, or the v4+ fast path) and the form of each step.
+    #[inline(always)]
     pub fn select_task_rq_fair(
         &mut self,
         p: TaskId,
