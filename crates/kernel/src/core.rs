@@ -491,6 +491,7 @@ impl Kernel {
     }
 
     /// `select_task_rq()`: the class hook unless the task may run on one CPU only.
+    #[inline(always)]
     fn select_task_rq(&mut self, p: TaskId, prev: CpuId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> CpuId {
         self.cur_this_cpu = this_cpu;
         self.cur_now = now;
@@ -559,6 +560,7 @@ impl Kernel {
     }
 
     /// `activate_task()` → `enqueue_task_fair()`; starts the run-delay clock.
+    #[inline(always)]
     fn activate_task(&mut self, cpu: CpuId, p: TaskId, flags: u32, now: u64) {
         debug_assert_eq!(self.tasks[p.idx()].cpu, cpu);
         self.enqueue_task_fair(p, flags, now);
@@ -592,6 +594,7 @@ impl Kernel {
         r
     }
 
+    #[inline(always)]
     fn try_to_wake_up_inner(&mut self, p: TaskId, this_cpu: CpuId, waker: Option<TaskId>, wf: WakeFlags, now: u64) -> WakeResult {
         if self.prefetch {
             self.prefetch_ttwu_stat(this_cpu);
@@ -678,6 +681,7 @@ impl Kernel {
     }
 
     /// `ttwu_do_activate()`: enqueue a woken task and check wakeup preemption.
+    #[inline(always)]
     fn ttwu_do_activate(&mut self, cpu: CpuId, p: TaskId, migrated: bool, now: u64) {
         let queued_at = self.tasks[p.idx()].last_queued.get();
         self.activate_task(cpu, p, ENQUEUE_WAKEUP | if migrated { ENQUEUE_MIGRATED } else { 0 }, now);
@@ -701,6 +705,7 @@ impl Kernel {
     ///   `update_avg(&rq->avg_idle, delta)`, then clamp to `2 * max_idle_balance_cost`;
     /// - v5.14+ (94aafc3ee31d): `wake_stamp = jiffies; wake_avg_idle = avg_idle / 2`
     ///   together, so select_idle_cpu()'s per-jiffy aging starts from now.
+    #[inline(always)]
     fn update_avg_idle(&mut self, cpu: CpuId, now: u64) {
         let old_form = self.profile.version < (3, 13);
         let migration_cost = self.tun.migration_cost_ns;
@@ -771,6 +776,7 @@ impl Kernel {
     }
 
     /// `ttwu_stat()`: counted on the waker's CPU (ecosystem reference §2.2).
+    #[inline(always)]
     fn ttwu_stat(&mut self, cpu: CpuId, this_cpu: CpuId) {
         let rq = &mut self.rqs[this_cpu.idx()];
         rq.ttwu_count += 1;
@@ -797,12 +803,13 @@ impl Kernel {
     /// `__schedule()` on `cpu`: handle `prev` according to `reason`, pick the
     /// next task, switch. Returns prev and next (None = idle).
     pub fn schedule(&mut self, cpu: CpuId, reason: SwitchReason, now: u64, fx: &mut Effects) -> SwitchResult {
-        let r = self.schedule_inner(cpu, reason, now);
-        self.hand_over(fx);
-        r
+        self.schedule_inner(cpu, reason, now, fx)
     }
 
-    fn schedule_inner(&mut self, cpu: CpuId, reason: SwitchReason, now: u64) -> SwitchResult {
+    /// The body of [`Self::schedule`]; it hands the effects over itself, just
+    /// before its result is built (no copy of the result on the way out).
+    #[inline(always)]
+    fn schedule_inner(&mut self, cpu: CpuId, reason: SwitchReason, now: u64, fx: &mut Effects) -> SwitchResult {
         self.cur_now = now;
         self.cur_this_cpu = cpu;
         if self.prefetch {
@@ -916,6 +923,7 @@ impl Kernel {
         if let Some(k) = numa_kick {
             balance_kicks.push(k);
         }
+        self.hand_over(fx);
         SwitchResult { prev, next, kick, balance_kicks, balance_examined, next_run_delay }
     }
 

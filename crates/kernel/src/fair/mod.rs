@@ -161,6 +161,7 @@ impl Kernel {
         vdiff(self.se(e).vruntime, self.cfs(q).min_vruntime)
     }
 
+    #[inline(always)]
     fn avg_vruntime_add(&mut self, q: CfsId, e: Ent) {
         let key = self.entity_key(q, e);
         let w = self.se(e).weight as i64;
@@ -169,6 +170,7 @@ impl Kernel {
         cfs.avg_load += w;
     }
 
+    #[inline(always)]
     fn avg_vruntime_sub(&mut self, q: CfsId, e: Ent) {
         let key = self.entity_key(q, e);
         let w = self.se(e).weight as i64;
@@ -194,6 +196,7 @@ impl Kernel {
     }
 
     /// `avg_vruntime()`: V, the weighted average vruntime of the queue incl. curr (v6.6+).
+    #[inline(always)]
     pub fn avg_vruntime(&self, q: impl Into<CfsId>) -> u64 {
         let q = q.into();
         let (mut avg, load) = self.avg_parts(q);
@@ -218,13 +221,13 @@ impl Kernel {
     }
 
     /// `entity_eligible()`
-    #[inline]
+    #[inline(always)]
     pub fn entity_eligible(&self, q: impl Into<CfsId>, e: impl Into<Ent>) -> bool {
         self.vruntime_eligible(q.into(), self.se(e.into()).vruntime)
     }
 
     /// `update_min_vruntime()`: monotonic, from curr and the leftmost entity.
-    #[inline]
+    #[inline(always)]
     fn update_min_vruntime(&mut self, q: CfsId) {
         let cfs = self.cfs(q);
         let mut v = cfs.min_vruntime;
@@ -247,6 +250,7 @@ impl Kernel {
 
     // ---------------------------------------------------------------- tree
 
+    #[inline(always)]
     fn enqueue_tree(&mut self, q: CfsId, e: Ent) {
         self.avg_vruntime_add(q, e);
         let (v, d) = (self.se(e).vruntime, self.se(e).deadline);
@@ -255,6 +259,7 @@ impl Kernel {
         self.rq_steps = steps;
     }
 
+    #[inline(always)]
     fn dequeue_tree(&mut self, q: CfsId, e: Ent) {
         let steps = std::mem::take(&mut self.rq_steps);
         #[cfg(debug_assertions)]
@@ -276,6 +281,7 @@ impl Kernel {
     /// refreshes its share of `tg->load_avg` (`update_tg_load_avg()`).
     // FIDELITY(F-021): group entities accumulate their own averages from their
     // weight and on_rq state instead of propagating the child cfs_rq's sums.
+    #[inline(always)]
     pub(crate) fn update_load_avg(&mut self, q: CfsId, e: Option<Ent>, now: u64) {
         let curr = self.cfs(q).curr;
         // v6.12.0: se_runnable() is on_rq and the cfs_rq's runnable count is
@@ -427,6 +433,7 @@ impl Kernel {
     }
 
     /// `place_entity()`: EEVDF (v6.6+) or CFS (<= v6.5).
+    #[inline(always)]
     fn place_entity(&mut self, q: CfsId, e: Ent, flags: u32) {
         if !self.eevdf() {
             // CFS place_entity(cfs_rq, se, initial)
@@ -496,6 +503,7 @@ impl Kernel {
     }
 
     /// `update_entity_lag()`: vlag = clamp(V - v, -L, L), L in virtual time.
+    #[inline(always)]
     fn update_entity_lag(&mut self, q: CfsId, e: Ent) {
         let v = self.avg_vruntime(q);
         let limit = self.lag_limit(q, e, self.se(e).weight) as i64;
@@ -509,7 +517,7 @@ impl Kernel {
     /// v6.6 - 6.18.16 max(2 * se->slice, TICK_NSEC); 6.18.17+ (6e3c0a4e1ad1
     /// "sched/fair: Fix lag clamp", mainline v7.0) `cfs_rq_max_slice()` +
     /// TICK_NSEC.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lag_limit(&self, q: CfsId, e: Ent, w: u64) -> u64 {
         let tick = self.tun.tick_ns;
         let wall = if self.profile.stable_6_18(17) { self.cfs_rq_max_slice(q) + tick } else { (2 * self.se(e).slice).max(tick) };
@@ -610,6 +618,7 @@ impl Kernel {
     }
 
     /// `enqueue_entity()`: one entity on one cfs_rq.
+    #[inline(always)]
     pub(crate) fn enqueue_entity(&mut self, q: CfsId, e: Ent, flags: u32, now: u64) {
         let is_curr = self.cfs(q).curr == Some(e);
         if !self.eevdf() {
@@ -656,6 +665,7 @@ impl Kernel {
     /// DELAY_DEQUEUE: an ineligible sleeping task stays queued as `sched_delayed`).
     // FIDELITY(F-022): only task entities are ever delayed; a group entity
     // stays queued while a delayed task keeps load on its cfs_rq.
+    #[inline(always)]
     pub(crate) fn dequeue_entity(&mut self, q: CfsId, e: Ent, flags: u32, now: u64) -> bool {
         let sleep = flags & DEQUEUE_SLEEP != 0;
         let delayed_final = flags & DEQUEUE_DELAYED != 0;
@@ -771,6 +781,7 @@ impl Kernel {
     }
 
     /// `set_next_entity()`: `e` becomes curr of `q` and leaves the tree.
+    #[inline(always)]
     pub(crate) fn set_next_entity(&mut self, q: CfsId, e: Ent, now: u64) {
         if self.se(e).on_rq {
             self.dequeue_tree(q, e);
@@ -797,6 +808,7 @@ impl Kernel {
     }
 
     /// `put_prev_entity()`: curr goes back into the tree if still queued.
+    #[inline(always)]
     pub(crate) fn put_prev_entity(&mut self, q: CfsId, e: Ent, now: u64) {
         if self.se(e).on_rq {
             self.update_curr(q, now);
@@ -811,7 +823,7 @@ impl Kernel {
     /// `clear_buddies()`: for each buddy pointer of `q` equal to `e`, clear it
     /// there and up the hierarchy while the parent's buddy is the parent entity
     /// (`__clear_buddies_next/last/skip()`).
-    #[inline]
+    #[inline(always)]
     fn clear_buddies(&mut self, q: CfsId, e: Ent) {
         let cfs = self.cfs(q);
         let (n, l, s) = (cfs.next == Some(e), cfs.last == Some(e), cfs.skip == Some(e));
@@ -879,6 +891,7 @@ impl Kernel {
     // ---------------------------------------------------------------- picking
 
     /// `pick_eevdf()` (v6.6-v6.16; v6.17+ `pick_eevdf()` = `__pick_eevdf(cfs_rq, true)`).
+    #[inline(always)]
     pub fn pick_eevdf(&self, q: impl Into<CfsId>) -> Option<Ent> {
         self.pick_eevdf_protect(q.into(), true)
     }
@@ -892,6 +905,7 @@ impl Kernel {
     /// `protect` and its slice protection hold; otherwise the eligible entity
     /// with the earliest deadline, curr winning only with a strictly earlier
     /// one.
+    #[inline(always)]
     fn pick_eevdf_protect(&self, q: CfsId, protect: bool) -> Option<Ent> {
         let cfs = self.cfs(q);
         let mut curr = cfs.curr.filter(|&c| self.se(c).on_rq);
@@ -948,6 +962,7 @@ impl Kernel {
     /// From 6.18.33 (e837456fdca8) the buddy test is inside `__pick_eevdf()`.
     /// The completion of a delayed dequeue of the entity picked is the
     /// caller's (`pick_next_task_fair()`, `wakeup_pick_next_entity()`).
+    #[inline(always)]
     fn pick_next_entity_eevdf(&self, q: CfsId) -> Option<Ent> {
         let buddy_on = if self.profile.version >= (6, 14) { self.feats.has(PICK_BUDDY) } else { self.feats.has(NEXT_BUDDY) };
         if buddy_on && !self.profile.stable_6_18(33) {
@@ -1038,6 +1053,7 @@ impl Kernel {
     }
 
     /// `put_prev_task_fair()`: `put_prev_entity()` at every level of `p`.
+    #[inline(always)]
     pub(crate) fn put_prev_task_fair(&mut self, p: TaskId, now: u64) {
         let mut cur = Some(Ent::task(p));
         while let Some(x) = cur {
@@ -1323,6 +1339,7 @@ impl Kernel {
 
     /// (Re)list on_rq task `p` in its CPU's `cfs_tasks` at its current mru
     /// (`list_add()` at enqueue, `list_move()` at pick).
+    #[inline(always)]
     fn cfs_tasks_list(&mut self, p: TaskId) {
         let t = &self.tasks[p.idx()];
         let (cpu, mru) = (t.cpu, t.mru);

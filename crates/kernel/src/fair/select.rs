@@ -83,6 +83,7 @@ impl Kernel {
     ///
     /// Model: the profile chooses the shape (`SelectShape`: v3.x affine_sd
     /// walk, or the v4+ fast path) and the form of each step.
+    #[inline(always)]
     pub fn select_task_rq_fair(
         &mut self,
         p: TaskId,
@@ -180,6 +181,7 @@ impl Kernel {
     /// v3.11 form resets the count every second, v4.5+ halves it. Called from
     /// task_waking_fair() for every full wakeup of a fair task up to v4.6, from
     /// select_task_rq_fair() since v4.7 (c58d25f371f5 "sched/fair: Move record_wakee()").
+    #[inline(always)]
     pub(crate) fn record_wakee(&mut self, waker: TaskId, p: TaskId, now: u64) {
         if self.profile.wake_wide == WakeWideVariant::None {
             return; // v3.10 and older keep no wakee history
