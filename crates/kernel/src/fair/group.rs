@@ -36,6 +36,13 @@ impl Kernel {
         Ok(id)
     }
 
+    /// The task group a group cfs_rq slot belongs to (`cfs_rq->tg`; slot
+    /// `(group - 1) * nr_cpus + cpu`).
+    #[inline]
+    fn group_of_slot(&self, slot: usize) -> usize {
+        slot / self.nr_cpus() + 1
+    }
+
     /// `update_tg_load_avg()`: publish this cfs_rq's load into `tg->load_avg`
     /// when it moved by more than 1/64 of what was published; from v6.7
     /// (1528c661c24b "sched/fair: Ratelimit update to tg->load_avg") at most
@@ -46,7 +53,7 @@ impl Kernel {
         let Some(slot) = q.slot() else {
             return;
         };
-        let g = slot / self.nr_cpus() + 1;
+        let g = self.group_of_slot(slot);
         let limit = self.profile.tg_load_ratelimit();
         if limit && self.grq_tg_update[slot].is_some_and(|t| now.saturating_sub(t) < TG_LOAD_RATELIMIT_NS) {
             return;
@@ -67,7 +74,7 @@ impl Kernel {
     /// fraction of the group's load on this CPU, clamped to [MIN_SHARES, shares].
     pub(crate) fn calc_group_shares(&self, gq: CfsId) -> u64 {
         let slot = gq.slot().expect("a group cfs_rq");
-        let tg = &self.tgs[slot / self.nr_cpus() + 1];
+        let tg = &self.tgs[self.group_of_slot(slot)];
         let cfs = self.cfs(gq);
         let load = cfs.load_weight.max(cfs.avg.load_avg) as i64;
         let tg_weight = tg.load_avg - cfs.tg_load_avg_contrib + load;
@@ -90,7 +97,7 @@ impl Kernel {
     fn update_group_shares(&mut self, e: Ent, gq: CfsId, now: u64) {
         let shares = self.calc_group_shares(gq);
         // calc_group_shares() read tg->load_avg.
-        let g = gq.slot().expect("a group cfs_rq") / self.nr_cpus() + 1;
+        let g = self.group_of_slot(gq.slot().expect("a group cfs_rq"));
         self.tg_lines.push((g as u32, false));
         if self.se(e).weight != shares {
             let q = self.cfs_of(e);

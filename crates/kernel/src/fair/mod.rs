@@ -277,12 +277,16 @@ impl Kernel {
     // ---------------------------------------------------------------- PELT
 
     /// `update_load_avg()` for an entity and its cfs_rq: advance both to `now`
-    /// with the state they had over the elapsed interval. A group cfs_rq then
-    /// refreshes its share of `tg->load_avg` (`update_tg_load_avg()`).
+    /// with the state they had over the elapsed interval. With `update_tg`
+    /// (the kernel's UPDATE_TG flag, v4.14+; the `update_tg` argument
+    /// before) a group cfs_rq then refreshes its share of `tg->load_avg`
+    /// (`update_tg_load_avg()`): enqueue, dequeue, set_next_entity() and the
+    /// tick pass it, put_prev_entity() and requeue_delayed_entity() do not.
     // FIDELITY(F-021): group entities accumulate their own averages from their
     // weight and on_rq state instead of propagating the child cfs_rq's sums.
+    // FIDELITY(F-023): the v4.3+ UPDATE_TG call sites on every version.
     #[inline(always)]
-    pub(crate) fn update_load_avg(&mut self, q: CfsId, e: Option<Ent>, now: u64) {
+    pub(crate) fn update_load_avg(&mut self, q: CfsId, e: Option<Ent>, now: u64, update_tg: bool) {
         let curr = self.cfs(q).curr;
         // v6.12.0: se_runnable() is on_rq and the cfs_rq's runnable count is
         // h_nr_running, delayed sleepers included; "sched/eevdf: More PELT vs
@@ -297,14 +301,14 @@ impl Kernel {
         let cfs = self.cfs_mut(q);
         let runnable = (cfs.h_nr_running - if later { cfs.h_nr_delayed } else { 0 }) as u64;
         cfs.avg.update(now, cfs.load_weight, 1, runnable, curr.is_some());
-        if q.slot().is_some() {
+        if update_tg && q.slot().is_some() {
             self.update_tg_load_avg(q, now);
         }
     }
 
     /// `update_load_avg()` of the root cfs_rq of an idle CPU (tick).
     pub(crate) fn update_root_load_avg(&mut self, cpu: CpuId, now: u64) {
-        self.update_load_avg(CfsId::root(cpu), None, now);
+        self.update_load_avg(CfsId::root(cpu), None, now, false);
     }
 
     /// `attach_entity_load_avg()`: a migrated task brings its averages along.
@@ -629,7 +633,7 @@ impl Kernel {
                 se.vruntime_relative = false;
             }
             self.update_curr(q, now);
-            self.update_load_avg(q, Some(e), now);
+            self.update_load_avg(q, Some(e), now, true);
             self.update_cfs_group(e, now);
             self.account_entity_enqueue(q, e);
             if flags & ENQUEUE_WAKEUP != 0 {
@@ -640,7 +644,7 @@ impl Kernel {
                 self.place_entity(q, e, flags);
             }
             self.update_curr(q, now);
-            self.update_load_avg(q, Some(e), now);
+            self.update_load_avg(q, Some(e), now, true);
             self.update_cfs_group(e, now);
             if !is_curr {
                 self.place_entity(q, e, flags);
@@ -677,7 +681,7 @@ impl Kernel {
                 if self.cfs(q).next == Some(e) {
                     self.cfs_mut(q).next = None;
                 }
-                self.update_load_avg(q, Some(e), now);
+                self.update_load_avg(q, Some(e), now, true);
                 self.se_mut(e).sched_delayed = true;
                 self.walk_h_nr_delayed(e, true);
                 return false;
@@ -688,7 +692,7 @@ impl Kernel {
             // (A second update_curr() at the same time would change nothing.)
             self.update_curr(q, now);
         }
-        self.update_load_avg(q, Some(e), now);
+        self.update_load_avg(q, Some(e), now, true);
         if self.eevdf() {
             self.update_entity_lag(q, e);
             let delay_zero = self.feats.has(DELAY_ZERO);
@@ -775,7 +779,7 @@ impl Kernel {
                 self.cfs_mut(q).nr_running += 1;
             }
         }
-        self.update_load_avg(q, Some(e), now);
+        self.update_load_avg(q, Some(e), now, false);
         self.se_mut(e).sched_delayed = false;
         self.walk_h_nr_delayed(e, false);
     }
@@ -785,7 +789,7 @@ impl Kernel {
     pub(crate) fn set_next_entity(&mut self, q: CfsId, e: Ent, now: u64) {
         if self.se(e).on_rq {
             self.dequeue_tree(q, e);
-            self.update_load_avg(q, Some(e), now);
+            self.update_load_avg(q, Some(e), now, true);
         }
         self.cfs_mut(q).curr = Some(e);
         if let Some(p) = e.task_id() {
@@ -813,7 +817,7 @@ impl Kernel {
         if self.se(e).on_rq {
             self.update_curr(q, now);
             self.enqueue_tree(q, e);
-            self.update_load_avg(q, Some(e), now);
+            self.update_load_avg(q, Some(e), now, false);
         }
         self.cfs_mut(q).curr = None;
     }
@@ -1198,7 +1202,7 @@ impl Kernel {
         // Second loop: the ancestors already queued.
         while let Some(x) = cur {
             let q = self.cfs_of(x);
-            self.update_load_avg(q, Some(x), now);
+            self.update_load_avg(q, Some(x), now, true);
             self.update_cfs_group(x, now);
             let cfs = self.cfs_mut(q);
             cfs.h_nr_running += 1;
@@ -1298,7 +1302,7 @@ impl Kernel {
         // Second loop: the ancestors that stay queued.
         while let Some(x) = cur {
             let q = self.cfs_of(x);
-            self.update_load_avg(q, Some(x), now);
+            self.update_load_avg(q, Some(x), now, true);
             self.update_cfs_group(x, now);
             let cfs = self.cfs_mut(q);
             cfs.h_nr_running -= 1;
@@ -1401,7 +1405,7 @@ impl Kernel {
     /// `entity_tick()`
     fn entity_tick(&mut self, q: CfsId, curr: Ent, now: u64) {
         self.update_curr(q, now);
-        self.update_load_avg(q, Some(curr), now);
+        self.update_load_avg(q, Some(curr), now, true);
         self.update_cfs_group(curr, now);
         if self.eevdf() || self.cfs(q).nr_running <= 1 {
             return;
