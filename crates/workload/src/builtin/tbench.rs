@@ -43,13 +43,13 @@ pub const BUILTIN: Builtin = Builtin {
 
 /// Client-side CPU per operation outside the socket calls (load-file parsing,
 /// SMB marshalling in sockio.c): measured on the guest, tbench 2 clients
-/// without perf counters (session 13: 1,827 us of client CPU per MB), less
-/// the model's socket, copy and switch costs (docs/CALIBRATION.md).
-pub const CLIENT_OP_NS: u64 = 4_000;
+/// without perf counters (1,624 us of client CPU per MB of the whole run,
+/// dbench's warmup included: session 22), less the model's socket, copy and
+/// switch costs (docs/CALIBRATION.md "dbench's warmup").
+pub const CLIENT_OP_NS: u64 = 2_970;
 /// Server-side CPU per operation besides the socket calls (tbench_srv just
-/// echoes): measured the same way (1,790 us of server CPU per MB; the
-/// session 8 value, fitted under perf counters, still meets it within 3 %).
-pub const SERVER_OP_NS: u64 = 4_200;
+/// echoes): measured the same way (1,591 us of server CPU per MB).
+pub const SERVER_OP_NS: u64 = 2_800;
 
 /// One cycle of the op mix: (what, request bytes, response bytes, counted payload).
 /// client.txt counts: ReadX 27%, NTCreateX 17%, QUERY_PATH_INFORMATION 16%,
