@@ -182,10 +182,11 @@ impl Sim<'_> {
         self.cost.idle_exit_latency(self.cpus[c.idx()].idle_pred_ns)
     }
 
-    /// Lock sections of the load-balance passes `c` just ran: each detach held
-    /// the busiest rq's lock (after waiting for it). Returns the time `c`
-    /// spent waiting and holding.
-    pub(crate) fn lb_locks(&mut self, c: CpuId) -> u64 {
+    /// What the kernel entry point `c` just ran spent on shared lines: the
+    /// lock sections of its load-balance passes (each detach held the busiest
+    /// rq's lock, after waiting for it), then its `tg->load_avg` accesses
+    /// ([`Self::tg_lines`]). Returns the time `c` spent waiting and holding.
+    pub(crate) fn entry_lock_time(&mut self, c: CpuId) -> u64 {
         if self.fx.locked.is_empty() {
             return self.tg_lines(c, self.now);
         }

@@ -255,7 +255,7 @@ pub struct Sim<'a> {
     pub kernel: Kernel,
     /// What the kernel's entry points did besides their answers (locked
     /// runqueues, migrations when tracing), appended by each call and taken
-    /// out by what charges (`lb_locks`) or records (`tr_migrations`) them.
+    /// out by what charges (`entry_lock_time`: lock sections and group lines) or records (`tr_migrations`) them.
     fx: Effects,
     machine: &'a Machine,
     /// Set from outside (another thread) to end the run early (`run_stoppable`).
@@ -710,7 +710,7 @@ impl<'a> Sim<'a> {
                     if self.trace.is_some() {
                         self.tr_migrations(c);
                     }
-                    let lb_wait = self.lb_locks(c);
+                    let lb_wait = self.entry_lock_time(c);
                     if lb_wait > 0 {
                         if let Some(t) = self.cpus[c.idx()].running {
                             self.rt[t.idx()].remaining += lb_wait;
@@ -758,7 +758,7 @@ impl<'a> Sim<'a> {
                             self.tr_migrations(c);
                         }
                         // An idle CPU's balancing time is its own (idle) time.
-                        self.lb_locks(c);
+                        self.entry_lock_time(c);
                         for k in r.kicks {
                             self.kick_remote(k);
                         }
@@ -1038,7 +1038,7 @@ impl<'a> Sim<'a> {
                 self.rt[nx.idx()].remaining += res.balance_examined * self.scan_ns();
             }
         }
-        let lb_wait = self.lb_locks(c);
+        let lb_wait = self.entry_lock_time(c);
         if let Some(nx) = res.next {
             self.rt[nx.idx()].remaining += lb_wait;
         }
