@@ -413,3 +413,22 @@ fn builtins_match_the_real_programs_on_the_guest() {
     eprintln!("{table}\n{open_seen} open disagreements (OPEN), {} unexpected", bad.len());
     assert!(bad.is_empty(), "model against the real programs:\n{}", bad.join("\n"));
 }
+
+/// tbench's per-MB figures divide the whole run's CPU and counts by the MB
+/// of the whole run: `-t 8` runs 1 s of dbench warmup (timelimit / 5) before
+/// the 8 s its Throughput and op table cover; `-t 4` has none.
+#[test]
+fn tbench_figures_count_dbench_warmup() {
+    let line = |secs: u32| {
+        format!(
+            "bench=tbench clients=2 seconds={secs} ops=1 wall_s=1 load=0 srv_cpu_ms=900 cl_cpu_ms=900 ctxt=0 mb_s=100 \
+             cnt_ops=1 cnt_mb_s=100 srv_cs=900 srv_migr=0 srv_waking=0 cl_cs=900 cl_migr=0 cl_waking=0"
+        )
+    };
+    for (secs, mb) in [(8, 900.0), (4, 400.0), (10, 1200.0)] {
+        let (bench, cfg, n) = parse_line(&line(secs));
+        let f = figures(&bench, &cfg, &n);
+        assert!((f.cl.cpu_us - 900_000.0 / mb).abs() < 1e-9, "-t {secs}: {} us per MB", f.cl.cpu_us);
+        assert!((f.srv.cs - 900.0 / mb).abs() < 1e-12, "-t {secs}: {} switches per MB", f.srv.cs);
+    }
+}
