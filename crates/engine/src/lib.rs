@@ -254,8 +254,9 @@ fn lock_sems(wl: &Workload) -> Vec<bool> {
 pub struct Sim<'a> {
     pub kernel: Kernel,
     /// What the kernel's entry points did besides their answers (locked
-    /// runqueues, migrations when tracing), appended by each call and taken
-    /// out by what charges (`entry_lock_time`: lock sections and group lines) or records (`tr_migrations`) them.
+    /// runqueues, group-line accesses, migrations when tracing), appended by
+    /// each call and taken out by what charges (`entry_lock_time`) or records
+    /// (`tr_migrations`) them.
     fx: Effects,
     machine: &'a Machine,
     /// Set from outside (another thread) to end the run early (`run_stoppable`).
