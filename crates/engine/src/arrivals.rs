@@ -125,7 +125,7 @@ impl Sim<'_> {
         if reader.is_none() && ep_waiter.is_none() {
             return;
         }
-        for r in reader.into_iter().chain(ep_waiter) {
+        for r in reader.into_iter().chain(ep_waiter.map(|(w, _)| w)) {
             self.arrivals.as_mut().expect("checked").stats.wakeups += 1;
             self.wake(r, c, current, WakeFlags::default());
         }

@@ -343,7 +343,7 @@ impl Sim<'_> {
                     if self.epoll_next(t, set, max) {
                         self.advance(t);
                     } else {
-                        self.epolls[set as usize].waiters.push_back(t);
+                        self.epolls[set as usize].waiters.push_back((t, false));
                         self.block(c);
                         return;
                     }
@@ -360,7 +360,7 @@ impl Sim<'_> {
                     } else {
                         // do_select() sleeps; woken, it scans again (stage 0).
                         self.rt[t.idx()].stage = 0;
-                        self.epolls[set as usize].waiters.push_back(t);
+                        self.epolls[set as usize].waiters.push_back((t, true));
                         self.block(c);
                         return;
                     }
@@ -443,7 +443,13 @@ impl Sim<'_> {
         let ep_waiter = if spec.epoll.is_some() { self.epoll_ready(chan) } else { None };
         self.advance(t);
         let mut woke = false;
-        for w in reader.into_iter().chain(next_writer).chain(ep_waiter) {
+        for w in reader.into_iter().chain(next_writer) {
+            self.wake(w, c, Some(t), wf);
+            woke = true;
+        }
+        if let Some((w, select)) = ep_waiter {
+            // ep_poll_callback(): wake_up(), or wake_up_sync() for a sync waker from v6.13.
+            let wf = if select || self.kernel.profile.epoll_sync_wakeup() { wf } else { WakeFlags::default() };
             self.wake(w, c, Some(t), wf);
             woke = true;
         }
@@ -522,8 +528,9 @@ impl Sim<'_> {
     /// A message was queued on `chan`, which is registered in an epoll
     /// instance: put the channel on the instance's ready list unless it is on
     /// it (ep_poll_callback(): list_add_tail), and take one task blocked in
-    /// the instance's epoll_wait() (an exclusive waiter) for the caller to wake.
-    pub(crate) fn epoll_ready(&mut self, chan: u32) -> Option<TaskId> {
+    /// the instance's epoll_wait() or select() (an exclusive waiter) for the
+    /// caller to wake, with whether it waits in select().
+    pub(crate) fn epoll_ready(&mut self, chan: u32) -> Option<(TaskId, bool)> {
         let e = self.wl.channels[chan as usize].epoll?;
         let ch = &mut self.chans[chan as usize];
         let ep = &mut self.epolls[e.set as usize];

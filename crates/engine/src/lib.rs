@@ -204,8 +204,11 @@ struct ChanRt {
 /// An epoll instance (`Op::EpollNext`; its channels name it in `ChannelSpec::epoll`).
 #[derive(Clone, Debug, Default)]
 struct EpollRt {
-    /// Tasks blocked in epoll_wait() on it, woken one per ready event.
-    waiters: std::collections::VecDeque<TaskId>,
+    /// Tasks blocked on it, woken one per ready event, each with whether it
+    /// waits in select() (`Op::SelectNext`: pollwake() passes the waker's
+    /// WF_SYNC on in every kernel) rather than in epoll_wait() (v6.13+ only,
+    /// `KernelProfile::epoll_sync_wakeup`).
+    waiters: std::collections::VecDeque<(TaskId, bool)>,
     /// Member channels that became ready, in order (some may have been
     /// emptied since: dropped when a harvest finds them so).
     ready: std::collections::VecDeque<u32>,

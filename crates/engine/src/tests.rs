@@ -1175,3 +1175,40 @@ fn group_line_transfers_follow_tg_load_avg_updates() {
         base.tg_line_ns
     );
 }
+
+/// ep_poll_callback() passes a waker's WF_SYNC on to the task in epoll_wait()
+/// only from v6.13 (900bbaae67e9); select() (pollwake()) always does. A
+/// client pinned to CPU 0 of a two-CPU machine writes a request; the server,
+/// which may run anywhere and last ran on CPU 1, sleeps in epoll_wait() or in
+/// select() on it. A sync wakeup from a CPU running one task takes
+/// wake_affine_idle()'s sync branch; a plain one never does.
+#[test]
+fn epoll_wakeups_are_sync_from_v6_13_select_wakeups_always() {
+    let text = |wait: &str| {
+        format!(
+            "format = 1\nname = \"ep\"\ntime_bounded = true\njitter_pct = 0\n[metric]\nkind = \"rate\"\nname = \"n\"\nunit = \"1/s\"\ncounter = 0\n\
+             [[channel]]\ncapacity = 4\nsync = true\nkind = \"socket\"\nepoll = 0\n\
+             [[channel]]\ncapacity = 4\nsync = true\nkind = \"socket\"\n\
+             [[program]]\nops = [\"loop count=inf\", \"write chan=0 cost=2us\", \"run ns=40us\", \"read chan=1 cost=1us\", \"end_loop\"]\n\
+             [[program]]\nops = [\"loop count=inf\", \"{wait}\", \"read chan=0 cost=1us\", \"run ns=5us\", \"write chan=1 cost=2us\", \"count id=0 n=1\", \"end_loop\"]\n\
+             [[task]]\nname = \"client\"\nprogram = 0\nmm = 0\ncpus = [0]\n\
+             [[task]]\nname = \"server\"\nprogram = 1\nmm = 1\n"
+        )
+    };
+    let m = machine("laptop-4c8t");
+    let sync_branch = |kernel: &str, wait: &str| {
+        let w = schedlab_workload::file::from_toml_str(&text(wait), "ep.toml").unwrap();
+        let mut k = schedlab_kernel::Kernel::new(&m.topology, profile(kernel).unwrap());
+        k.enable_explain(false);
+        let (r, k) = run_with(&m, k, &w, 20 * MS);
+        assert!(r.metric_value > 0.0, "{kernel} {wait}: the server answered");
+        let c = &k.explain.as_ref().unwrap().counts;
+        (c.affine[schedlab_kernel::explain::AffineRule::SyncOneTask as usize].iter().sum::<u64>(), c.wakeups)
+    };
+    for (kernel, epoll_sync) in [("v6.12", false), ("v6.18", true)] {
+        let (sync, n) = sync_branch(kernel, "epoll_next set=0 max=8");
+        assert_eq!(sync > 0, epoll_sync, "{kernel} epoll_wait(): {sync} of {n} wakeups took the sync branch");
+        let (sync, n) = sync_branch(kernel, "select_next set=0 cost=0");
+        assert!(sync > 0, "{kernel} select(): {sync} of {n} wakeups took the sync branch");
+    }
+}

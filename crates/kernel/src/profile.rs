@@ -778,6 +778,16 @@ impl KernelProfile {
         self.version >= (6, 7) || self.has_patch(Patch::TgLoadRatelimit)
     }
 
+    /// `ep_poll_callback()` passes a waker's WF_SYNC on to the task blocked in
+    /// epoll_wait(): v6.13+ (900bbaae67e9 "epoll: Add synchronous wakeup
+    /// support for ep_poll_callback"; stable trees backported it in December
+    /// 2024, after every release profile but v6.18). Before it an epoll
+    /// wakeup was a plain wake_up(), whatever the socket or pipe asked for;
+    /// select() and poll() (pollwake()) always passed it on.
+    pub fn epoll_sync_wakeup(&self) -> bool {
+        self.version >= (6, 13)
+    }
+
     /// Whether this kernel has the 6.18.y stable change that first shipped
     /// in 6.18.`level` (`--patch stable-6.18.44` carries 6.18.1 to 6.18.44).
     pub fn stable_6_18(&self, level: u32) -> bool {
@@ -965,6 +975,7 @@ pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
     ("base_slice=0.70ms", (6, 15, 0), "2ae891b82695 (\"sched: Reduce the default slice to avoid tasks getting an extra tick\")"),
     ("delayed_accounting", (6, 16, 0), "\"sched/eevdf: More PELT vs DELAYED_DEQUEUE\" + 61b82dfb6b7e (v6.14), aa3ee4f0b754 (v6.16)"),
     ("tg_load_avg_ratelimit", (6, 7, 0), "1528c661c24b (\"sched/fair: Ratelimit update to tg->load_avg\")"),
+    ("epoll_sync_wakeup", (6, 13, 0), "900bbaae67e9 (\"epoll: Add synchronous wakeup support for ep_poll_callback\")"),
     ("run_to_parity_vprot", (6, 17, 0), "9cdb4fe20cd2, 74eec63661d4, 9de74a9850b9, 052c3d87c82e, 3a0baa8e6c57, 0b9ca2dcabc3"),
     ("SIS_SHORT", (99, 0, 0), "never merged (shortrun RFC)"),
     ("NEXT_BUDDY", (2, 6, 31), "(NEXT_BUDDY)"),
@@ -1029,6 +1040,9 @@ impl KernelProfile {
         }
         if self.version >= (6, 7) {
             v.push("tg_load_avg_ratelimit".into());
+        }
+        if self.epoll_sync_wakeup() {
+            v.push("epoll_sync_wakeup".into());
         }
         for (flag, on) in [
             ("sis_scan_from_next", self.sis_scan_from_next),

@@ -7,9 +7,10 @@
 //! its connections (scripts/calib-src/memload.c, the client measured on the
 //! guest). Every connection is a pair of channels, each registered in the
 //! epoll instance of the side that reads it with the connection's number as
-//! its data. A request wakes the worker through epoll (WF_SYNC on kernels
-//! whose ep_poll_callback passes it on, §0); the response wakes the client
-//! thread (sync). A wakeup takes every connection ready at that moment and
+//! its data. A request wakes the worker through epoll, and the response
+//! wakes the client thread the same way: WF_SYNC from v6.13, whose
+//! ep_poll_callback() passes the socket's sync wakeup on (900bbaae67e9), a
+//! plain wakeup before (the engine decides, per kernel). A wakeup takes every connection ready at that moment and
 //! serves each (read, answer on the same connection) before the next
 //! epoll_wait() (`Op::EpollNext`): libevent's event_base_loop() running
 //! memcached's drive_machine() per ready connection, memload.c's loop over
