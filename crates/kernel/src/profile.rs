@@ -603,7 +603,7 @@ fn v6_12() -> KernelProfile {
 fn v6_18() -> KernelProfile {
     let mut p = v6_12();
     p.name = "v6.18";
-    p.summary = "v6.12 + 0.70 ms base slice (v6.15), PICK_BUDDY (v6.14), v6.14-v6.16 delayed-dequeue accounting, v6.17 run-to-parity (vprot bound, PREEMPT_SHORT only for shorter slices)";
+    p.summary = "v6.12 + 0.70 ms base slice (v6.15), PICK_BUDDY (v6.14), v6.14-v6.16 delayed-dequeue accounting, v6.17 run-to-parity (vprot bound, PREEMPT_SHORT only for shorter slices); epoll passes WF_SYNC on (v6.13)";
     p.tree = "Linux v6.18 release (2025-11-30)";
     p.version = (6, 18);
     p.tunables.base_slice_ns = 700_000;
