@@ -640,6 +640,86 @@ impl EventQueue {
         self.note(old, key);
     }
 
+    /// `schedule(slot, at)` for a caller that knows the slot is a tree slot
+    /// (the engine's segment ends): the tree walk alone, inlined. Any other
+    /// slot takes `schedule`.
+    #[inline]
+    pub fn schedule_leaf(&mut self, slot: u32, at: u64) {
+        if slot >= self.leaves {
+            return self.schedule(slot, at);
+        }
+        if self.popped == Some(slot) {
+            self.popped = None; // the popped entry becomes the new event
+        }
+        self.seq += 1;
+        assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
+        self.tree.set(slot as usize, make_key(at, self.seq, slot));
+    }
+
+    /// `schedule(slot, at)` for a caller that knows the slot belongs to lane
+    /// `l` (the engine's ticks, IPIs, timers): the usual case, a slot with no
+    /// pending event whose new one is later than the lane's last, is an
+    /// inlined append; anything else (the slot has an event, the new one is
+    /// out of order, the slot is not the lane's) takes `schedule`. The same
+    /// queue either way.
+    #[inline]
+    pub fn schedule_lane(&mut self, l: usize, slot: u32, at: u64) {
+        let lane = &self.lanes[l];
+        if !lane.holds(slot) || self.pos[slot as usize] != NONE {
+            return self.schedule(slot, at);
+        }
+        // No event, so it is not the popped one either (a popped entry stays in place).
+        debug_assert!(self.popped != Some(slot));
+        let seq = self.seq + 1;
+        assert!(seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
+        let key = make_key(at, seq, slot);
+        if key <= lane.tail_key {
+            return self.schedule(slot, at);
+        }
+        self.seq = seq;
+        self.lane_push(l, slot, key);
+        // `note(HOLE, key)`: nothing left, `key` came in (`omin` is never `HOLE`).
+        self.omin = min_key(key, self.omin);
+    }
+
+    /// `cancel(slot)` for a tree slot (any other slot takes `cancel`), inlined.
+    #[inline]
+    pub fn cancel_leaf(&mut self, slot: u32) {
+        if slot >= self.leaves {
+            return self.cancel(slot);
+        }
+        if self.popped == Some(slot) {
+            self.popped = None;
+        }
+        if self.tree.get(slot as usize) != EMPTY {
+            self.tree.set(slot as usize, EMPTY);
+        }
+    }
+
+    /// `cancel(slot)` for a slot of lane `l`: a slot without an event, or
+    /// with one in the lane, is handled inline; anything else takes `cancel`.
+    #[inline]
+    pub fn cancel_lane(&mut self, l: usize, slot: u32) {
+        if !self.lanes[l].holds(slot) {
+            return self.cancel(slot);
+        }
+        let p = self.pos[slot as usize];
+        if p == NONE {
+            // (A popped entry stays in place: a slot without one is not popped.)
+            debug_assert!(self.popped != Some(slot));
+            return;
+        }
+        if p & IN_LANE == 0 {
+            return self.cancel(slot);
+        }
+        if self.popped == Some(slot) {
+            self.popped = None;
+        }
+        self.pos[slot as usize] = NONE;
+        let old = self.lane_take(l, p & !IN_LANE);
+        self.note(old, EMPTY);
+    }
+
     /// Keep `omin` current after a change outside the tournament tree that
     /// took out `old` (`HOLE` if nothing) and put in `key` (`EMPTY` if
     /// nothing): only when `old` was the earliest must the parts' minima be
@@ -1170,6 +1250,82 @@ mod tests {
     /// A lane takes the events later than its last one and leaves the others
     /// to the heap; either way the pop order is the keys' order, and a slot
     /// moves between the lane and the heap as its events do.
+    /// The part-specific entry points (`schedule_leaf`, `schedule_lane`,
+    /// `cancel_leaf`, `cancel_lane`) give the queue `schedule` and `cancel`
+    /// give, whatever part the slot is really in (a wrong guess falls back).
+    #[test]
+    fn part_entry_points_are_schedule_and_cancel() {
+        for leaves in [0, 3, 16] {
+            for ((name, mut a), (_, mut b)) in queues(40, leaves).into_iter().zip(queues(40, leaves)) {
+                let mut r = Pcg32::new(11, leaves as u64);
+                let nl = b.lanes.iter().filter(|l| l.hi > l.lo).count().max(1);
+                // The lane a caller names: the slot's own one mostly, any lane sometimes.
+                let lane_for = |b: &EventQueue, r: &mut Pcg32, slot: u32| {
+                    if r.below(4) == 0 {
+                        return r.below(MAX_LANES as u32) as usize;
+                    }
+                    b.lane_of(slot).unwrap_or(r.below(nl as u32) as usize)
+                };
+                for s in (0..40).step_by(5) {
+                    let at = r.below(20) as u64;
+                    a.schedule(s, at);
+                    b.schedule(s, at);
+                }
+                let mut now = 0;
+                for i in 0..20000 {
+                    let slot = r.below(40);
+                    match r.below(5) {
+                        0 | 1 => {
+                            // Mostly later than everything (lane appends), some out of order.
+                            let at = now + if r.below(4) == 0 { r.below(3) as u64 } else { 20 + r.below(30) as u64 };
+                            a.schedule(slot, at);
+                            if slot < leaves && r.below(4) != 0 {
+                                b.schedule_leaf(slot, at);
+                            } else {
+                                let l = lane_for(&b, &mut r, slot);
+                                b.schedule_lane(l, slot, at);
+                            }
+                        }
+                        2 => {
+                            a.cancel(slot);
+                            if slot < leaves && r.below(4) != 0 {
+                                b.cancel_leaf(slot);
+                            } else {
+                                let l = lane_for(&b, &mut r, slot);
+                                b.cancel_lane(l, slot);
+                            }
+                        }
+                        _ => {
+                            let (x, y) = (a.pop(), b.pop());
+                            assert_eq!(x, y, "{name}, step {i}");
+                            if let Some((_, at)) = x {
+                                now = at;
+                                // Rescheduling the popped slot (its entry still in place).
+                                if r.below(2) == 0 {
+                                    let at = now + r.below(40) as u64;
+                                    let s = x.unwrap().0;
+                                    a.schedule(s, at);
+                                    if s < leaves {
+                                        b.schedule_leaf(s, at);
+                                    } else {
+                                        let l = lane_for(&b, &mut r, s);
+                                        b.schedule_lane(l, s, at);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    assert_eq!(a.len(), b.len(), "{name}, step {i}");
+                    assert_eq!(b.omin, b.others_first(), "{name}, step {i}");
+                }
+                while let Some(x) = a.pop() {
+                    assert_eq!(Some(x), b.pop(), "{name}");
+                }
+                assert_eq!(b.pop(), None, "{name}");
+            }
+        }
+    }
+
     #[test]
     fn lane_events_out_of_order_go_to_the_heap() {
         let mut q = EventQueue::with_layout(8, &Layout { leaves: 2, cold: (6, 8), lanes: vec![(2, 6)] });
