@@ -167,28 +167,6 @@ impl Tree {
         self.nodes[self.cap + leaf]
     }
 
-    /// Whether `key` is smaller than every key of the other leaves: the
-    /// minima of the sibling subtrees along `leaf`'s path (whatever `leaf`
-    /// and its path hold is not read), from the root's children down, so
-    /// that a wide tree whose other half holds an earlier key answers at
-    /// the first comparison.
-    #[inline]
-    fn below_all_but(&self, leaf: usize, key: u128) -> bool {
-        let node = self.cap + leaf;
-        assert!(node < self.nodes.len(), "event queue: tree slot {leaf} out of range");
-        let mut s = self.cap.trailing_zeros();
-        while s > 0 {
-            s -= 1;
-            // SAFETY: `node` < 2 * cap (checked above); `node >> s` is an
-            // ancestor of it (or itself), at least 2, and its sibling differs
-            // in the lowest bit only, so both are in range.
-            if unsafe { *self.nodes.get_unchecked((node >> s) ^ 1) } < key {
-                return false;
-            }
-        }
-        true
-    }
-
     /// The smallest key of the leaves other than `leaf`, as far as the
     /// `levels` levels below the root tell: the minima of the sibling
     /// subtrees along its path from the root's children down, `levels` of
@@ -273,6 +251,14 @@ pub struct EventQueue {
     /// none), kept current by every change there so that `pop` and
     /// `pop_if_next` compare two keys (`note`).
     omin: u128,
+    /// A lower bound on every key a later `pop` can return, except slot
+    /// `hz_slot`'s (`NONE`: no slot yet): set to the exact minimum of the
+    /// other slots' keys by `schedule_pop_if_next` when it needs it, and
+    /// lowered by every key scheduled since (removals only raise the true
+    /// minimum), so that the next in-place checks for the same slot are one
+    /// comparison instead of a tree walk.
+    hz: u128,
+    hz_slot: u32,
     /// The 4-ary heap of keys (a key names its slot), `hlen` of them, laid
     /// out as [`HEAP_PAD`] says. While it is empty its root position holds
     /// `EMPTY`, so that `pop` reads its minimum without a test.
@@ -352,6 +338,8 @@ impl EventQueue {
             lanes,
             llen: 0,
             omin: EMPTY,
+            hz: HOLE,
+            hz_slot: NONE,
             heap,
             hlen: 0,
             pos: Vec::new(),
@@ -594,6 +582,7 @@ impl EventQueue {
         self.seq += 1;
         assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
         let key = make_key(at, self.seq, slot);
+        self.lower_hz(key);
         if slot < self.leaves {
             self.tree.set(slot as usize, key);
             return;
@@ -653,7 +642,17 @@ impl EventQueue {
         }
         self.seq += 1;
         assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
-        self.tree.set(slot as usize, make_key(at, self.seq, slot));
+        let key = make_key(at, self.seq, slot);
+        self.lower_hz(key);
+        self.tree.set(slot as usize, key);
+    }
+
+    /// A key was scheduled: `hz` stays a lower bound.
+    #[inline(always)]
+    fn lower_hz(&mut self, key: u128) {
+        if key < self.hz {
+            self.hz = key;
+        }
     }
 
     /// `schedule(slot, at)` for a caller that knows the slot belongs to lane
@@ -677,6 +676,7 @@ impl EventQueue {
             return self.schedule(slot, at);
         }
         self.seq = seq;
+        self.lower_hz(key);
         self.lane_push(l, slot, key);
         // `note(HOLE, key)`: nothing left, `key` came in (`omin` is never `HOLE`).
         self.omin = min_key(key, self.omin);
@@ -810,7 +810,9 @@ impl EventQueue {
     /// stale key left at its leaf and path is the popped entry's, as after
     /// any `pop` smaller than every other key, and replaced or removed by
     /// the slot's next `schedule` or `cancel` or the next `pop`. That check
-    /// costs one sibling load per tree level, no stores.
+    /// is one comparison with `hz` when it holds a bound for this slot that
+    /// the key is below, else one sibling load per tree level (the other
+    /// leaves' exact minimum, kept in `hz` for the next check).
     #[inline]
     pub fn schedule_pop_if_next(&mut self, slot: u32, at: u64) -> bool {
         if self.popped != Some(slot) || slot >= self.leaves {
@@ -820,7 +822,18 @@ impl EventQueue {
         let seq = self.seq + 1;
         assert!(seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
         let key = make_key(at, seq, slot);
-        if key < self.omin && self.tree.below_all_but(slot as usize, key) {
+        // Below every other slot's key: `hz` if it is this slot's bound and
+        // low enough, else their exact minimum (which becomes the bound).
+        // The new key is popped at once, so it does not lower `hz`.
+        if self.hz_slot == slot && key < self.hz {
+            debug_assert!(key < min_key(self.tree.min_but_near_root(slot as usize, u32::MAX), self.omin));
+            self.seq = seq;
+            return true;
+        }
+        let others = min_key(self.tree.min_but_near_root(slot as usize, u32::MAX), self.omin);
+        self.hz = others;
+        self.hz_slot = slot;
+        if key < others {
             self.seq = seq;
             return true;
         }
@@ -1177,6 +1190,18 @@ mod tests {
                     a.schedule(other, at);
                     let want = a.pop_if_next(other);
                     assert_eq!(b.schedule_pop_if_next(other, at), want.is_some(), "{name}");
+                } else if r.below(4) == 0 {
+                    // A removal (only raises the others' minimum: `hz` stays
+                    // a bound), the slot's event back later.
+                    let other = r.below(40);
+                    if Some(other) != a.popped {
+                        a.cancel(other);
+                        b.cancel(other);
+                        assert_eq!(a.len(), b.len());
+                        let at = now + 30 + r.below(30) as u64;
+                        a.schedule(other, at);
+                        b.schedule(other, at);
+                    }
                 }
                 cur = a.pop();
                 assert_eq!(cur, b.pop(), "{name}");
