@@ -402,12 +402,19 @@ mod slot_kind {
 /// out of order, in the heap.
 fn queue_layout(n: u32) -> queue::Layout {
     use slot_kind::*;
-    queue::Layout {
-        leaves: n,
-        cold: (n * IRQ, n * (UNBOUND + 1)),
-        lanes: vec![(n * TICK, n * (TICK + 1)), (n * RESCHED, n * (NOHZ_BALANCE + 1)), (n * (1 + PER_CPU_SLOTS), u32::MAX)],
-    }
+    let mut lanes = vec![(0, 0); 3];
+    lanes[LANE_TICK] = (n * TICK, n * (TICK + 1));
+    lanes[LANE_IPI] = (n * RESCHED, n * (NOHZ_BALANCE + 1));
+    lanes[LANE_TIMER] = (n * (1 + PER_CPU_SLOTS), u32::MAX);
+    queue::Layout { leaves: n, cold: (n * IRQ, n * (UNBOUND + 1)), lanes }
 }
+
+/// The queue's lanes (`queue_layout`): `push` and the cancels name them, so
+/// that each kind's usual case is an inlined append or removal
+/// (`EventQueue::schedule_lane`).
+const LANE_TICK: usize = 0;
+const LANE_IPI: usize = 1;
+const LANE_TIMER: usize = 2;
 
 /// Misses in a row after which `run_ops` probes the in-place path only on
 /// one event in `INLINE_PROBE` (`Sim::inline_misses`).
@@ -625,10 +632,19 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Schedule `kind`'s event at `at`, through the queue's entry point for
+    /// the part that holds the kind's slots (`queue_layout`; the kind is a
+    /// constant at each call site, so the choice costs nothing).
     #[inline]
     fn push(&mut self, at: u64, kind: EvKind) {
         let slot = self.slot_of(kind);
-        self.queue.schedule(slot, at);
+        match kind {
+            EvKind::SegEnd { .. } => self.queue.schedule_leaf(slot, at),
+            EvKind::Tick { .. } => self.queue.schedule_lane(LANE_TICK, slot, at),
+            EvKind::Resched { .. } | EvKind::WakeList { .. } | EvKind::NohzBalance { .. } => self.queue.schedule_lane(LANE_IPI, slot, at),
+            EvKind::Timer { .. } => self.queue.schedule_lane(LANE_TIMER, slot, at),
+            _ => self.queue.schedule(slot, at),
+        }
     }
 
     #[inline]
@@ -1072,8 +1088,8 @@ impl<'a> Sim<'a> {
                 cpu.running = None;
                 cpu.tick_gen = cpu.tick_gen.wrapping_add(1);
                 cpu.tick_armed = false;
-                self.queue.cancel(self.slot_of(EvKind::SegEnd { cpu: c.0, gen: 0 }));
-                self.queue.cancel(self.slot_of(EvKind::Tick { cpu: c.0, gen: 0 }));
+                self.queue.cancel_leaf(self.slot_of(EvKind::SegEnd { cpu: c.0, gen: 0 }));
+                self.queue.cancel_lane(LANE_TICK, self.slot_of(EvKind::Tick { cpu: c.0, gen: 0 }));
             }
             Some(nx) => {
                 if was_idle {

@@ -167,28 +167,6 @@ impl Tree {
         self.nodes[self.cap + leaf]
     }
 
-    /// Whether `key` is smaller than every key of the other leaves: the
-    /// minima of the sibling subtrees along `leaf`'s path (whatever `leaf`
-    /// and its path hold is not read), from the root's children down, so
-    /// that a wide tree whose other half holds an earlier key answers at
-    /// the first comparison.
-    #[inline]
-    fn below_all_but(&self, leaf: usize, key: u128) -> bool {
-        let node = self.cap + leaf;
-        assert!(node < self.nodes.len(), "event queue: tree slot {leaf} out of range");
-        let mut s = self.cap.trailing_zeros();
-        while s > 0 {
-            s -= 1;
-            // SAFETY: `node` < 2 * cap (checked above); `node >> s` is an
-            // ancestor of it (or itself), at least 2, and its sibling differs
-            // in the lowest bit only, so both are in range.
-            if unsafe { *self.nodes.get_unchecked((node >> s) ^ 1) } < key {
-                return false;
-            }
-        }
-        true
-    }
-
     /// The smallest key of the leaves other than `leaf`, as far as the
     /// `levels` levels below the root tell: the minima of the sibling
     /// subtrees along its path from the root's children down, `levels` of
@@ -273,6 +251,14 @@ pub struct EventQueue {
     /// none), kept current by every change there so that `pop` and
     /// `pop_if_next` compare two keys (`note`).
     omin: u128,
+    /// A lower bound on every key a later `pop` can return, except slot
+    /// `hz_slot`'s (`NONE`: no slot yet): set to the exact minimum of the
+    /// other slots' keys by `schedule_pop_if_next` when it needs it, and
+    /// lowered by every key scheduled since (removals only raise the true
+    /// minimum), so that the next in-place checks for the same slot are one
+    /// comparison instead of a tree walk.
+    hz: u128,
+    hz_slot: u32,
     /// The 4-ary heap of keys (a key names its slot), `hlen` of them, laid
     /// out as [`HEAP_PAD`] says. While it is empty its root position holds
     /// `EMPTY`, so that `pop` reads its minimum without a test.
@@ -352,6 +338,8 @@ impl EventQueue {
             lanes,
             llen: 0,
             omin: EMPTY,
+            hz: HOLE,
+            hz_slot: NONE,
             heap,
             hlen: 0,
             pos: Vec::new(),
@@ -594,6 +582,7 @@ impl EventQueue {
         self.seq += 1;
         assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
         let key = make_key(at, self.seq, slot);
+        self.lower_hz(key);
         if slot < self.leaves {
             self.tree.set(slot as usize, key);
             return;
@@ -638,6 +627,97 @@ impl EventQueue {
             }
         }
         self.note(old, key);
+    }
+
+    /// `schedule(slot, at)` for a caller that knows the slot is a tree slot
+    /// (the engine's segment ends): the tree walk alone, inlined. Any other
+    /// slot takes `schedule`.
+    #[inline]
+    pub fn schedule_leaf(&mut self, slot: u32, at: u64) {
+        if slot >= self.leaves {
+            return self.schedule(slot, at);
+        }
+        if self.popped == Some(slot) {
+            self.popped = None; // the popped entry becomes the new event
+        }
+        self.seq += 1;
+        assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
+        let key = make_key(at, self.seq, slot);
+        self.lower_hz(key);
+        self.tree.set(slot as usize, key);
+    }
+
+    /// A key was scheduled: `hz` stays a lower bound.
+    #[inline(always)]
+    fn lower_hz(&mut self, key: u128) {
+        if key < self.hz {
+            self.hz = key;
+        }
+    }
+
+    /// `schedule(slot, at)` for a caller that knows the slot belongs to lane
+    /// `l` (the engine's ticks, IPIs, timers): the usual case, a slot with no
+    /// pending event whose new one is later than the lane's last, is an
+    /// inlined append; anything else (the slot has an event, the new one is
+    /// out of order, the slot is not the lane's) takes `schedule`. The same
+    /// queue either way.
+    #[inline]
+    pub fn schedule_lane(&mut self, l: usize, slot: u32, at: u64) {
+        let lane = &self.lanes[l];
+        if !lane.holds(slot) || self.pos[slot as usize] != NONE {
+            return self.schedule(slot, at);
+        }
+        // No event, so it is not the popped one either (a popped entry stays in place).
+        debug_assert!(self.popped != Some(slot));
+        let seq = self.seq + 1;
+        assert!(seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
+        let key = make_key(at, seq, slot);
+        if key <= lane.tail_key {
+            return self.schedule(slot, at);
+        }
+        self.seq = seq;
+        self.lower_hz(key);
+        self.lane_push(l, slot, key);
+        // `note(HOLE, key)`: nothing left, `key` came in (`omin` is never `HOLE`).
+        self.omin = min_key(key, self.omin);
+    }
+
+    /// `cancel(slot)` for a tree slot (any other slot takes `cancel`), inlined.
+    #[inline]
+    pub fn cancel_leaf(&mut self, slot: u32) {
+        if slot >= self.leaves {
+            return self.cancel(slot);
+        }
+        if self.popped == Some(slot) {
+            self.popped = None;
+        }
+        if self.tree.get(slot as usize) != EMPTY {
+            self.tree.set(slot as usize, EMPTY);
+        }
+    }
+
+    /// `cancel(slot)` for a slot of lane `l`: a slot without an event, or
+    /// with one in the lane, is handled inline; anything else takes `cancel`.
+    #[inline]
+    pub fn cancel_lane(&mut self, l: usize, slot: u32) {
+        if !self.lanes[l].holds(slot) {
+            return self.cancel(slot);
+        }
+        let p = self.pos[slot as usize];
+        if p == NONE {
+            // (A popped entry stays in place: a slot without one is not popped.)
+            debug_assert!(self.popped != Some(slot));
+            return;
+        }
+        if p & IN_LANE == 0 {
+            return self.cancel(slot);
+        }
+        if self.popped == Some(slot) {
+            self.popped = None;
+        }
+        self.pos[slot as usize] = NONE;
+        let old = self.lane_take(l, p & !IN_LANE);
+        self.note(old, EMPTY);
     }
 
     /// Keep `omin` current after a change outside the tournament tree that
@@ -730,7 +810,9 @@ impl EventQueue {
     /// stale key left at its leaf and path is the popped entry's, as after
     /// any `pop` smaller than every other key, and replaced or removed by
     /// the slot's next `schedule` or `cancel` or the next `pop`. That check
-    /// costs one sibling load per tree level, no stores.
+    /// is one comparison with `hz` when it holds a bound for this slot that
+    /// the key is below, else one sibling load per tree level (the other
+    /// leaves' exact minimum, kept in `hz` for the next check).
     #[inline]
     pub fn schedule_pop_if_next(&mut self, slot: u32, at: u64) -> bool {
         if self.popped != Some(slot) || slot >= self.leaves {
@@ -740,7 +822,18 @@ impl EventQueue {
         let seq = self.seq + 1;
         assert!(seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
         let key = make_key(at, seq, slot);
-        if key < self.omin && self.tree.below_all_but(slot as usize, key) {
+        // Below every other slot's key: `hz` if it is this slot's bound and
+        // low enough, else their exact minimum (which becomes the bound).
+        // The new key is popped at once, so it does not lower `hz`.
+        if self.hz_slot == slot && key < self.hz {
+            debug_assert!(key < min_key(self.tree.min_but_near_root(slot as usize, u32::MAX), self.omin));
+            self.seq = seq;
+            return true;
+        }
+        let others = min_key(self.tree.min_but_near_root(slot as usize, u32::MAX), self.omin);
+        self.hz = others;
+        self.hz_slot = slot;
+        if key < others {
             self.seq = seq;
             return true;
         }
@@ -1097,6 +1190,18 @@ mod tests {
                     a.schedule(other, at);
                     let want = a.pop_if_next(other);
                     assert_eq!(b.schedule_pop_if_next(other, at), want.is_some(), "{name}");
+                } else if r.below(4) == 0 {
+                    // A removal (only raises the others' minimum: `hz` stays
+                    // a bound), the slot's event back later.
+                    let other = r.below(40);
+                    if Some(other) != a.popped {
+                        a.cancel(other);
+                        b.cancel(other);
+                        assert_eq!(a.len(), b.len());
+                        let at = now + 30 + r.below(30) as u64;
+                        a.schedule(other, at);
+                        b.schedule(other, at);
+                    }
                 }
                 cur = a.pop();
                 assert_eq!(cur, b.pop(), "{name}");
@@ -1170,6 +1275,82 @@ mod tests {
     /// A lane takes the events later than its last one and leaves the others
     /// to the heap; either way the pop order is the keys' order, and a slot
     /// moves between the lane and the heap as its events do.
+    /// The part-specific entry points (`schedule_leaf`, `schedule_lane`,
+    /// `cancel_leaf`, `cancel_lane`) give the queue `schedule` and `cancel`
+    /// give, whatever part the slot is really in (a wrong guess falls back).
+    #[test]
+    fn part_entry_points_are_schedule_and_cancel() {
+        for leaves in [0, 3, 16] {
+            for ((name, mut a), (_, mut b)) in queues(40, leaves).into_iter().zip(queues(40, leaves)) {
+                let mut r = Pcg32::new(11, leaves as u64);
+                let nl = b.lanes.iter().filter(|l| l.hi > l.lo).count().max(1);
+                // The lane a caller names: the slot's own one mostly, any lane sometimes.
+                let lane_for = |b: &EventQueue, r: &mut Pcg32, slot: u32| {
+                    if r.below(4) == 0 {
+                        return r.below(MAX_LANES as u32) as usize;
+                    }
+                    b.lane_of(slot).unwrap_or(r.below(nl as u32) as usize)
+                };
+                for s in (0..40).step_by(5) {
+                    let at = r.below(20) as u64;
+                    a.schedule(s, at);
+                    b.schedule(s, at);
+                }
+                let mut now = 0;
+                for i in 0..20000 {
+                    let slot = r.below(40);
+                    match r.below(5) {
+                        0 | 1 => {
+                            // Mostly later than everything (lane appends), some out of order.
+                            let at = now + if r.below(4) == 0 { r.below(3) as u64 } else { 20 + r.below(30) as u64 };
+                            a.schedule(slot, at);
+                            if slot < leaves && r.below(4) != 0 {
+                                b.schedule_leaf(slot, at);
+                            } else {
+                                let l = lane_for(&b, &mut r, slot);
+                                b.schedule_lane(l, slot, at);
+                            }
+                        }
+                        2 => {
+                            a.cancel(slot);
+                            if slot < leaves && r.below(4) != 0 {
+                                b.cancel_leaf(slot);
+                            } else {
+                                let l = lane_for(&b, &mut r, slot);
+                                b.cancel_lane(l, slot);
+                            }
+                        }
+                        _ => {
+                            let (x, y) = (a.pop(), b.pop());
+                            assert_eq!(x, y, "{name}, step {i}");
+                            if let Some((_, at)) = x {
+                                now = at;
+                                // Rescheduling the popped slot (its entry still in place).
+                                if r.below(2) == 0 {
+                                    let at = now + r.below(40) as u64;
+                                    let s = x.unwrap().0;
+                                    a.schedule(s, at);
+                                    if s < leaves {
+                                        b.schedule_leaf(s, at);
+                                    } else {
+                                        let l = lane_for(&b, &mut r, s);
+                                        b.schedule_lane(l, s, at);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    assert_eq!(a.len(), b.len(), "{name}, step {i}");
+                    assert_eq!(b.omin, b.others_first(), "{name}, step {i}");
+                }
+                while let Some(x) = a.pop() {
+                    assert_eq!(Some(x), b.pop(), "{name}");
+                }
+                assert_eq!(b.pop(), None, "{name}");
+            }
+        }
+    }
+
     #[test]
     fn lane_events_out_of_order_go_to_the_heap() {
         let mut q = EventQueue::with_layout(8, &Layout { leaves: 2, cold: (6, 8), lanes: vec![(2, 6)] });
