@@ -48,6 +48,21 @@ fn walk_count(seg: &CpuMask, dense: Option<(usize, usize)>, start: CpuId, from: 
     }
 }
 
+/// The CPU at position `k` (0-based) of `for_each_cpu_wrap(start)` over the
+/// contiguous span `lo..hi`: the span's CPUs at or above `start`, then those
+/// below it. `None` if the span has `k` CPUs or fewer.
+#[inline]
+fn wrap_nth_dense((lo, hi): (usize, usize), start: usize, k: u64) -> Option<usize> {
+    let first = start.max(lo);
+    let above = hi.saturating_sub(first) as u64;
+    if k < above {
+        return Some(first + k as usize);
+    }
+    let k = k - above;
+    let below = start.min(hi).saturating_sub(lo) as u64;
+    (k < below).then(|| lo + k as usize)
+}
+
 /// Group classification used by the v5.5+ slow path (`enum group_type`, v5.5+), low to high.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
@@ -1012,15 +1027,39 @@ impl Kernel {
         let n = dom.span.nr_words();
         let s = start.idx();
         let (w0, hi_mask) = (s / 64, !0u64 << (s % 64));
+        // Where the budget runs out: the span CPU at position nr - 1 (by
+        // arithmetic on a contiguous span). A candidate there or after it
+        // ends the walk out of budget, as does a walk with no candidate
+        // before it (the span has at least nr CPUs then), so the walk stops
+        // at that CPU: the words after it are not read. The candidates before
+        // it are visited as before (their idle hints cleared when busy);
+        // those after it never were (sis_visit() returns at the first one).
+        let (last, last_mask) = match dense.zip(nr.checked_sub(1)).and_then(|(r, k)| wrap_nth_dense(r, s, k)) {
+            Some(b) => {
+                let wb = b / 64;
+                let step = if wb != w0 {
+                    (wb + n - w0) % n
+                } else if b >= s {
+                    0
+                } else {
+                    n
+                };
+                (step, (1u64 << (b % 64)) - 1)
+            }
+            None => (n, !0),
+        };
         let (mut at, mut pos) = (start, 0u64);
         // Words in wrap order: start's word from start, the words after it,
         // the words before it, and start's word below start.
-        for step in 0..=n {
-            let (wi, m) = match step {
+        for step in 0..=last {
+            let (wi, mut m) = match step {
                 0 => (w0, hi_mask),
                 _ if step < n => ((w0 + step) % n, !0),
                 _ => (w0, !hi_mask),
             };
+            if step == last {
+                m &= last_mask;
+            }
             let span = &self.sd.domains[llc].span;
             let mut bits = span.word(wi) & self.idle_hint.word(wi) & m;
             while bits != 0 {
@@ -1578,6 +1617,81 @@ mod placement_tests {
                 }
             }
         }
+    }
+
+    // select_idle_cpu_span() stops at the span CPU where the budget runs out
+    // (wrap_nth_dense()) instead of reading the span's remaining words: the
+    // same CPU, the same last_scan count, the same scan end, scan cost and
+    // idle hints as visiting every hinted CPU of the span in
+    // for_each_cpu_wrap() order at its position (sis_visit()), on random
+    // hints, busy CPUs, starts (inside and outside the span) and budgets,
+    // for spans of one word, several, not word-aligned, and not contiguous.
+    #[test]
+    fn span_walk_stop_at_budget_end_equals_the_full_walk() {
+        // (CPUs, LLC of each CPU): flat 5, 64, 300; two LLCs of 150 (the
+        // second at 150..300); two interleaved LLCs of 100 (not contiguous).
+        let shapes: [(u32, fn(u32) -> u32); 5] = [(5, |_| 0), (64, |_| 0), (300, |_| 0), (300, |c| c / 150), (200, |c| c % 2)];
+        let mut rnd = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut stopped = 0;
+        for (shape, &(n, llc_of)) in shapes.iter().enumerate() {
+            let topo = || {
+                let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: llc_of(c), llc: llc_of(c), node: 0, package: 0 }).collect();
+                CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+            };
+            for kernel in ["v5.13", "v6.12"] {
+                // Two kernels in the same state: the walk under test and the reference.
+                let mut ks = [Kernel::new(&topo(), profile(kernel).unwrap()), Kernel::new(&topo(), profile(kernel).unwrap())];
+                let busy: Vec<u16> = (0..n as u16).filter(|_| rnd(3) == 0).collect();
+                for k in &mut ks {
+                    k.enable_explain(false);
+                    for &c in &busy {
+                        occupy(k, c);
+                    }
+                }
+                for round in 0..400 {
+                    let this_cpu = CpuId(rnd(n as u64) as u16);
+                    let llc = ks[0].sd.per_cpu[this_cpu.idx()][ks[0].sd.sd_llc_level[this_cpu.idx()].unwrap() as usize] as usize;
+                    let weight = ks[0].sd.domains[llc].span_weight as u64;
+                    let start = CpuId(rnd(n as u64) as u16);
+                    let nr = if rnd(8) == 0 { u64::MAX } else { 1 + rnd(weight + 3) };
+                    // Hints from none to all (stale ones for busy CPUs included).
+                    let pct = [0, 1, 3, 10, 50, 100][rnd(6) as usize];
+                    let hint = crate::cpumask::CpuMask::from_cpus(n as usize, (0..n as u16).filter(|_| rnd(100) < pct).map(CpuId));
+                    let mut out = Vec::new();
+                    for (i, k) in ks.iter_mut().enumerate() {
+                        k.idle_hint.copy_from(&hint);
+                        k.cur_this_cpu = this_cpu;
+                        k.cur_now = round * 1000;
+                        k.explain.as_ref().unwrap().wake.set(Default::default());
+                        let before = k.last_scan;
+                        let got = if i == 0 {
+                            k.select_idle_cpu_span(llc, start, nr, this_cpu)
+                        } else {
+                            // Every span CPU in wrap order; the hinted ones visited at their position.
+                            let order: Vec<CpuId> = k.sd.domains[llc].span.iter_wrap(start).collect();
+                            let mut end = None;
+                            for (pos, &c) in order.iter().enumerate() {
+                                if k.idle_hint.test(c) {
+                                    end = k.sis_visit(c, pos as u64, nr, this_cpu);
+                                    if end.is_some() {
+                                        break;
+                                    }
+                                }
+                            }
+                            end.unwrap_or_else(|| k.sis_walk_end(weight, nr, this_cpu))
+                        };
+                        let scan_end = k.explain.as_ref().unwrap().wake.get().scan_end;
+                        let hint_after: Vec<CpuId> = k.idle_hint.iter().collect();
+                        let rq = &k.rqs[this_cpu.idx()];
+                        out.push((got, k.last_scan - before, scan_end, hint_after, k.avg_scan_cost[this_cpu.idx()], rq.wake_avg_idle));
+                    }
+                    assert_eq!(out[0], out[1], "shape {shape} {kernel} round {round}: start {start:?} nr {nr} hint {pct}%");
+                    stopped += (out[0].2 == crate::explain::ScanEnd::BudgetOut) as u32;
+                }
+            }
+        }
+        // The budget ran out in enough walks to exercise the stop.
+        assert!(stopped > 1000, "{stopped} walks out of budget");
     }
 
     // v6.0 update_idle_cpu_scan() on a 16-CPU LLC: x=512 -> 10, x>=876 -> 0.
