@@ -48,21 +48,6 @@ fn walk_count(seg: &CpuMask, dense: Option<(usize, usize)>, start: CpuId, from: 
     }
 }
 
-/// The CPU at position `k` (0-based) of `for_each_cpu_wrap(start)` over the
-/// contiguous span `lo..hi`: the span's CPUs at or above `start`, then those
-/// below it. `None` if the span has `k` CPUs or fewer.
-#[inline]
-fn wrap_nth_dense((lo, hi): (usize, usize), start: usize, k: u64) -> Option<usize> {
-    let first = start.max(lo);
-    let above = hi.saturating_sub(first) as u64;
-    if k < above {
-        return Some(first + k as usize);
-    }
-    let k = k - above;
-    let below = start.min(hi).saturating_sub(lo) as u64;
-    (k < below).then(|| lo + k as usize)
-}
-
 /// Group classification used by the v5.5+ slow path (`enum group_type`, v5.5+), low to high.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum GroupType {
@@ -1015,64 +1000,75 @@ impl Kernel {
     /// cluster first, no affinity limit), the common case: the span's words
     /// and `idle_hint`'s are combined one word at a time as the walk reaches
     /// them, in `for_each_cpu_wrap(start)` order, and the position counted by
-    /// arithmetic when the span is one range of CPUs. Nothing is built per
-    /// wakeup: the cost follows the words and candidates the walk reaches
-    /// before its budget or an idle CPU stops it, not the LLC size.
+    /// arithmetic when the span is one range of CPUs. Only the span's words
+    /// with a hinted CPU are read (`idle_hint`'s summary): a word without
+    /// one has no CPU the walk would test, and the position of the next
+    /// candidate is counted from the last one. Nothing is built per wakeup:
+    /// the cost follows the candidates the walk reaches before its budget or
+    /// an idle CPU stops it, not the LLC size.
     ///
     /// Kernel: the `else` branch of the loop in `select_idle_cpu()`, v5.12-v6.18.
     fn select_idle_cpu_span(&mut self, llc: usize, start: CpuId, nr: u64, this_cpu: CpuId) -> Option<CpuId> {
         let dom = &self.sd.domains[llc];
         let weight = dom.span_weight as u64;
-        let dense = dom.span.bounds().filter(|&(lo, hi)| (hi - lo) as u64 == weight);
-        let n = dom.span.nr_words();
+        let Some((lo, hi)) = dom.span.bounds() else {
+            return self.sis_walk_end(0, nr, this_cpu);
+        };
+        let dense = ((hi - lo) as u64 == weight).then_some((lo, hi));
         let s = start.idx();
         let (w0, hi_mask) = (s / 64, !0u64 << (s % 64));
-        // Where the budget runs out: the span CPU at position nr - 1 (by
-        // arithmetic on a contiguous span). A candidate there or after it
-        // ends the walk out of budget, as does a walk with no candidate
-        // before it (the span has at least nr CPUs then), so the walk stops
-        // at that CPU: the words after it are not read. The candidates before
-        // it are visited as before (their idle hints cleared when busy);
-        // those after it never were (sis_visit() returns at the first one).
-        let (last, last_mask) = match dense.zip(nr.checked_sub(1)).and_then(|(r, k)| wrap_nth_dense(r, s, k)) {
-            Some(b) => {
-                let wb = b / 64;
-                let step = if wb != w0 {
-                    (wb + n - w0) % n
-                } else if b >= s {
-                    0
-                } else {
-                    n
-                };
-                (step, (1u64 << (b % 64)) - 1)
-            }
-            None => (n, !0),
-        };
+        // The words other than start's that hold span CPUs and hinted CPUs,
+        // rotated so that ascending bits are wrap order: the words after
+        // start's, then the words before it (start's own word is bit 63).
+        let span_words = (!0u64 << (lo / 64)) & (!0u64 >> (63 - (hi - 1) / 64));
+        let mut rest = (self.idle_hint.nonempty_words() & span_words).rotate_right(w0 as u32 + 1) & !(1 << 63);
         let (mut at, mut pos) = (start, 0u64);
-        // Words in wrap order: start's word from start, the words after it,
-        // the words before it, and start's word below start.
-        for step in 0..=last {
-            let (wi, mut m) = match step {
-                0 => (w0, hi_mask),
-                _ if step < n => ((w0 + step) % n, !0),
-                _ => (w0, !hi_mask),
-            };
-            if step == last {
-                m &= last_mask;
-            }
-            let span = &self.sd.domains[llc].span;
-            let mut bits = span.word(wi) & self.idle_hint.word(wi) & m;
-            while bits != 0 {
-                let c = CpuId((wi * 64 + bits.trailing_zeros() as usize) as u16);
-                bits &= bits - 1;
-                pos += walk_count(&self.sd.domains[llc].span, dense, start, at, c);
-                at = c;
-                if let Some(end) = self.sis_visit(c, pos, nr, this_cpu) {
-                    return end;
-                }
+        // Start's word from start, the other words in wrap order, start's word below start.
+        if let Some(end) = self.sis_span_word(llc, dense, start, w0, hi_mask, &mut at, &mut pos, nr, this_cpu) {
+            return end;
+        }
+        while rest != 0 {
+            let wi = (w0 + 1 + rest.trailing_zeros() as usize) % 64;
+            rest &= rest - 1;
+            if let Some(end) = self.sis_span_word(llc, dense, start, wi, !0, &mut at, &mut pos, nr, this_cpu) {
+                return end;
             }
         }
+        if let Some(end) = self.sis_span_word(llc, dense, start, w0, !hi_mask, &mut at, &mut pos, nr, this_cpu) {
+            return end;
+        }
         self.sis_walk_end(weight, nr, this_cpu)
+    }
+
+    /// The hinted CPUs of the LLC span's word `wi` (bits `m`) in
+    /// [`Self::select_idle_cpu_span`]'s walk, each at its position counted
+    /// on from the last candidate `at` (position `pos`): `Some(end)` ends
+    /// the walk ([`Self::sis_visit`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn sis_span_word(
+        &mut self,
+        llc: usize,
+        dense: Option<(usize, usize)>,
+        start: CpuId,
+        wi: usize,
+        m: u64,
+        at: &mut CpuId,
+        pos: &mut u64,
+        nr: u64,
+        this_cpu: CpuId,
+    ) -> Option<Option<CpuId>> {
+        let mut bits = self.sd.domains[llc].span.word(wi) & self.idle_hint.word(wi) & m;
+        while bits != 0 {
+            let c = CpuId((wi * 64 + bits.trailing_zeros() as usize) as u16);
+            bits &= bits - 1;
+            *pos += walk_count(&self.sd.domains[llc].span, dense, start, *at, c);
+            *at = c;
+            if let Some(end) = self.sis_visit(c, *pos, nr, this_cpu) {
+                return Some(end);
+            }
+        }
+        None
     }
 
     /// Copy the span of the cluster domain below the LLC holding `target` into
@@ -1619,21 +1615,24 @@ mod placement_tests {
         }
     }
 
-    // select_idle_cpu_span() stops at the span CPU where the budget runs out
-    // (wrap_nth_dense()) instead of reading the span's remaining words: the
-    // same CPU, the same last_scan count, the same scan end, scan cost and
-    // idle hints as visiting every hinted CPU of the span in
+    // select_idle_cpu_span() reads only the span's words with a hinted CPU
+    // (idle_hint's summary) and counts positions from one candidate to the
+    // next: the same CPU, the same last_scan count, the same scan end, scan
+    // cost and idle hints as visiting every hinted CPU of the span in
     // for_each_cpu_wrap() order at its position (sis_visit()), on random
-    // hints, busy CPUs, starts (inside and outside the span) and budgets,
-    // for spans of one word, several, not word-aligned, and not contiguous.
+    // hints (other LLCs' words hinted too), busy CPUs, starts (inside and
+    // outside the span) and budgets (out of budget in many walks), for spans
+    // of one word, several, not word-aligned, and not contiguous.
     #[test]
-    fn span_walk_stop_at_budget_end_equals_the_full_walk() {
-        // (CPUs, LLC of each CPU): flat 5, 64, 300; two LLCs of 150 (the
-        // second at 150..300); two interleaved LLCs of 100 (not contiguous).
-        let shapes: [(u32, fn(u32) -> u32); 5] = [(5, |_| 0), (64, |_| 0), (300, |_| 0), (300, |c| c / 150), (200, |c| c % 2)];
+    fn span_walk_over_hinted_words_equals_the_full_walk() {
+        // (CPUs, LLCs, interleaved: the LLC of CPU c is c % LLCs, else
+        // c / (CPUs / LLCs)): flat 5, 64, 300; two LLCs of 150 (the second
+        // at 150..300); two interleaved LLCs of 100 (not contiguous).
+        let shapes = [(5u32, 1u32, false), (64, 1, false), (300, 1, false), (300, 2, false), (200, 2, true)];
         let mut rnd = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut stopped = 0;
-        for (shape, &(n, llc_of)) in shapes.iter().enumerate() {
+        for (shape, &(n, llcs, interleaved)) in shapes.iter().enumerate() {
+            let llc_of = |c: u32| if interleaved { c % llcs } else { c / (n / llcs) };
             let topo = || {
                 let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: llc_of(c), llc: llc_of(c), node: 0, package: 0 }).collect();
                 CpuTopology::new(cpus, vec![vec![10]]).unwrap()
