@@ -3,7 +3,7 @@
 //! fair class. Pure state machine: every entry takes `now` explicitly and
 //! returns what the hardware must do next (which CPU must reschedule).
 
-use crate::cpumask::CpuMask;
+use crate::cpumask::{CpuMask, SummaryMask};
 use crate::fair::balance::IdleType;
 use crate::fair::flags::*;
 use crate::features::SchedFeatures;
@@ -200,7 +200,7 @@ pub struct Kernel {
     /// only these CPUs and counts the others by word
     /// operations, so its cost follows the idle CPUs it examines, not the LLC
     /// size (a simulator index: the kernel's walk reads every rq).
-    pub(crate) idle_hint: CpuMask,
+    pub(crate) idle_hint: SummaryMask,
     nr_cpus: usize,
     /// Prefetch hints on (a machine of at least `prefetch::MIN_CPUS` CPUs).
     pub prefetch: bool,
@@ -323,7 +323,7 @@ impl Kernel {
             alb_pushed: 0,
             ttwu_pending_window_ns: 0,
             sis_scratch: Some(Box::new(crate::fair::select::SisScratch::new(n))),
-            idle_hint: CpuMask::from_cpus(n, (0..n).map(|c| CpuId(c as u16))),
+            idle_hint: SummaryMask::new(CpuMask::from_cpus(n, (0..n).map(|c| CpuId(c as u16)))),
             lb_locked: Vec::new(),
             tg_lines: Vec::new(),
             nr_cpus: n,

@@ -186,6 +186,62 @@ impl CpuMask {
     }
 }
 
+/// A [`CpuMask`] that also keeps which of its words have a CPU set (bit `w`
+/// of [`Self::nonempty_words`] for word `w`), so a walk can go from one
+/// non-empty word to the next without reading the empty ones. Read it as a
+/// `CpuMask` (`Deref`); change it only with [`Self::set`], [`Self::clear`]
+/// and [`Self::copy_from`], which keep the summary true.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummaryMask {
+    mask: CpuMask,
+    nonempty: u64,
+}
+
+// The summary is one u64: a word per bit.
+const _: () = assert!(MAX_WORDS <= 64);
+
+impl SummaryMask {
+    pub fn new(mask: CpuMask) -> Self {
+        let mut s = SummaryMask { mask, nonempty: 0 };
+        s.resummarize();
+        s
+    }
+    fn resummarize(&mut self) {
+        self.nonempty = self.mask.words().iter().enumerate().filter(|(_, &w)| w != 0).fold(0, |a, (i, _)| a | 1 << i);
+    }
+    #[inline]
+    pub fn set(&mut self, c: CpuId) {
+        self.mask.set(c);
+        self.nonempty |= 1 << (c.idx() / 64);
+    }
+    #[inline]
+    pub fn clear(&mut self, c: CpuId) {
+        self.mask.clear(c);
+        let w = c.idx() / 64;
+        if self.mask.word(w) == 0 {
+            self.nonempty &= !(1 << w);
+        }
+    }
+    /// `cpumask_copy()`
+    pub fn copy_from(&mut self, other: &CpuMask) {
+        self.mask.copy_from(other);
+        self.resummarize();
+    }
+    /// Bit `w` set iff word `w` has a CPU set.
+    #[inline]
+    pub fn nonempty_words(&self) -> u64 {
+        self.nonempty
+    }
+}
+
+impl std::ops::Deref for SummaryMask {
+    type Target = CpuMask;
+    #[inline]
+    fn deref(&self) -> &CpuMask {
+        &self.mask
+    }
+}
+
 /// `for_each_cpu_wrap()` iterator: the bits at and above `start`, then the
 /// bits below it, each visited once.
 pub struct WrapIter<'a> {
@@ -245,6 +301,27 @@ impl Iterator for BitIter {
 
 #[cfg(test)]
 mod tests {
+    // SummaryMask's word summary stays that of its mask through random
+    // sets, clears (emptying words and refilling them) and copies.
+    #[test]
+    fn summary_mask_tracks_its_nonempty_words() {
+        let mut rnd = crate::test_topology::xorshift(0x1234_5678_9abc_def1);
+        for n in [1usize, 64, 65, 300, 1024] {
+            let mut m = SummaryMask::new(CpuMask::new(n));
+            for i in 0..20_000 {
+                // Few CPUs per word set at a time, so words go empty often.
+                let c = CpuId(rnd(n as u64) as u16);
+                match rnd(10) {
+                    0..=3 => m.set(c),
+                    4 => m.copy_from(&CpuMask::from_cpus(n, (0..n).filter(|_| rnd(50) == 0).map(|c| CpuId(c as u16)))),
+                    _ => m.clear(c),
+                }
+                let want = (0..m.nr_words()).filter(|&w| m.word(w) != 0).fold(0u64, |a, w| a | 1 << w);
+                assert_eq!(m.nonempty_words(), want, "{n} CPUs, step {i}");
+            }
+        }
+    }
+
     use super::*;
     #[test]
     fn set_iter_wrap() {

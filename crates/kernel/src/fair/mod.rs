@@ -145,7 +145,16 @@ impl Kernel {
     /// `parent_entity(se)`.
     #[inline]
     pub fn parent_entity(&self, e: Ent) -> Option<Ent> {
-        self.cfs_of(e).slot().map(Ent::group)
+        Self::parent_of(self.cfs_of(e))
+    }
+
+    /// The parent of the entities queued on `q` (the group entity owning
+    /// it; None for a root cfs_rq): `parent_entity(se)` when
+    /// `q == cfs_rq_of(se)`, for the hierarchy walks that already hold
+    /// `cfs_rq_of(se)` (not looked up again).
+    #[inline]
+    fn parent_of(q: CfsId) -> Option<Ent> {
+        q.slot().map(Ent::group)
     }
 
     /// `se_is_idle()`: a SCHED_IDLE task (groups are never idle: no cpu.idle).
@@ -1064,7 +1073,7 @@ impl Kernel {
             let q = self.cfs_of(x);
             debug_assert_eq!(self.cfs(q).curr, Some(x), "put_prev of an entity that is not curr");
             self.put_prev_entity(q, x, now);
-            cur = self.parent_entity(x);
+            cur = Self::parent_of(q);
         }
     }
 
@@ -1075,7 +1084,7 @@ impl Kernel {
         while let Some(x) = cur {
             let q = self.cfs_of(x);
             self.set_next_entity(q, x, now);
-            cur = self.parent_entity(x);
+            cur = Self::parent_of(q);
         }
     }
 
@@ -1094,11 +1103,11 @@ impl Kernel {
             let (sd, pd) = (self.se(se).depth, self.se(pse).depth);
             if sd <= pd {
                 self.put_prev_entity(pq, pse, now);
-                pse = self.parent_entity(pse).expect("entities below the root have a parent");
+                pse = Self::parent_of(pq).expect("entities below the root have a parent");
             }
             if sd >= pd {
                 self.set_next_entity(q, se, now);
-                se = self.parent_entity(se).expect("entities below the root have a parent");
+                se = Self::parent_of(q).expect("entities below the root have a parent");
             }
         }
     }
@@ -1197,7 +1206,7 @@ impl Kernel {
             cfs.h_nr_running += 1;
             cfs.h_nr_idle += idle as u32;
             flags = ENQUEUE_WAKEUP;
-            cur = self.parent_entity(x);
+            cur = Self::parent_of(q);
         }
         // Second loop: the ancestors already queued.
         while let Some(x) = cur {
@@ -1207,7 +1216,7 @@ impl Kernel {
             let cfs = self.cfs_mut(q);
             cfs.h_nr_running += 1;
             cfs.h_nr_idle += idle as u32;
-            cur = self.parent_entity(x);
+            cur = Self::parent_of(q);
         }
         self.util_est_enqueue(p);
         if idle {
@@ -1287,7 +1296,7 @@ impl Kernel {
             cfs.h_nr_idle -= idle as u32;
             if cfs.load_weight != 0 {
                 // Don't dequeue the parent: it has other entities besides us.
-                let parent = self.parent_entity(x);
+                let parent = Self::parent_of(q);
                 if task_sleep && self.next_buddy_hint() {
                     if let Some(pe) = parent {
                         self.set_next_buddy(pe);
@@ -1297,7 +1306,7 @@ impl Kernel {
                 break;
             }
             flags |= DEQUEUE_SLEEP;
-            cur = self.parent_entity(x);
+            cur = Self::parent_of(q);
         }
         // Second loop: the ancestors that stay queued.
         while let Some(x) = cur {
@@ -1307,7 +1316,7 @@ impl Kernel {
             let cfs = self.cfs_mut(q);
             cfs.h_nr_running -= 1;
             cfs.h_nr_idle -= idle as u32;
-            cur = self.parent_entity(x);
+            cur = Self::parent_of(q);
         }
         let rq = &self.rqs[cpu.idx()];
         if rq.nr_running() == 0 || rq.nr_running() == rq.cfs.h_nr_idle {
@@ -1398,7 +1407,7 @@ impl Kernel {
         while let Some(x) = cur {
             let q = self.cfs_of(x);
             self.entity_tick(q, x, now);
-            cur = self.parent_entity(x);
+            cur = Self::parent_of(q);
         }
     }
 

@@ -1000,40 +1000,75 @@ impl Kernel {
     /// cluster first, no affinity limit), the common case: the span's words
     /// and `idle_hint`'s are combined one word at a time as the walk reaches
     /// them, in `for_each_cpu_wrap(start)` order, and the position counted by
-    /// arithmetic when the span is one range of CPUs. Nothing is built per
-    /// wakeup: the cost follows the words and candidates the walk reaches
-    /// before its budget or an idle CPU stops it, not the LLC size.
+    /// arithmetic when the span is one range of CPUs. Only the span's words
+    /// with a hinted CPU are read (`idle_hint`'s summary): a word without
+    /// one has no CPU the walk would test, and the position of the next
+    /// candidate is counted from the last one. Nothing is built per wakeup:
+    /// the cost follows the candidates the walk reaches before its budget or
+    /// an idle CPU stops it, not the LLC size.
     ///
     /// Kernel: the `else` branch of the loop in `select_idle_cpu()`, v5.12-v6.18.
     fn select_idle_cpu_span(&mut self, llc: usize, start: CpuId, nr: u64, this_cpu: CpuId) -> Option<CpuId> {
         let dom = &self.sd.domains[llc];
         let weight = dom.span_weight as u64;
-        let dense = dom.span.bounds().filter(|&(lo, hi)| (hi - lo) as u64 == weight);
-        let n = dom.span.nr_words();
+        let Some((lo, hi)) = dom.span.bounds() else {
+            return self.sis_walk_end(0, nr, this_cpu);
+        };
+        let dense = ((hi - lo) as u64 == weight).then_some((lo, hi));
         let s = start.idx();
         let (w0, hi_mask) = (s / 64, !0u64 << (s % 64));
+        // The words other than start's that hold span CPUs and hinted CPUs,
+        // rotated so that ascending bits are wrap order: the words after
+        // start's, then the words before it (start's own word is bit 63).
+        let span_words = (!0u64 << (lo / 64)) & (!0u64 >> (63 - (hi - 1) / 64));
+        let mut rest = (self.idle_hint.nonempty_words() & span_words).rotate_right(w0 as u32 + 1) & !(1 << 63);
         let (mut at, mut pos) = (start, 0u64);
-        // Words in wrap order: start's word from start, the words after it,
-        // the words before it, and start's word below start.
-        for step in 0..=n {
-            let (wi, m) = match step {
-                0 => (w0, hi_mask),
-                _ if step < n => ((w0 + step) % n, !0),
-                _ => (w0, !hi_mask),
-            };
-            let span = &self.sd.domains[llc].span;
-            let mut bits = span.word(wi) & self.idle_hint.word(wi) & m;
-            while bits != 0 {
-                let c = CpuId((wi * 64 + bits.trailing_zeros() as usize) as u16);
-                bits &= bits - 1;
-                pos += walk_count(&self.sd.domains[llc].span, dense, start, at, c);
-                at = c;
-                if let Some(end) = self.sis_visit(c, pos, nr, this_cpu) {
-                    return end;
-                }
+        // Start's word from start, the other words in wrap order, start's word below start.
+        if let Some(end) = self.sis_span_word(llc, dense, start, w0, hi_mask, &mut at, &mut pos, nr, this_cpu) {
+            return end;
+        }
+        while rest != 0 {
+            let wi = (w0 + 1 + rest.trailing_zeros() as usize) % 64;
+            rest &= rest - 1;
+            if let Some(end) = self.sis_span_word(llc, dense, start, wi, !0, &mut at, &mut pos, nr, this_cpu) {
+                return end;
             }
         }
+        if let Some(end) = self.sis_span_word(llc, dense, start, w0, !hi_mask, &mut at, &mut pos, nr, this_cpu) {
+            return end;
+        }
         self.sis_walk_end(weight, nr, this_cpu)
+    }
+
+    /// The hinted CPUs of the LLC span's word `wi` (bits `m`) in
+    /// [`Self::select_idle_cpu_span`]'s walk, each at its position counted
+    /// on from the last candidate `at` (position `pos`): `Some(end)` ends
+    /// the walk ([`Self::sis_visit`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn sis_span_word(
+        &mut self,
+        llc: usize,
+        dense: Option<(usize, usize)>,
+        start: CpuId,
+        wi: usize,
+        m: u64,
+        at: &mut CpuId,
+        pos: &mut u64,
+        nr: u64,
+        this_cpu: CpuId,
+    ) -> Option<Option<CpuId>> {
+        let mut bits = self.sd.domains[llc].span.word(wi) & self.idle_hint.word(wi) & m;
+        while bits != 0 {
+            let c = CpuId((wi * 64 + bits.trailing_zeros() as usize) as u16);
+            bits &= bits - 1;
+            *pos += walk_count(&self.sd.domains[llc].span, dense, start, *at, c);
+            *at = c;
+            if let Some(end) = self.sis_visit(c, *pos, nr, this_cpu) {
+                return Some(end);
+            }
+        }
+        None
     }
 
     /// Copy the span of the cluster domain below the LLC holding `target` into
@@ -1578,6 +1613,84 @@ mod placement_tests {
                 }
             }
         }
+    }
+
+    // select_idle_cpu_span() reads only the span's words with a hinted CPU
+    // (idle_hint's summary) and counts positions from one candidate to the
+    // next: the same CPU, the same last_scan count, the same scan end, scan
+    // cost and idle hints as visiting every hinted CPU of the span in
+    // for_each_cpu_wrap() order at its position (sis_visit()), on random
+    // hints (other LLCs' words hinted too), busy CPUs, starts (inside and
+    // outside the span) and budgets (out of budget in many walks), for spans
+    // of one word, several, not word-aligned, and not contiguous.
+    #[test]
+    fn span_walk_over_hinted_words_equals_the_full_walk() {
+        // (CPUs, LLCs, interleaved: the LLC of CPU c is c % LLCs, else
+        // c / (CPUs / LLCs)): flat 5, 64, 300; two LLCs of 150 (the second
+        // at 150..300); two interleaved LLCs of 100 (not contiguous).
+        let shapes = [(5u32, 1u32, false), (64, 1, false), (300, 1, false), (300, 2, false), (200, 2, true)];
+        let mut rnd = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut stopped = 0;
+        for (shape, &(n, llcs, interleaved)) in shapes.iter().enumerate() {
+            let llc_of = |c: u32| if interleaved { c % llcs } else { c / (n / llcs) };
+            let topo = || {
+                let cpus = (0..n).map(|c| CpuInfo { core: c, cluster: llc_of(c), llc: llc_of(c), node: 0, package: 0 }).collect();
+                CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+            };
+            for kernel in ["v5.13", "v6.12"] {
+                // Two kernels in the same state: the walk under test and the reference.
+                let mut ks = [Kernel::new(&topo(), profile(kernel).unwrap()), Kernel::new(&topo(), profile(kernel).unwrap())];
+                let busy: Vec<u16> = (0..n as u16).filter(|_| rnd(3) == 0).collect();
+                for k in &mut ks {
+                    k.enable_explain(false);
+                    for &c in &busy {
+                        occupy(k, c);
+                    }
+                }
+                for round in 0..400 {
+                    let this_cpu = CpuId(rnd(n as u64) as u16);
+                    let llc = ks[0].sd.per_cpu[this_cpu.idx()][ks[0].sd.sd_llc_level[this_cpu.idx()].unwrap() as usize] as usize;
+                    let weight = ks[0].sd.domains[llc].span_weight as u64;
+                    let start = CpuId(rnd(n as u64) as u16);
+                    let nr = if rnd(8) == 0 { u64::MAX } else { 1 + rnd(weight + 3) };
+                    // Hints from none to all (stale ones for busy CPUs included).
+                    let pct = [0, 1, 3, 10, 50, 100][rnd(6) as usize];
+                    let hint = crate::cpumask::CpuMask::from_cpus(n as usize, (0..n as u16).filter(|_| rnd(100) < pct).map(CpuId));
+                    let mut out = Vec::new();
+                    for (i, k) in ks.iter_mut().enumerate() {
+                        k.idle_hint.copy_from(&hint);
+                        k.cur_this_cpu = this_cpu;
+                        k.cur_now = round * 1000;
+                        k.explain.as_ref().unwrap().wake.set(Default::default());
+                        let before = k.last_scan;
+                        let got = if i == 0 {
+                            k.select_idle_cpu_span(llc, start, nr, this_cpu)
+                        } else {
+                            // Every span CPU in wrap order; the hinted ones visited at their position.
+                            let order: Vec<CpuId> = k.sd.domains[llc].span.iter_wrap(start).collect();
+                            let mut end = None;
+                            for (pos, &c) in order.iter().enumerate() {
+                                if k.idle_hint.test(c) {
+                                    end = k.sis_visit(c, pos as u64, nr, this_cpu);
+                                    if end.is_some() {
+                                        break;
+                                    }
+                                }
+                            }
+                            end.unwrap_or_else(|| k.sis_walk_end(weight, nr, this_cpu))
+                        };
+                        let scan_end = k.explain.as_ref().unwrap().wake.get().scan_end;
+                        let hint_after: Vec<CpuId> = k.idle_hint.iter().collect();
+                        let rq = &k.rqs[this_cpu.idx()];
+                        out.push((got, k.last_scan - before, scan_end, hint_after, k.avg_scan_cost[this_cpu.idx()], rq.wake_avg_idle));
+                    }
+                    assert_eq!(out[0], out[1], "shape {shape} {kernel} round {round}: start {start:?} nr {nr} hint {pct}%");
+                    stopped += (out[0].2 == crate::explain::ScanEnd::BudgetOut) as u32;
+                }
+            }
+        }
+        // The budget ran out in enough walks to exercise the stop.
+        assert!(stopped > 1000, "{stopped} walks out of budget");
     }
 
     // v6.0 update_idle_cpu_scan() on a 16-CPU LLC: x=512 -> 10, x>=876 -> 0.
