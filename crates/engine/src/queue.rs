@@ -573,16 +573,25 @@ impl EventQueue {
         }
     }
 
-    /// Schedule `slot` at `at`, replacing its pending event if any. Ties are
-    /// broken by scheduling order.
-    pub fn schedule(&mut self, slot: u32, at: u64) {
+    /// The key of a new event of `slot` at `at` (ties broken by scheduling
+    /// order), with the bookkeeping every schedule does first: a popped
+    /// entry of `slot` becomes the new event, and `hz` stays a lower bound.
+    #[inline(always)]
+    fn new_key(&mut self, slot: u32, at: u64) -> u128 {
         if self.popped == Some(slot) {
-            self.popped = None; // the popped entry becomes the new event
+            self.popped = None;
         }
         self.seq += 1;
         assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
         let key = make_key(at, self.seq, slot);
         self.lower_hz(key);
+        key
+    }
+
+    /// Schedule `slot` at `at`, replacing its pending event if any. Ties are
+    /// broken by scheduling order.
+    pub fn schedule(&mut self, slot: u32, at: u64) {
+        let key = self.new_key(slot, at);
         if slot < self.leaves {
             self.tree.set(slot as usize, key);
             return;
@@ -637,13 +646,7 @@ impl EventQueue {
         if slot >= self.leaves {
             return self.schedule(slot, at);
         }
-        if self.popped == Some(slot) {
-            self.popped = None; // the popped entry becomes the new event
-        }
-        self.seq += 1;
-        assert!(self.seq < MAX_SEQ, "event queue: more than 2^40 events scheduled in one run");
-        let key = make_key(at, self.seq, slot);
-        self.lower_hz(key);
+        let key = self.new_key(slot, at);
         self.tree.set(slot as usize, key);
     }
 
