@@ -10,6 +10,26 @@ use crate::*;
 /// picks the half, the other 31 the point in it). Mean `(lo + 2 mid + hi) / 4`,
 /// median `mid`.
 #[inline]
+/// Take `n` messages from a pipe's pages, oldest first (`pipe_read()`): a page
+/// all of whose messages are read is released. Returns whether one was
+/// released while every slot was taken (`pipe_full()` before the release),
+/// which is when `pipe_read()` wakes a writer.
+pub(crate) fn pipe_consume(ch: &mut ChanRt, mut n: u32) -> bool {
+    let mut was_full = false;
+    while n > 0 {
+        let Some(&front) = ch.pages.front() else { break };
+        let take = n.min(front - ch.tail_read);
+        ch.tail_read += take;
+        n -= take;
+        if ch.tail_read == front {
+            was_full |= ch.pages.len() as u32 >= ch.pipe_slots;
+            ch.pages.pop_front();
+            ch.tail_read = 0;
+        }
+    }
+    was_full
+}
+
 pub(crate) fn draw_run_dist(rng: &mut Pcg32, lo: u32, mid: u32, hi: u32) -> u64 {
     let u = rng.next_u32();
     let f = (u & 0x7fff_ffff) as u64;
@@ -422,23 +442,53 @@ impl Sim<'_> {
 
     /// The effect of a write of one message: block while full, else queue it
     /// and wake a blocked reader (and, for pipes, the next blocked writer).
+    // FIDELITY(F-010): pipe_write() with whole messages per page and the v5.5+ wake rules on every kernel.
     pub(crate) fn chan_write(&mut self, c: CpuId, t: TaskId, chan: u32, tag: u32) -> ChanOutcome {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];
-        if ch.count >= spec.capacity {
-            ch.writers.push_back(t);
-            self.block(c);
-            return ChanOutcome::Blocked;
-        }
+        let next_writer = match spec.kind {
+            ChannelKind::Pipe { msgs_per_page } => {
+                // pipe_write(): a fresh write() first merges into the last page
+                // while the pipe is not empty and the message fits there; else
+                // (and always once back from waiting) it needs a free page slot
+                // (pipe_full() counts slots, not bytes) and waits exclusively
+                // for one.
+                let waited = self.rt[t.idx()].pipe_waited;
+                let used = ch.pages.len() as u32;
+                let merge = !waited && ch.count > 0 && ch.pages.back().is_some_and(|&m| m < msgs_per_page);
+                match () {
+                    _ if merge => *ch.pages.back_mut().expect("merge needs a page") += 1,
+                    _ if used < ch.pipe_slots => ch.pages.push_back(1),
+                    _ => {
+                        ch.writers.push_back(t);
+                        self.rt[t.idx()].pipe_waited = true;
+                        self.block(c);
+                        return ChanOutcome::Blocked;
+                    }
+                }
+                self.rt[t.idx()].pipe_waited = false;
+                // v5.5+: a writer that waited wakes the next one if a slot is
+                // still free (before, every waiter had been woken already).
+                let exclusive = self.kernel.profile.pipe_exclusive_waits();
+                (exclusive && waited && (ch.pages.len() as u32) < ch.pipe_slots && !ch.writers.is_empty())
+                    .then(|| ch.writers.pop_front().expect("not empty"))
+            }
+            ChannelKind::Socket => {
+                if ch.count >= spec.capacity {
+                    ch.writers.push_back(t);
+                    self.block(c);
+                    return ChanOutcome::Blocked;
+                }
+                None
+            }
+        };
+        let ch = &mut self.chans[chan as usize];
         ch.count += 1;
         if ch.tagged {
             ch.tags.push_back(tag);
         }
         self.chan_writer[chan as usize] = Some(c);
         let reader = (!ch.readers.is_empty()).then(|| ch.readers.pop_front().expect("not empty"));
-        // pipe_write(): a woken writer wakes the next one if space remains.
-        let next_writer = (matches!(spec.kind, ChannelKind::Pipe { .. }) && ch.count < spec.capacity && !ch.writers.is_empty())
-            .then(|| ch.writers.pop_front().expect("not empty"));
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
         let ep_waiter = if spec.epoll.is_some() { self.epoll_ready(chan) } else { None };
         self.advance(t);
@@ -458,7 +508,7 @@ impl Sim<'_> {
 
     /// The effect of a read of one message: block while empty, else take it and
     /// wake blocked writers as the channel kind does.
-    // FIDELITY(F-010): pipe/socket wake rules with capacity counted in messages.
+    // FIDELITY(F-010): pipe_read() releases whole pages (v5.5+ wake rule); sockets count messages.
     pub(crate) fn chan_read(&mut self, c: CpuId, t: TaskId, chan: u32, tagged: bool) -> ChanOutcome {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];
@@ -483,9 +533,18 @@ impl Sim<'_> {
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
         let mut woken = std::mem::take(&mut self.wake_buf);
         match spec.kind {
-            // pipe_read(): one exclusive writer once a page's worth of space is free.
-            ChannelKind::Pipe { msgs_per_page } if !ch.writers.is_empty() && ch.count + msgs_per_page <= spec.capacity => {
-                woken.push(ch.writers.pop_front().expect("not empty"));
+            // pipe_read(): a page whose messages are all read is released; if
+            // the pipe's slots were all taken then, one exclusive writer is
+            // woken at the end of the read (v5.5+), every waiting writer before.
+            ChannelKind::Pipe { .. } => {
+                let wake = std::mem::take(&mut ch.wake_writer) | pipe_consume(ch, 1);
+                if wake && !ch.writers.is_empty() {
+                    if self.kernel.profile.pipe_exclusive_waits() {
+                        woken.push(ch.writers.pop_front().expect("not empty"));
+                    } else {
+                        woken.extend(ch.writers.drain(..));
+                    }
+                }
             }
             // unix_write_space(): every writer once the buffer is at most a quarter full.
             ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => woken.extend(ch.writers.drain(..)),
@@ -510,6 +569,9 @@ impl Sim<'_> {
             return (self.chan_read(c, t, chan, false), 0);
         }
         // All but the last leave without the writer check; the last one's read does it.
+        if let ChannelKind::Pipe { .. } = self.wl.channels[chan as usize].kind {
+            ch.wake_writer |= pipe_consume(ch, n - 1);
+        }
         ch.count = 1;
         if ch.tagged {
             let keep = ch.tags.len().saturating_sub(1);

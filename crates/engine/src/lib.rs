@@ -185,10 +185,13 @@ struct TaskRt {
     /// Cache refill owed from a switch-in that found the task at or inside a
     /// lock section: paid by its next `Run` outside one (`Sim::owe_refill`).
     owed_refill: u64,
+    /// Blocked in a pipe write and not yet through it: pipe_write() past
+    /// its wait takes a fresh page (no merge) and then wakes the next writer.
+    pipe_waited: bool,
 }
 
 #[derive(Clone, Debug)]
-struct ChanRt {
+pub(crate) struct ChanRt {
     count: u32,
     readers: std::collections::VecDeque<TaskId>,
     writers: std::collections::VecDeque<TaskId>,
@@ -199,6 +202,16 @@ struct ChanRt {
     stamps: std::collections::VecDeque<u64>,
     /// On its epoll instance's ready list (`EpollRt::ready`).
     ep_queued: bool,
+    /// Pipes: messages written into each occupied page slot, the tail page
+    /// first (pipe->bufs[tail..head]); at most `pipe_slots` entries.
+    pages: std::collections::VecDeque<u32>,
+    /// Pipes: messages already read from the tail page.
+    tail_read: u32,
+    /// Pipes: page slots (pipe->max_usage): capacity / messages per page.
+    pipe_slots: u32,
+    /// Pipes: a page was released from full slots by `Op::ReadAll`'s bulk
+    /// take; the read that completes it wakes the writer.
+    wake_writer: bool,
 }
 
 /// An epoll instance (`Op::EpollNext`; its channels name it in `ChannelSpec::epoll`).
@@ -502,6 +515,18 @@ impl<'a> Sim<'a> {
                     tags: Default::default(),
                     stamps: Default::default(),
                     ep_queued: false,
+                    pages: match wl.channels[i].kind {
+                        ChannelKind::Pipe { msgs_per_page } => {
+                            std::collections::VecDeque::with_capacity(wl.channels[i].capacity.div_ceil(msgs_per_page) as usize)
+                        }
+                        ChannelKind::Socket => Default::default(),
+                    },
+                    tail_read: 0,
+                    wake_writer: false,
+                    pipe_slots: match wl.channels[i].kind {
+                        ChannelKind::Pipe { msgs_per_page } => wl.channels[i].capacity.div_ceil(msgs_per_page),
+                        ChannelKind::Socket => 0,
+                    },
                 })
                 .collect(),
             sems: wl
@@ -895,6 +920,7 @@ impl<'a> Sim<'a> {
             live_children: 0,
             held_locks: 0,
             owed_refill: 0,
+            pipe_waited: false,
         });
         if let Some(pp) = parent {
             self.rt[pp.idx()].live_children += 1;

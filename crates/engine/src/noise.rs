@@ -256,6 +256,7 @@ impl Sim<'_> {
             live_children: 0,
             held_locks: 0,
             owed_refill: 0,
+            pipe_waited: false,
         });
         match pin {
             Some(_) => self.noise.kthread[c.idx()] = Some(p),

@@ -1212,3 +1212,75 @@ fn epoll_wakeups_are_sync_from_v6_13_select_wakeups_always() {
         assert!(sync > 0, "{kernel} select(): {sync} of {n} wakeups took the sync branch");
     }
 }
+
+/// A pipe of 2 page slots x 2 messages on one CPU, filled by a task that
+/// writes 4 messages; the reader reads 2 (freeing the first page) after 1 ms
+/// and 2 more (freeing the second) after another 1 ms. `late` is a program
+/// that sleeps, writes one message and marks 1; the metric runs from the
+/// reader's start (mark 0) to that mark.
+fn pipe_pages(late: &str) -> Workload {
+    let text = format!(
+        r#"format = 1
+name = "pages"
+[metric]
+kind = "elapsed"
+name = "elapsed"
+start = 0
+end = 1
+[[channel]]
+capacity = 4
+sync = true
+kind = "pipe"
+msgs_per_page = 2
+[[program]]
+ops = ["loop count=4", "write chan=0 cost=1us", "end_loop"]
+[[program]]
+ops = ["sleep ns=100us", "write chan=0 cost=1us"]
+[[program]]
+ops = [{late}]
+[[program]]
+ops = ["mark id=0", "sleep ns=1ms", "read chan=0 cost=1us", "read chan=0 cost=1us", "sleep ns=1ms", "loop count=4", "read chan=0 cost=1us", "end_loop"]
+[[task]]
+name = "filler"
+program = 0
+mm = 0
+[[task]]
+name = "first"
+program = 1
+mm = 0
+[[task]]
+name = "late"
+program = 2
+mm = 0
+[[task]]
+name = "reader"
+program = 3
+mm = 0
+"#
+    );
+    schedlab_workload::file::from_toml_str(&text, "pages.toml").unwrap()
+}
+
+/// pipe_write()/pipe_read() (v5.5+): a writer blocked on a pipe whose page
+/// slots are all taken is let in only when a page is released, one writer
+/// per page, even though the page it then starts has room for more (so a
+/// second blocked writer waits for the next page: 2 ms, not 1); a fresh
+/// write() merges into the last page while it has room, whatever the slots
+/// (so it does not wait at all). Before v5.5 a release woke every blocked
+/// writer (0ddad21d3e99 made the waits exclusive). F-010.
+#[test]
+fn pipe_writers_wait_for_a_free_page_slot_fresh_writes_merge() {
+    let m = one_cpu_machine();
+    // Blocked at 200 us behind `first` (blocked at 100 us): in after the second page.
+    let queued = go_quiet(&m, "v6.18", &pipe_pages(r#""sleep ns=200us", "write chan=0 cost=1us", "mark id=1""#), 1, None);
+    assert!(queued.metric_value > 2e-3 && queued.metric_value < 2.2e-3, "second blocked writer: {} s", queued.metric_value);
+    // Before v5.5 the release wakes both blocked writers; whichever runs
+    // first takes the slot and the other goes back to sleep: one wakeup more.
+    let herd = go_quiet(&m, "v5.2", &pipe_pages(r#""sleep ns=200us", "write chan=0 cost=1us", "mark id=1""#), 1, None);
+    let excl = go_quiet(&m, "v5.11", &pipe_pages(r#""sleep ns=200us", "write chan=0 cost=1us", "mark id=1""#), 1, None);
+    assert!(excl.metric_value > 2e-3, "v5.11: {} s", excl.metric_value);
+    assert_eq!(herd.wakeups, excl.wakeups + 1, "v5.2 wakes every blocked writer at a page release");
+    // Writes at 1.5 ms, after `first` started the third page: merges at once.
+    let fresh = go_quiet(&m, "v6.18", &pipe_pages(r#""sleep ns=1500us", "write chan=0 cost=1us", "mark id=1""#), 1, None);
+    assert!(fresh.metric_value > 1.45e-3 && fresh.metric_value < 1.6e-3, "fresh writer: {} s", fresh.metric_value);
+}

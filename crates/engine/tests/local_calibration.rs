@@ -296,7 +296,13 @@ fn checks(bench: &str, cfg: &BTreeMap<String, String>) -> Vec<Check> {
     // (0.3-0.4 switches per kernel from kworkers and timers, which the
     // model's noise has at its idle-machine rate): below 0.5 per kernel on
     // both sides the switch and wakeup counts agree.
-    let floor = if bench == "stream" { 0.5 } else { 0.05 };
+    // hackbench switches 0.02-0.1 times per message: that is its signal, so
+    // no floor there.
+    let floor = match bench {
+        "stream" => 0.5,
+        "hackbench" => 0.0,
+        _ => 0.05,
+    };
     let mut v = vec![
         Check { name: "client CPU us/op", get: |f| f.cl.cpu_us, tol, floor: 0.0 },
         Check { name: "client switches/op", get: |f| f.cl.cs, tol, floor },
@@ -323,12 +329,11 @@ const OPEN: &[(&str, &[&str], &str, &str)] = &[
     ("hackbench", &["groups=2", "pipe=0", "threads=0"], "wakeups/op", "as the switches: 0.040 against 0.061"),
     (
         "hackbench",
-        &["pipe=1", "loops=1000"],
+        &["pin=1", "pipe=0"],
         "client switches/op",
-        "pipes, 1 group across both vCPUs: the real receivers sleep 1.7x as often (0.102 per message against 0.060); pinned to one vCPU (pin=1) the write and read costs agree (0.747 against 0.749 us per message)",
+        "sockets pinned to one vCPU: 0.023 per message against 0.032 (checked since session 23; hackbench's figures were under the 0.05 floor until then). A trace of each (session 23, 1 run): senders block on a full socket as often as real (1,982 against 1,967 times) but the model's receivers sleep half as often (9,103 against 17,048) and run longer per wakeup (p75 270 against 128 us), so each reads more of its backlog; not established why",
     ),
-    ("hackbench", &["pipe=1", "loops=1000"], "wakeups/op", "as the switches"),
-    ("hackbench", &["pipe=1", "loops=1000"], "client CPU us/op", "follows the switches: every real receiver wakeup across the vCPUs costs its waker an IPI (11 us on this guest)"),
+    ("hackbench", &["pin=1", "pipe=0"], "wakeups/op", "as the switches: 0.018 against 0.023"),
     (
         "tbench",
         &["clients=1"],

@@ -471,7 +471,7 @@ fn v5_11() -> KernelProfile {
     KernelProfile {
         name: "v5.11",
         summary:
-            "CFS; WA_IDLE/WA_WEIGHT with prev-idle clause; v5.2-form select_idle_sibling (idle core, SIS_PROP scan, idle SMT of target)",
+            "CFS; WA_IDLE/WA_WEIGHT with prev-idle clause; v5.2-form select_idle_sibling (idle core, SIS_PROP scan, idle SMT of target); exclusive pipe waits (v5.5)",
         tree: "Linux v5.11 release (2021-02-14)",
         version: (5, 11),
         features,
@@ -788,6 +788,17 @@ impl KernelProfile {
         self.version >= (6, 13)
     }
 
+    /// `pipe_read()` and `pipe_write()` wait exclusively, readers and writers
+    /// on queues of their own: v5.5+ (0ddad21d3e99 "pipe: use exclusive waits
+    /// when reading or writing", after the head/tail ring of 8cefc107ca54). A
+    /// page released from full slots then wakes one writer, and a writer back
+    /// from its wait wakes the next while a slot is free. Before it both
+    /// slept on one `pipe->wait`, non-exclusive: every page release woke
+    /// every waiting writer, and all but the first found the slots full again.
+    pub fn pipe_exclusive_waits(&self) -> bool {
+        self.version >= (5, 5)
+    }
+
     /// Whether this kernel has the 6.18.y stable change that first shipped
     /// in 6.18.`level` (`--patch stable-6.18.44` carries 6.18.1 to 6.18.44).
     pub fn stable_6_18(&self, level: u32) -> bool {
@@ -975,6 +986,7 @@ pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
     ("base_slice=0.70ms", (6, 15, 0), "2ae891b82695 (\"sched: Reduce the default slice to avoid tasks getting an extra tick\")"),
     ("delayed_accounting", (6, 16, 0), "\"sched/eevdf: More PELT vs DELAYED_DEQUEUE\" + 61b82dfb6b7e (v6.14), aa3ee4f0b754 (v6.16)"),
     ("tg_load_avg_ratelimit", (6, 7, 0), "1528c661c24b (\"sched/fair: Ratelimit update to tg->load_avg\")"),
+    ("pipe_exclusive_waits", (5, 5, 0), "0ddad21d3e99 (\"pipe: use exclusive waits when reading or writing\")"),
     ("epoll_sync_wakeup", (6, 13, 0), "900bbaae67e9 (\"epoll: Add synchronous wakeup support for ep_poll_callback\")"),
     ("run_to_parity_vprot", (6, 17, 0), "9cdb4fe20cd2, 74eec63661d4, 9de74a9850b9, 052c3d87c82e, 3a0baa8e6c57, 0b9ca2dcabc3"),
     ("SIS_SHORT", (99, 0, 0), "never merged (shortrun RFC)"),
@@ -1040,6 +1052,9 @@ impl KernelProfile {
         }
         if self.version >= (6, 7) {
             v.push("tg_load_avg_ratelimit".into());
+        }
+        if self.pipe_exclusive_waits() {
+            v.push("pipe_exclusive_waits".into());
         }
         if self.epoll_sync_wakeup() {
             v.push("epoll_sync_wakeup".into());

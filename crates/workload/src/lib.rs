@@ -219,8 +219,11 @@ pub const MAX_IDS: u32 = 8;
 /// How a blocked writer is woken when a reader frees space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChannelKind {
-    /// `pipe_read()`: one exclusive writer is woken when a page's worth of
-    /// space frees up; a woken writer wakes the next if space remains.
+    /// Pages of `msgs_per_page` whole messages in capacity / msgs_per_page
+    /// slots: `pipe_write()` merges into the last page while it has room,
+    /// else takes a free slot or waits; `pipe_read()` releasing a page while
+    /// every slot was taken wakes one exclusive writer, who wakes the next
+    /// if a slot is still free.
     Pipe { msgs_per_page: u32 },
     /// AF_UNIX stream: `unix_write_space()` wakes all writers once the send
     /// buffer is at most a quarter full.
