@@ -158,3 +158,39 @@ fn placement_summary_reads_the_ftrace_and_agrees_with_the_run() {
         assert!((sum - 100.0).abs() < 0.5, "{l}");
     }
 }
+
+/// scripts/hackbench-summary (real against modelled hackbench traces,
+/// docs/CALIBRATION.md "Session 23, pipes are pages") reads schedlab's ftrace
+/// text: it finds the group's 20 senders and 20 receivers by their names, the
+/// hackbench tasks' switches are the run's voluntary plus involuntary ones,
+/// and every sender and receiver exits once.
+#[test]
+fn hackbench_summary_reads_the_ftrace_and_agrees_with_the_run() {
+    let ft = tmp("hackbench-summary.txt");
+    let fts = ft.to_str().unwrap();
+    let json = ok(&[
+        "run",
+        "--json",
+        "--machine",
+        "x86-12",
+        "--kernel",
+        "v6.12",
+        "--workload",
+        "hackbench",
+        "--set",
+        "groups=1,loops=100,pipe=1",
+        "--ftrace",
+        fts,
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let cs = &v["context_switches"];
+    let switches = cs["voluntary"].as_u64().unwrap() + cs["involuntary"].as_u64().unwrap();
+    let out = Command::new(python()).arg(repo_root().join("scripts/hackbench-summary")).arg(fts).output().unwrap();
+    let so = text(&out.stdout);
+    assert!(out.status.success(), "hackbench-summary failed:\n{so}\n{}", text(&out.stderr));
+    let _ = std::fs::remove_file(&ft);
+    assert!(so.contains("tasks: 20 senders, 20 receivers"), "{so}");
+    assert!(so.contains(&format!("hackbench tasks' switches: {switches}\n")), "run: {switches}\n{so}");
+    assert!(so.contains("receiver exited 20") && so.contains("sender exited 20"), "{so}");
+    assert!(so.lines().any(|l| l.starts_with("senders blocked: ") && !l.starts_with("senders blocked: 0 ")), "{so}");
+}
