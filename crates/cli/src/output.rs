@@ -105,6 +105,24 @@ pub fn kernel_show(k: &KernelProfile) -> String {
             "every change past 1/64 of the last one published"
         }
     );
+    let _ = writeln!(
+        o,
+        "  pipe waits                  {}",
+        if k.pipe_exclusive_waits() {
+            "exclusive: a page freed from full slots wakes one writer (0ddad21d3e99, v5.5)"
+        } else {
+            "one shared pipe->wait: a freed page wakes every blocked writer (before v5.5)"
+        }
+    );
+    let _ = writeln!(
+        o,
+        "  epoll wakeups               {}",
+        if k.epoll_sync_wakeup() {
+            "pass the waker's WF_SYNC on (900bbaae67e9, v6.13)"
+        } else {
+            "plain wake_up(), never sync (before v6.13)"
+        }
+    );
     let t = &k.tunables;
     let _ = writeln!(
         o,

@@ -134,6 +134,20 @@ fn kernel_show_v6_6_lists_eevdf_features() {
     assert!(feats.contains(&"RUN_TO_PARITY"), "{out}");
 }
 
+/// The wait-queue rules outside the scheduler that a profile carries: pipe
+/// waits exclusive from v5.5, epoll's sync wakeups from v6.13.
+#[test]
+fn kernel_show_names_pipe_and_epoll_wakeup_rules_by_version() {
+    let line = |k: &str, what: &str| {
+        let out = ok(&["kernel", "show", k]);
+        out.lines().find(|l| l.trim_start().starts_with(what)).unwrap_or_else(|| panic!("{k}: no {what} line\n{out}")).to_string()
+    };
+    assert!(line("v5.2", "pipe waits").contains("every blocked writer"));
+    assert!(line("v5.11", "pipe waits").contains("exclusive"));
+    assert!(line("v6.12", "epoll wakeups").contains("never sync"));
+    assert!(line("v6.18", "epoll wakeups").contains("WF_SYNC"));
+}
+
 #[test]
 fn workloads_lists_builtins() {
     let out = ok(&["workloads"]);
