@@ -39,13 +39,18 @@ pub(crate) fn draw_run_dist(rng: &mut Pcg32, lo: u32, mid: u32, hi: u32) -> u64 
 
 impl Sim<'_> {
     /// Interpret the program of `t`, running on `c`, from its current state.
+    /// (Inlined into its only caller, `Sim::run`'s segment-end handler: no
+    /// call, prologue or epilogue per event.)
+    #[inline(always)]
     pub(crate) fn run_ops(&mut self, c: CpuId, t: TaskId) {
         let wl = self.wl;
         loop {
-            if self.rt[t.idx()].remaining > 0 {
-                let gen = self.cpus[c.idx()].seg_gen;
-                self.cpus[c.idx()].seg_start = self.now;
-                let at = self.now + wall_for(self.rt[t.idx()].remaining, self.cpus[c.idx()].rate);
+            let remaining = self.rt[t.idx()].remaining;
+            if remaining > 0 {
+                let now = self.now;
+                let cpu = &mut self.cpus[c.idx()];
+                cpu.seg_start = now;
+                let at = now + wall_for(remaining, cpu.rate);
                 // The segment's end is the next event (no other CPU or timer
                 // comes first, ties included): handle it here as `Sim::run`
                 // would after popping it, without the return to the loop.
@@ -71,7 +76,8 @@ impl Sim<'_> {
                     self.inline_misses = if taken { 0 } else { (self.inline_misses + 1).min(INLINE_MISSES) };
                     taken
                 } else {
-                    self.push(at, EvKind::SegEnd { cpu: c.0, gen });
+                    // `push(at, SegEnd { cpu: c })` without its dispatch on the kind.
+                    self.queue.schedule_leaf(c.0 as u32, at);
                     false
                 };
                 if taken {
@@ -530,24 +536,30 @@ impl Sim<'_> {
             self.rt[t.idx()].req_stamps.push_back((hist, at));
         }
         let ch = &mut self.chans[chan as usize];
+        // pipe_read(): a page whose messages are all read is released.
+        let pipe_wake = match spec.kind {
+            ChannelKind::Pipe { .. } => std::mem::take(&mut ch.wake_writer) | pipe_consume(ch, 1),
+            ChannelKind::Socket => false,
+        };
+        if ch.writers.is_empty() {
+            // No writer blocked (nearly every read): nothing to wake.
+            return ChanOutcome::Done { woke: false };
+        }
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
         let mut woken = std::mem::take(&mut self.wake_buf);
         match spec.kind {
-            // pipe_read(): a page whose messages are all read is released; if
-            // the pipe's slots were all taken then, one exclusive writer is
-            // woken at the end of the read (v5.5+), every waiting writer before.
-            ChannelKind::Pipe { .. } => {
-                let wake = std::mem::take(&mut ch.wake_writer) | pipe_consume(ch, 1);
-                if wake && !ch.writers.is_empty() {
-                    if self.kernel.profile.pipe_exclusive_waits() {
-                        woken.push(ch.writers.pop_front().expect("not empty"));
-                    } else {
-                        woken.extend(ch.writers.drain(..));
-                    }
+            // pipe_read(): if the pipe's slots were all taken when the page
+            // was released, one exclusive writer is woken at the end of the
+            // read (v5.5+), every waiting writer before.
+            ChannelKind::Pipe { .. } if pipe_wake => {
+                if self.kernel.profile.pipe_exclusive_waits() {
+                    woken.push(ch.writers.pop_front().expect("not empty"));
+                } else {
+                    woken.extend(ch.writers.drain(..));
                 }
             }
             // unix_write_space(): every writer once the buffer is at most a quarter full.
-            ChannelKind::Socket if !ch.writers.is_empty() && ch.count * 4 <= spec.capacity => woken.extend(ch.writers.drain(..)),
+            ChannelKind::Socket if ch.count * 4 <= spec.capacity => woken.extend(ch.writers.drain(..)),
             _ => {}
         }
         let woke = !woken.is_empty();

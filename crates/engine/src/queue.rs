@@ -180,15 +180,27 @@ impl Tree {
         let node = self.cap + leaf;
         assert!(node < self.nodes.len(), "event queue: tree slot {leaf} out of range");
         let depth = self.cap.trailing_zeros();
-        let stop = depth.saturating_sub(levels);
+        // The walk goes up from the leaf's ancestor `stop` levels above it
+        // (the minimum does not depend on the order): one shift per level.
+        let mut a = node >> depth.saturating_sub(levels);
         let mut m = EMPTY;
-        let mut s = depth;
-        while s > stop {
-            s -= 1;
-            // SAFETY: `node` < 2 * cap (checked above); `node >> s` is an
-            // ancestor of it (or itself), at least 2, and its sibling differs
-            // in the lowest bit only, so both are in range.
-            m = min_key(unsafe { *self.nodes.get_unchecked((node >> s) ^ 1) }, m);
+        // SAFETY (both loops): `node` < 2 * cap (checked above); `a` is an
+        // ancestor of it (or itself), at least 2 inside the loop, and its
+        // sibling `a ^ 1` differs in the lowest bit only, so both are in range.
+        if depth >= PEEK_LEVELS && levels == PEEK_LEVELS {
+            // `peek_next`'s walk on a deep tree: a fixed number of levels,
+            // unrolled (no loop test; `a` >= 2^PEEK_LEVELS at the start).
+            m = unsafe { *self.nodes.get_unchecked(a ^ 1) };
+            a >>= 1;
+            for _ in 1..PEEK_LEVELS {
+                m = min_key(unsafe { *self.nodes.get_unchecked(a ^ 1) }, m);
+                a >>= 1;
+            }
+            return m;
+        }
+        while a > 1 {
+            m = min_key(unsafe { *self.nodes.get_unchecked(a ^ 1) }, m);
+            a >>= 1;
         }
         m
     }
@@ -196,13 +208,13 @@ impl Tree {
     /// Set leaf `leaf`'s key and replay its matches up to the root.
     #[inline]
     fn set(&mut self, leaf: usize, key: u128) {
-        let mut node = self.cap + leaf;
+        let node = self.cap + leaf;
         assert!(node < self.nodes.len(), "event queue: tree slot {leaf} out of range");
         let tree = self.nodes.as_mut_ptr();
         // SAFETY: `nodes` has 2 * cap entries and `node` < 2 * cap (checked
         // above); the walk only halves `node` and reads its sibling `node ^ 1`,
         // which differs in the lowest bit only, so every index stays below
-        // 2 * cap (and above 0: the loop stops at the root, node 1). No other
+        // 2 * cap (and above 0: the walk stops at the root, node 1). No other
         // reference to the tree lives meanwhile. (Unchecked: a bounds test per
         // level was a third of the walk's instructions.)
         unsafe {
@@ -218,16 +230,25 @@ impl Tree {
             // numbers.
             let base = tree as *mut u8;
             let mut off = node * 16;
-            while off >= 32 {
-                // The sibling subtree's minimum does not depend on this update, so
-                // the loads of all levels can overlap; only the compare chains.
-                // Every key is unique except EMPTY, so ties need no rule.
-                e = min_key(*(base.add(off ^ 16) as *const u128), e);
-                off = (off >> 1) & !15;
-                *(base.add(off) as *mut u128) = e;
+            // One level up. The sibling subtree's minimum does not depend on
+            // this update, so the loads of all levels can overlap; only the
+            // compare chains. Every key is unique except EMPTY, so ties need
+            // no rule.
+            let mut up = |off: &mut usize| {
+                e = min_key(*(base.add(*off ^ 16) as *const u128), e);
+                *off = (*off >> 1) & !15;
+                *(base.add(*off) as *mut u128) = e;
+            };
+            // The leaf is `log2(cap)` levels below the root: an odd level
+            // first, then two per turn (one loop test per two levels).
+            if self.cap.trailing_zeros() & 1 == 1 {
+                up(&mut off);
             }
-            node = off / 16;
-            debug_assert_eq!(node, 1);
+            while off >= 32 {
+                up(&mut off);
+                up(&mut off);
+            }
+            debug_assert_eq!(off / 16, 1);
         }
     }
 }
