@@ -46,10 +46,12 @@ impl Sim<'_> {
                 // entry of `c` (this handler's event) is still in place and
                 // the new one comes before every other
                 // (`EventQueue::schedule_pop_if_next`).
-                let taken = if self.inline_seg_ends
+                // (The test that fails most often first: past `INLINE_MISSES`,
+                // 31 segment ends in 32 skip the others.)
+                let taken = if (self.inline_misses < INLINE_MISSES || self.events.is_multiple_of(INLINE_PROBE))
+                    && self.inline_seg_ends
                     && at <= self.limit
                     && (self.events + 1) & 0x3fff != 0
-                    && (self.inline_misses < INLINE_MISSES || self.events.is_multiple_of(INLINE_PROBE))
                 {
                     // (`push`: a segment end's slot is its CPU.)
                     let taken = self.queue.schedule_pop_if_next(c.0 as u32, at);
@@ -465,6 +467,7 @@ impl Sim<'_> {
     /// The effect of a read of one message: block while empty, else take it and
     /// wake blocked writers as the channel kind does.
     // FIDELITY(F-010): pipe/socket wake rules with capacity counted in messages.
+    #[inline]
     pub(crate) fn chan_read(&mut self, c: CpuId, t: TaskId, chan: u32, tagged: bool) -> ChanOutcome {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];
