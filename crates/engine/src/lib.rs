@@ -710,16 +710,18 @@ impl<'a> Sim<'a> {
                 // dispatch on `EvKind` (its gen is current: a moved or
                 // cancelled segment end replaced or removed its event).
                 let c = CpuId(slot as u16);
-                if let Some(t) = self.cpus[c.idx()].running {
+                let now = self.now;
+                let cpu = &mut self.cpus[c.idx()];
+                if let Some(t) = cpu.running {
+                    // The segment is done: a preemption at this op boundary
+                    // (do_schedule() -> seg_done()) must not take it again
+                    // off the costs the next ops add (a waker's enqueue).
+                    cpu.seg_start = now;
                     if self.kernel.prefetch {
                         // (The CPU's own state was asked for ahead: `prefetch_event`.)
                         self.prefetch_task(t);
                     }
-                    // The segment is done: a preemption at this op boundary
-                    // (do_schedule() -> seg_done()) must not take it again
-                    // off the costs the next ops add (a waker's enqueue).
                     self.rt[t.idx()].remaining = 0;
-                    self.cpus[c.idx()].seg_start = self.now;
                     self.run_ops(c, t);
                 }
                 if self.alive == 0 {

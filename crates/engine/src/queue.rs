@@ -206,7 +206,7 @@ impl Tree {
     }
 
     /// Set leaf `leaf`'s key and replay its matches up to the root.
-    #[inline]
+    #[inline(always)]
     fn set(&mut self, leaf: usize, key: u128) {
         let node = self.cap + leaf;
         assert!(node < self.nodes.len(), "event queue: tree slot {leaf} out of range");
