@@ -10,10 +10,18 @@ use crate::*;
 /// picks the half, the other 31 the point in it). Mean `(lo + 2 mid + hi) / 4`,
 /// median `mid`.
 #[inline]
-/// Take `n` messages from a pipe's pages, oldest first (`pipe_read()`): a page
-/// all of whose messages are read is released. Returns whether one was
-/// released while every slot was taken (`pipe_full()` before the release),
-/// which is when `pipe_read()` wakes a writer.
+pub(crate) fn draw_run_dist(rng: &mut Pcg32, lo: u32, mid: u32, hi: u32) -> u64 {
+    let u = rng.next_u32();
+    let f = (u & 0x7fff_ffff) as u64;
+    let (a, b) = if u >> 31 == 0 { (lo, mid) } else { (mid, hi) };
+    a as u64 + (((b - a) as u64 * f) >> 31)
+}
+
+/// Take `n` messages from a pipe's pages, oldest first (`pipe_read()`, all
+/// kernels): a page all of whose messages are read is released. Returns
+/// whether one was released while every slot was taken (`pipe_full()` before
+/// the release), which is when `pipe_read()` wakes writers.
+#[inline]
 pub(crate) fn pipe_consume(ch: &mut ChanRt, mut n: u32) -> bool {
     let mut was_full = false;
     while n > 0 {
@@ -28,13 +36,6 @@ pub(crate) fn pipe_consume(ch: &mut ChanRt, mut n: u32) -> bool {
         }
     }
     was_full
-}
-
-pub(crate) fn draw_run_dist(rng: &mut Pcg32, lo: u32, mid: u32, hi: u32) -> u64 {
-    let u = rng.next_u32();
-    let f = (u & 0x7fff_ffff) as u64;
-    let (a, b) = if u >> 31 == 0 { (lo, mid) } else { (mid, hi) };
-    a as u64 + (((b - a) as u64 * f) >> 31)
 }
 
 impl Sim<'_> {
@@ -450,7 +451,7 @@ impl Sim<'_> {
 
     /// The effect of a write of one message: block while full, else queue it
     /// and wake a blocked reader (and, for pipes, the next blocked writer).
-    // FIDELITY(F-010): pipe_write() with whole messages per page and the v5.5+ wake rules on every kernel.
+    // FIDELITY(F-010): pipe_write() with whole messages per page (all kernels); writer wakeups v5.5+ or pre-v5.5 by profile.
     pub(crate) fn chan_write(&mut self, c: CpuId, t: TaskId, chan: u32, tag: u32) -> ChanOutcome {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];
@@ -516,7 +517,7 @@ impl Sim<'_> {
 
     /// The effect of a read of one message: block while empty, else take it and
     /// wake blocked writers as the channel kind does.
-    // FIDELITY(F-010): pipe_read() releases whole pages (v5.5+ wake rule); sockets count messages.
+    // FIDELITY(F-010): pipe_read() releases whole pages (v5.5+ or pre-v5.5 writer wakeups by profile); sockets count messages.
     pub(crate) fn chan_read(&mut self, c: CpuId, t: TaskId, chan: u32, tagged: bool) -> ChanOutcome {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];

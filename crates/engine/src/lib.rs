@@ -186,7 +186,8 @@ struct TaskRt {
     /// lock section: paid by its next `Run` outside one (`Sim::owe_refill`).
     owed_refill: u64,
     /// Blocked in a pipe write and not yet through it: pipe_write() past
-    /// its wait takes a fresh page (no merge) and then wakes the next writer.
+    /// its wait takes a fresh page (no merge) and, from v5.5, then wakes the
+    /// next writer if a slot is still free.
     pipe_waited: bool,
 }
 
@@ -207,7 +208,8 @@ pub(crate) struct ChanRt {
     pages: std::collections::VecDeque<u32>,
     /// Pipes: messages already read from the tail page.
     tail_read: u32,
-    /// Pipes: page slots (pipe->max_usage): capacity / messages per page.
+    /// Pipes: `ChannelSpec::pipe_slots()`, kept here so that the hot path
+    /// does not divide.
     pipe_slots: u32,
     /// Pipes: a page was released from full slots by `Op::ReadAll`'s bulk
     /// take; the read that completes it wakes the writer.
@@ -515,18 +517,10 @@ impl<'a> Sim<'a> {
                     tags: Default::default(),
                     stamps: Default::default(),
                     ep_queued: false,
-                    pages: match wl.channels[i].kind {
-                        ChannelKind::Pipe { msgs_per_page } => {
-                            std::collections::VecDeque::with_capacity(wl.channels[i].capacity.div_ceil(msgs_per_page) as usize)
-                        }
-                        ChannelKind::Socket => Default::default(),
-                    },
+                    pages: std::collections::VecDeque::with_capacity(wl.channels[i].pipe_slots() as usize),
                     tail_read: 0,
                     wake_writer: false,
-                    pipe_slots: match wl.channels[i].kind {
-                        ChannelKind::Pipe { msgs_per_page } => wl.channels[i].capacity.div_ceil(msgs_per_page),
-                        ChannelKind::Socket => 0,
-                    },
+                    pipe_slots: wl.channels[i].pipe_slots(),
                 })
                 .collect(),
             sems: wl

@@ -241,6 +241,17 @@ pub struct ChannelSpec {
     pub epoll: Option<EpollReg>,
 }
 
+impl ChannelSpec {
+    /// A pipe's page slots (pipe->max_usage): `capacity / msgs_per_page`,
+    /// rounded up; 0 for a socket.
+    pub fn pipe_slots(&self) -> u32 {
+        match self.kind {
+            ChannelKind::Pipe { msgs_per_page } => self.capacity.div_ceil(msgs_per_page),
+            ChannelKind::Socket => 0,
+        }
+    }
+}
+
 /// A channel's registration in an epoll instance (epoll_ctl(EPOLL_CTL_ADD)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EpollReg {
