@@ -789,6 +789,9 @@ impl<'a> Sim<'a> {
                     }
                     let current = self.cpus[cpu.idx()].running;
                     self.wake(p, cpu, current, WakeFlags::default());
+                    // hrtimer_interrupt() -> try_to_wake_up(): the return from the
+                    // interrupt is a preemption point for the interrupted task.
+                    self.irq_exit_preempt(cpu);
                 }
                 EvKind::NohzBalance { cpu } => {
                     let c = CpuId(cpu);
