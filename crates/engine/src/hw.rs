@@ -5,13 +5,58 @@
 
 use crate::*;
 
-/// Wall time to do `work` nominal ns at `rate` per mille (rounded up).
+/// Wall time to do `work` nominal ns at `rate` per mille (rounded up):
+/// `(work * 1000).div_ceil(rate.max(1))`. `smt` divides by one fixed rate
+/// (the SMT-shared one, most segments on SMT machines) with a multiply
+/// instead of a hardware division, with the same quotient.
 #[inline]
-pub(crate) fn wall_for(work: u64, rate: u64) -> u64 {
+pub(crate) fn wall_for(work: u64, rate: u64, smt: &DivU64) -> u64 {
     if rate == 1000 {
         work
+    } else if rate == smt.d {
+        smt.div_ceil(work * 1000)
     } else {
         (work * 1000).div_ceil(rate.max(1))
+    }
+}
+
+/// Unsigned division of any `u64` by a divisor fixed in advance, by a
+/// multiply-high, a subtract, an add and two shifts (Granlund and Montgomery,
+/// "Division by invariant integers using multiplication", PLDI 1994, the
+/// algorithm of their figure 4.1): quotients equal to `n / d` for every `n`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DivU64 {
+    /// The divisor (at least 1).
+    pub(crate) d: u64,
+    /// 2^64 * (2^l - d) / d + 1 (rounded down before the +1), l = ceil(log2 d).
+    m: u64,
+    /// min(l, 1) and max(l - 1, 0).
+    s1: u32,
+    s2: u32,
+}
+
+impl DivU64 {
+    pub(crate) fn new(d: u64) -> DivU64 {
+        assert!(d >= 1, "division by zero");
+        let l = 64 - (d - 1).leading_zeros(); // ceil(log2 d); 0 for d = 1
+                                              // 2^l - d < 2^63 (d > 2^(l-1)), so the shift fits in u128, and the
+                                              // quotient is below 2^64 (2^l - d < d).
+        let m = ((((1u128 << l) - d as u128) << 64) / d as u128 + 1) as u64;
+        DivU64 { d, m, s1: l.min(1), s2: l.saturating_sub(1) }
+    }
+
+    /// `n / d`.
+    #[inline(always)]
+    pub(crate) fn div(&self, n: u64) -> u64 {
+        let t = ((self.m as u128 * n as u128) >> 64) as u64;
+        (t + ((n - t) >> self.s1)) >> self.s2
+    }
+
+    /// `n.div_ceil(d)`.
+    #[inline(always)]
+    pub(crate) fn div_ceil(&self, n: u64) -> u64 {
+        let q = self.div(n);
+        q + (n != q * self.d) as u64
     }
 }
 
@@ -92,7 +137,7 @@ impl Sim<'_> {
         cpu.rate = rate;
         cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
         let gen = cpu.seg_gen;
-        let at = cpu.seg_start + wall_for(self.rt[t.idx()].remaining, rate);
+        let at = cpu.seg_start + wall_for(self.rt[t.idx()].remaining, rate, &self.smt_div);
         self.push(at, EvKind::SegEnd { cpu: c.0, gen });
     }
 
@@ -223,5 +268,80 @@ impl Sim<'_> {
         self.fx.tg_lines.clear();
         self.tg_line_ns += spent;
         spent
+    }
+}
+
+#[cfg(test)]
+mod div_tests {
+    use super::{wall_for, DivU64};
+
+    /// A 64-bit xorshift* stream (test inputs only).
+    fn next(x: &mut u64) -> u64 {
+        *x ^= *x >> 12;
+        *x ^= *x << 25;
+        *x ^= *x >> 27;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn check(d: u64, n: u64) {
+        let v = DivU64::new(d);
+        assert_eq!(v.div(n), n / d, "{n} / {d}");
+        assert_eq!(v.div_ceil(n), n.div_ceil(d), "{n} div_ceil {d}");
+    }
+
+    /// Numerators around the places a wrong magic number would show: 0, the
+    /// multiples of `d` and their neighbours, powers of two, the top of u64.
+    fn edges(d: u64, rng: &mut u64) -> Vec<u64> {
+        let mut ns = vec![0, 1, 2, u64::MAX, u64::MAX - 1, u64::MAX / 2, u64::MAX / 2 + 1];
+        for k in 0..64 {
+            ns.extend([1u64 << k, (1u64 << k) - 1, (1u64 << k) + 1]);
+        }
+        let top = u64::MAX / d;
+        for q in [1, 2, 3, 1000, top / 2, top - 1, top, next(rng) % top.max(1)] {
+            let m = q.wrapping_mul(d);
+            if q <= top {
+                ns.extend([m, m.wrapping_sub(1), m.wrapping_add(1), m.wrapping_add(d - 1)]);
+            }
+        }
+        ns
+    }
+
+    #[test]
+    fn divu64_matches_hardware_division() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut ds: Vec<u64> = (1..=2100).collect();
+        for k in 1..64 {
+            ds.extend([1u64 << k, (1u64 << k) - 1, (1u64 << k) + 1]);
+        }
+        ds.extend([u64::MAX, u64::MAX - 1, (1 << 63) + 1, 641, 6_700_417, 274_177, 67_280_421_310_721]);
+        for _ in 0..2000 {
+            let d = next(&mut rng) >> (next(&mut rng) % 64);
+            ds.push(d.max(1));
+        }
+        for &d in &ds {
+            for n in edges(d, &mut rng) {
+                check(d, n);
+            }
+            for _ in 0..64 {
+                let n = next(&mut rng) >> (next(&mut rng) % 64);
+                check(d, n);
+            }
+        }
+    }
+
+    #[test]
+    fn wall_for_is_the_rounded_up_quotient() {
+        let mut rng = 0x1234_5678_9abc_def1u64;
+        for smt in [1, 2, 500, 600, 620, 650, 700, 999, 1000, 1001] {
+            let v = DivU64::new(smt);
+            for rate in [0, 1, 7, 600, smt, 999, 1000, 1500] {
+                for _ in 0..2000 {
+                    // Work up to u64::MAX / 1000 (no overflow of work * 1000).
+                    let work = (next(&mut rng) >> (next(&mut rng) % 64)) / 1000;
+                    let want = if rate == 1000 { work } else { (work * 1000).div_ceil(rate.max(1)) };
+                    assert_eq!(wall_for(work, rate, &v), want, "work {work} rate {rate} smt {smt}");
+                }
+            }
+        }
     }
 }

@@ -51,7 +51,7 @@ impl Sim<'_> {
                 let now = self.now;
                 let cpu = &mut self.cpus[c.idx()];
                 cpu.seg_start = now;
-                let at = now + wall_for(remaining, cpu.rate);
+                let at = now + wall_for(remaining, cpu.rate, &self.smt_div);
                 // The segment's end is the next event (no other CPU or timer
                 // comes first, ties included): handle it here as `Sim::run`
                 // would after popping it, without the return to the loop.

@@ -12,7 +12,7 @@ mod arrivals;
 mod hw;
 mod interp;
 mod result;
-use hw::wall_for;
+use hw::{wall_for, DivU64};
 #[cfg(test)]
 use interp::draw_run_dist;
 pub use result::{GroupStat, LatencySummary, RunResult, SwitchRec};
@@ -376,6 +376,8 @@ pub struct Sim<'a> {
     /// (`EventQueue::pop_if_next`) instead of returning it to `run`'s loop.
     /// Always on; tests switch it off to check that both paths give the same run.
     inline_seg_ends: bool,
+    /// Division by the SMT-shared progress rate (`wall_for`).
+    smt_div: DivU64,
     /// Segment ends not next in a row (saturating at `INLINE_MISSES`): past
     /// it, `run_ops` tries the in-place path only on one event in
     /// `INLINE_PROBE`, so that a machine whose other CPUs' events nearly
@@ -578,11 +580,13 @@ impl<'a> Sim<'a> {
             kthread_ids: Vec::new(),
             arrivals: wl.arrivals.as_ref().map(|a| Box::new(arrivals::ArrivalRt::new(a, n, cfg))),
             inline_seg_ends: true,
+            smt_div: DivU64::new(1000),
             inline_misses: 0,
             #[cfg(test)]
             inline_hits: 0,
         };
         s.has_locks = s.sems.iter().any(|x| x.lock);
+        s.smt_div = DivU64::new(s.cost.smt_rate(true).max(1));
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
             cpu.rate = 1000;
@@ -1176,7 +1180,7 @@ impl<'a> Sim<'a> {
                 cpu.seg_start = now + cost;
                 let gen = cpu.seg_gen;
                 let rate = cpu.rate;
-                let at = cpu.seg_start + wall_for(self.rt[nx.idx()].remaining, rate);
+                let at = cpu.seg_start + wall_for(self.rt[nx.idx()].remaining, rate, &self.smt_div);
                 self.push(at, EvKind::SegEnd { cpu: c.0, gen });
                 self.arm_tick(c);
             }
