@@ -90,6 +90,12 @@ impl Kernel {
     pub(crate) fn update_cfs_group(&mut self, e: Ent, now: u64) {
         // A task entity owns no cfs_rq: nothing to do, without a call.
         if let Some(gq) = self.group_cfs_rq(e) {
+            // v6.13+ (66951e4860d3 "Fix update_cfs_group() vs DELAY_DEQUEUE"):
+            // an empty group keeps its weight, so that a delayed group entity
+            // burns off its lag at the weight it had.
+            if self.profile.version >= (6, 13) && self.cfs(gq).load_weight == 0 {
+                return;
+            }
             self.update_group_shares(e, gq, now);
         }
     }
@@ -372,6 +378,61 @@ mod tests {
             k.schedule(C0, SwitchReason::Block, MS / 2, &mut crate::core::Effects::default());
             let next_group = k.tasks[k.rqs[0].curr.unwrap().idx()].group;
             assert_eq!(next_group == a, expect, "{kernel} {patch}: the next pick stays in the sleeper's group");
+        }
+    }
+}
+
+#[cfg(test)]
+mod delayed_group_tests {
+    use super::*;
+    use crate::core::{Effects, SwitchReason, TaskParams, WakeFlags};
+    use crate::profile::profile;
+    use schedlab_topology::{CpuId, CpuInfo, CpuTopology};
+
+    const MS: u64 = 1_000_000;
+    const C0: CpuId = CpuId(0);
+
+    // v6.12+ dequeue_entities(): a task's sleep that empties its group's
+    // cfs_rq dequeues the group entity as a sleeper, and DELAY_DEQUEUE keeps
+    // it queued (sched_delayed) while it is not eligible. The next pick that
+    // lands on it finishes the dequeue (pick_next_entity()); a wakeup of one
+    // of its tasks before that requeues it in place (requeue_delayed_entity()).
+    #[test]
+    fn an_emptied_group_entity_that_is_not_eligible_is_delayed() {
+        for wake_first in [false, true] {
+            let t = CpuTopology::new(vec![CpuInfo { core: 0, cluster: 0, llc: 0, node: 0, package: 0 }], vec![vec![10]]).unwrap();
+            let mut k = Kernel::new(&t, profile("v6.18").unwrap());
+            let (ga, gb) = (k.create_group("A", 0, 1024).unwrap(), k.create_group("B", 0, 1024).unwrap());
+            let a = k.sched_fork(&TaskParams { group: ga, ..Default::default() }, None, C0, 0);
+            k.wake_up_new_task(a, C0, 0, &mut Effects::default());
+            let b = k.sched_fork(&TaskParams { group: gb, ..Default::default() }, None, C0, 0);
+            k.wake_up_new_task(b, C0, 0, &mut Effects::default());
+            k.schedule(C0, SwitchReason::Preempt, 0, &mut Effects::default());
+            let first = k.rqs[0].curr.unwrap();
+            let (runner, other) = if first == a { (a, b) } else { (b, a) };
+            let g_run = Ent::group(k.tg_cfs(k.tasks[runner.idx()].group, C0).slot().unwrap());
+            // The runner's group runs 1 ms ahead of the other, then its only task blocks.
+            k.schedule(C0, SwitchReason::Block, MS, &mut Effects::default());
+            assert!(
+                k.se(g_run).on_rq && k.se(g_run).sched_delayed,
+                "wake_first={wake_first}: the ineligible emptied group entity stays queued, delayed"
+            );
+            assert_eq!(k.rqs[0].cfs.nr_running, 2, "the root still holds both group entities");
+            assert_eq!(k.rqs[0].nr_running(), 1, "but only the other group's task");
+            assert_eq!(k.rqs[0].curr, Some(other));
+            if wake_first {
+                k.try_to_wake_up(runner, C0, Some(other), WakeFlags::default(), MS + 10_000, &mut Effects::default());
+                assert!(k.se(g_run).on_rq && !k.se(g_run).sched_delayed, "requeued in place");
+                assert_eq!(k.rqs[0].nr_running(), 2);
+            } else {
+                // The other group runs until the delayed one is eligible again;
+                // the next pick finishes its dequeue.
+                k.resched_curr(C0);
+                k.schedule(C0, SwitchReason::Preempt, 3 * MS, &mut Effects::default());
+                assert!(!k.se(g_run).on_rq && !k.se(g_run).sched_delayed, "picked while delayed: dequeued");
+                assert_eq!(k.rqs[0].cfs.nr_running, 1);
+                assert!(k.se(g_run).vlag <= 0, "DELAY_ZERO: no positive lag kept");
+            }
         }
     }
 }

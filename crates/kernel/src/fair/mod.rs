@@ -675,15 +675,15 @@ impl Kernel {
     }
 
     /// `dequeue_entity()`. Returns false when the dequeue was delayed (v6.12
-    /// DELAY_DEQUEUE: an ineligible sleeping task stays queued as `sched_delayed`).
-    // FIDELITY(F-022): only task entities are ever delayed; a group entity
-    // stays queued while a delayed task keeps load on its cfs_rq.
+    /// DELAY_DEQUEUE: an ineligible sleeping entity stays queued as
+    /// `sched_delayed`: a task, or a group entity whose cfs_rq the sleep
+    /// emptied, since session 24, F-022).
     #[inline(always)]
     pub(crate) fn dequeue_entity(&mut self, q: CfsId, e: Ent, flags: u32, now: u64) -> bool {
         let sleep = flags & DEQUEUE_SLEEP != 0;
         let delayed_final = flags & DEQUEUE_DELAYED != 0;
         let mut curr_updated = false;
-        if self.eevdf() && sleep && !delayed_final && e.is_task() && self.feats.has(DELAY_DEQUEUE) {
+        if self.eevdf() && sleep && !delayed_final && self.feats.has(DELAY_DEQUEUE) {
             self.update_curr(q, now);
             curr_updated = true;
             if !self.entity_eligible(q, e) {
@@ -692,7 +692,9 @@ impl Kernel {
                 }
                 self.update_load_avg(q, Some(e), now, true);
                 self.se_mut(e).sched_delayed = true;
-                self.walk_h_nr_delayed(e, true);
+                if e.is_task() {
+                    self.walk_h_nr_delayed(e, true);
+                }
                 return false;
             }
         }
@@ -728,7 +730,9 @@ impl Kernel {
         }
         if self.se(e).sched_delayed {
             self.se_mut(e).sched_delayed = false;
-            self.walk_h_nr_delayed(e, false);
+            if e.is_task() {
+                self.walk_h_nr_delayed(e, false);
+            }
         }
         if !self.eevdf() && !sleep {
             let min = self.cfs(q).min_vruntime;
@@ -791,6 +795,57 @@ impl Kernel {
         self.update_load_avg(q, Some(e), now, false);
         self.se_mut(e).sched_delayed = false;
         self.walk_h_nr_delayed(e, false);
+    }
+
+    /// `requeue_delayed_entity()` for a group entity (v6.12+): a task of the
+    /// group woke while the group's entity was still delayed. As for a task,
+    /// the lag is taken against the cfs_rq as it stands (curr not updated,
+    /// F-645), DELAY_ZERO re-places a positive lag at V, and the entity
+    /// competes again. Its cfs_rq holds no delayed tasks' counts, so nothing
+    /// up the hierarchy changes.
+    fn requeue_delayed_group(&mut self, e: Ent, now: u64) {
+        let q = self.cfs_of(e);
+        if self.feats.has(DELAY_ZERO) {
+            self.update_entity_lag(q, e);
+            if self.se(e).vlag > 0 {
+                let is_curr = self.cfs(q).curr == Some(e);
+                if !is_curr {
+                    self.dequeue_tree(q, e);
+                }
+                self.cfs_mut(q).nr_running -= 1;
+                self.se_mut(e).vlag = 0;
+                self.place_entity(q, e, 0);
+                if !is_curr {
+                    self.enqueue_tree(q, e);
+                }
+                self.cfs_mut(q).nr_running += 1;
+            }
+        }
+        self.update_load_avg(q, Some(e), now, false);
+        self.se_mut(e).sched_delayed = false;
+    }
+
+    /// `pick_next_entity()` picked a delayed group entity (v6.12+):
+    /// `dequeue_entities(DEQUEUE_SLEEP | DEQUEUE_DELAYED)` finishes its
+    /// dequeue (the DELAY_ZERO clip), and each ancestor whose cfs_rq it
+    /// empties is dequeued as a sleeper in turn, which may delay it.
+    pub(crate) fn dequeue_delayed_group(&mut self, e: Ent, now: u64) {
+        let mut x = e;
+        let mut flags = DEQUEUE_SLEEP | DEQUEUE_DELAYED;
+        loop {
+            let q = self.cfs_of(x);
+            if !self.dequeue_entity(q, x, flags, now) {
+                break;
+            }
+            if self.cfs(q).load_weight != 0 {
+                break;
+            }
+            match Self::parent_of(q) {
+                Some(pe) => x = pe,
+                None => break,
+            }
+            flags = DEQUEUE_SLEEP;
+        }
     }
 
     /// `set_next_entity()`: `e` becomes curr of `q` and leaves the tree.
@@ -1163,6 +1218,10 @@ impl Kernel {
                         self.finish_delayed_dequeue(t);
                         continue 'again;
                     }
+                    if !se.is_task() && self.se(se).sched_delayed {
+                        self.dequeue_delayed_group(se, now);
+                        continue 'again;
+                    }
                     se
                 } else {
                     self.pick_next_entity_cfs(q, curr).expect("a non-empty cfs_rq has a leftmost entity")
@@ -1198,6 +1257,9 @@ impl Kernel {
         // First loop: enqueue entities that are not on a cfs_rq.
         while let Some(x) = cur {
             if self.se(x).on_rq {
+                if !x.is_task() && self.se(x).sched_delayed {
+                    self.requeue_delayed_group(x, now);
+                }
                 break;
             }
             let q = self.cfs_of(x);
@@ -1287,13 +1349,18 @@ impl Kernel {
         // First loop: dequeue while the cfs_rq we left becomes empty.
         while let Some(x) = cur {
             let q = self.cfs_of(x);
-            if !first {
-                self.dequeue_entity(q, x, flags, now);
-            }
+            // v6.12+: a group entity whose cfs_rq emptied may itself be
+            // delayed (not eligible): it stays queued, and dequeue_entities()
+            // goes on with its parent's counts, without the sleep buddy.
+            let delayed = !first && !self.dequeue_entity(q, x, flags, now);
             first = false;
             let cfs = self.cfs_mut(q);
             cfs.h_nr_running -= 1;
             cfs.h_nr_idle -= idle as u32;
+            if delayed {
+                cur = Self::parent_of(q);
+                break;
+            }
             if cfs.load_weight != 0 {
                 // Don't dequeue the parent: it has other entities besides us.
                 let parent = Self::parent_of(q);
@@ -1343,7 +1410,11 @@ impl Kernel {
             for e in cfs.queue.iter().chain(cfs.curr.filter(|&c| self.se(c).on_rq)) {
                 assert!(self.se(e).on_rq, "{what}: {e:?} queued but not on_rq");
                 if let Some(gq) = self.group_cfs_rq(e) {
-                    assert!(self.cfs(gq).nr_running > 0, "{what}: cpu {} group {e:?} queued with an empty cfs_rq", cpu.0);
+                    assert!(
+                        self.cfs(gq).nr_running > 0 || self.se(e).sched_delayed,
+                        "{what}: cpu {} group {e:?} queued with an empty cfs_rq and not delayed",
+                        cpu.0
+                    );
                     stack.push(gq);
                 }
             }
@@ -1490,7 +1561,6 @@ impl Kernel {
             return;
         }
         let pp = self.tasks[p.idx()].policy;
-        // FIDELITY(F-665): between two task groups on one CPU this preempts far more often than the measured 6.18 guest.
         let (se, pse) = self.find_matching_se(Ent::task(curr), pe);
         let (cse_idle, pse_idle) = (self.se_is_idle(se), self.se_is_idle(pse));
         if cse_idle && !pse_idle {
@@ -1587,6 +1657,10 @@ impl Kernel {
     fn wakeup_pick_next_entity(&mut self, cpu: CpuId, q: CfsId, protect: bool, now: u64) -> Option<Ent> {
         while self.cfs(q).nr_running > 0 {
             let e = self.pick_eevdf_protect(q, protect)?;
+            if !e.is_task() && self.se(e).sched_delayed {
+                self.dequeue_delayed_group(e, now);
+                continue;
+            }
             match e.task_id().filter(|t| self.tasks[t.idx()].se.sched_delayed) {
                 Some(t) => {
                     self.dequeue_task_fair(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
