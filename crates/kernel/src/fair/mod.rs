@@ -1358,6 +1358,7 @@ impl Kernel {
             cfs.h_nr_running -= 1;
             cfs.h_nr_idle -= idle as u32;
             if delayed {
+                // FIDELITY(F-022): the delayed entity's own update_cfs_group() is skipped (v6.13+ keeps an empty group's weight; v6.12.0 did not).
                 cur = Self::parent_of(q);
                 break;
             }
