@@ -114,6 +114,17 @@ pub fn kernel_show(k: &KernelProfile) -> String {
             "one shared pipe->wait: a freed page wakes every blocked writer (before v5.5)"
         }
     );
+    if k.features.has(SchedFeat::DELAY_DEQUEUE) || k.empty_group_keeps_weight() {
+        let _ = writeln!(
+            o,
+            "  delayed group entities      {}",
+            if k.empty_group_keeps_weight() {
+                "an emptied, ineligible group stays queued at its weight (152e11f6df29 v6.12, 66951e4860d3 v6.13)"
+            } else {
+                "an emptied, ineligible group stays queued (152e11f6df29, v6.12); update_cfs_group() may still reweight it while empty (fixed in v6.13; F-022)"
+            }
+        );
+    }
     let _ = writeln!(
         o,
         "  epoll wakeups               {}",

@@ -146,6 +146,9 @@ fn kernel_show_names_pipe_and_epoll_wakeup_rules_by_version() {
     assert!(line("v5.11", "pipe waits").contains("exclusive"));
     assert!(line("v6.12", "epoll wakeups").contains("never sync"));
     assert!(line("v6.18", "epoll wakeups").contains("WF_SYNC"));
+    assert!(line("v6.12", "delayed group entities").contains("may still reweight"));
+    assert!(line("v6.18", "delayed group entities").contains("66951e4860d3"));
+    assert!(!ok(&["kernel", "show", "v6.6"]).contains("delayed group entities"));
 }
 
 #[test]

@@ -38,9 +38,9 @@ pub(crate) struct DivU64 {
 impl DivU64 {
     pub(crate) fn new(d: u64) -> DivU64 {
         assert!(d >= 1, "division by zero");
-        let l = 64 - (d - 1).leading_zeros(); // ceil(log2 d); 0 for d = 1
-                                              // 2^l - d < 2^63 (d > 2^(l-1)), so the shift fits in u128, and the
-                                              // quotient is below 2^64 (2^l - d < d).
+        // l = ceil(log2 d), 0 for d = 1. 2^l - d < 2^63 (d > 2^(l-1)), so the
+        // shift fits in u128, and the quotient is below 2^64 (2^l - d < d).
+        let l = 64 - (d - 1).leading_zeros();
         let m = ((((1u128 << l) - d as u128) << 64) / d as u128 + 1) as u64;
         DivU64 { d, m, s1: l.min(1), s2: l.saturating_sub(1) }
     }

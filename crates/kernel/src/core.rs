@@ -609,7 +609,7 @@ impl Kernel {
             // enqueue_task_fair(ENQUEUE_DELAYED): util_est_enqueue() (it left at
             // the sleep), then requeue_delayed_entity().
             self.util_est_enqueue(p);
-            self.requeue_delayed_entity(p, now);
+            self.requeue_delayed_entity(Ent::task(p), now);
             let t = &mut self.tasks[p.idx()];
             t.state = TaskState::Runnable;
             t.last_queued.set(Some(now));

@@ -799,6 +799,15 @@ impl KernelProfile {
         self.version >= (5, 5)
     }
 
+    /// update_cfs_group() leaves the weight of a group whose cfs_rq is empty
+    /// alone, so that a delayed group entity burns off its lag at the weight
+    /// it had: v6.13+ (66951e4860d3 "sched/fair: Fix update_cfs_group() vs
+    /// DELAY_DEQUEUE"). Before it, such a group was reweighted down to
+    /// MIN_SHARES.
+    pub fn empty_group_keeps_weight(&self) -> bool {
+        self.pick == PickAlgo::Eevdf && self.version >= (6, 13)
+    }
+
     /// Whether this kernel has the 6.18.y stable change that first shipped
     /// in 6.18.`level` (`--patch stable-6.18.44` carries 6.18.1 to 6.18.44).
     pub fn stable_6_18(&self, level: u32) -> bool {
@@ -987,6 +996,7 @@ pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
     ("delayed_accounting", (6, 16, 0), "\"sched/eevdf: More PELT vs DELAYED_DEQUEUE\" + 61b82dfb6b7e (v6.14), aa3ee4f0b754 (v6.16)"),
     ("tg_load_avg_ratelimit", (6, 7, 0), "1528c661c24b (\"sched/fair: Ratelimit update to tg->load_avg\")"),
     ("pipe_exclusive_waits", (5, 5, 0), "0ddad21d3e99 (\"pipe: use exclusive waits when reading or writing\")"),
+    ("empty_group_keeps_weight", (6, 13, 0), "66951e4860d3 (\"sched/fair: Fix update_cfs_group() vs DELAY_DEQUEUE\")"),
     ("epoll_sync_wakeup", (6, 13, 0), "900bbaae67e9 (\"epoll: Add synchronous wakeup support for ep_poll_callback\")"),
     ("run_to_parity_vprot", (6, 17, 0), "9cdb4fe20cd2, 74eec63661d4, 9de74a9850b9, 052c3d87c82e, 3a0baa8e6c57, 0b9ca2dcabc3"),
     ("SIS_SHORT", (99, 0, 0), "never merged (shortrun RFC)"),
@@ -1058,6 +1068,9 @@ impl KernelProfile {
         }
         if self.epoll_sync_wakeup() {
             v.push("epoll_sync_wakeup".into());
+        }
+        if self.empty_group_keeps_weight() {
+            v.push("empty_group_keeps_weight".into());
         }
         for (flag, on) in [
             ("sis_scan_from_next", self.sis_scan_from_next),

@@ -93,7 +93,7 @@ impl Kernel {
             // v6.13+ (66951e4860d3 "Fix update_cfs_group() vs DELAY_DEQUEUE"):
             // an empty group keeps its weight, so that a delayed group entity
             // burns off its lag at the weight it had.
-            if self.profile.version >= (6, 13) && self.cfs(gq).load_weight == 0 {
+            if self.profile.empty_group_keeps_weight() && self.cfs(gq).load_weight == 0 {
                 return;
             }
             self.update_group_shares(e, gq, now);

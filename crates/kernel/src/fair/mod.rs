@@ -773,8 +773,11 @@ impl Kernel {
     /// not now (v6.12 through v6.18 alike). curr's run since then is charged
     /// by check_preempt_wakeup_fair()'s update_curr() right after, which can
     /// leave the waker ineligible and let the wakee preempt it (F-645).
-    pub(crate) fn requeue_delayed_entity(&mut self, p: TaskId, now: u64) {
-        let e = Ent::task(p);
+    ///
+    /// A group entity (v6.12+) is requeued the same way when one of its tasks
+    /// wakes while it is still delayed; its cfs_rq holds no delayed tasks'
+    /// counts, so nothing up the hierarchy changes (F-022).
+    pub(crate) fn requeue_delayed_entity(&mut self, e: Ent, now: u64) {
         let q = self.cfs_of(e);
         if self.feats.has(DELAY_ZERO) {
             self.update_entity_lag(q, e);
@@ -794,35 +797,9 @@ impl Kernel {
         }
         self.update_load_avg(q, Some(e), now, false);
         self.se_mut(e).sched_delayed = false;
-        self.walk_h_nr_delayed(e, false);
-    }
-
-    /// `requeue_delayed_entity()` for a group entity (v6.12+): a task of the
-    /// group woke while the group's entity was still delayed. As for a task,
-    /// the lag is taken against the cfs_rq as it stands (curr not updated,
-    /// F-645), DELAY_ZERO re-places a positive lag at V, and the entity
-    /// competes again. Its cfs_rq holds no delayed tasks' counts, so nothing
-    /// up the hierarchy changes.
-    fn requeue_delayed_group(&mut self, e: Ent, now: u64) {
-        let q = self.cfs_of(e);
-        if self.feats.has(DELAY_ZERO) {
-            self.update_entity_lag(q, e);
-            if self.se(e).vlag > 0 {
-                let is_curr = self.cfs(q).curr == Some(e);
-                if !is_curr {
-                    self.dequeue_tree(q, e);
-                }
-                self.cfs_mut(q).nr_running -= 1;
-                self.se_mut(e).vlag = 0;
-                self.place_entity(q, e, 0);
-                if !is_curr {
-                    self.enqueue_tree(q, e);
-                }
-                self.cfs_mut(q).nr_running += 1;
-            }
+        if e.is_task() {
+            self.walk_h_nr_delayed(e, false);
         }
-        self.update_load_avg(q, Some(e), now, false);
-        self.se_mut(e).sched_delayed = false;
     }
 
     /// `pick_next_entity()` picked a delayed group entity (v6.12+):
@@ -1258,7 +1235,7 @@ impl Kernel {
         while let Some(x) = cur {
             if self.se(x).on_rq {
                 if !x.is_task() && self.se(x).sched_delayed {
-                    self.requeue_delayed_group(x, now);
+                    self.requeue_delayed_entity(x, now);
                 }
                 break;
             }
