@@ -206,11 +206,33 @@ impl Sim<'_> {
                     }
                 }
                 Op::Sleep { ns } => {
+                    // hrtimer_nanosleep() (all profiles): the timer's range is
+                    // [now + ns, now + ns + current->timer_slack_ns] and it
+                    // fires at the hard end.
+                    // FIDELITY(F-027): never earlier, when another hrtimer interrupt on the CPU lands in the range.
                     self.advance(t);
-                    let at = self.now + ns;
+                    let at = self.now + ns + self.rt[t.idx()].timer_slack;
                     self.push(at, EvKind::Timer { task: t.0 });
                     self.block(c);
                     return;
+                }
+                Op::Timer { period, absolute } => {
+                    // rt-app's timer event: clock_nanosleep(TIMER_ABSTIME) to
+                    // the next activation, or no sleep once the task is past
+                    // it (then "relative" re-anchors the grid at now).
+                    self.advance(t);
+                    let now = self.now;
+                    let r = &mut self.rt[t.idx()];
+                    r.timer_next += period;
+                    if r.timer_next > now {
+                        let at = r.timer_next + r.timer_slack;
+                        self.push(at, EvKind::Timer { task: t.0 });
+                        self.block(c);
+                        return;
+                    }
+                    if !absolute {
+                        r.timer_next = now;
+                    }
                 }
                 Op::SemWait { sem } => {
                     let s = &mut self.sems[sem as usize];

@@ -189,6 +189,11 @@ struct TaskRt {
     /// its wait takes a fresh page (no merge) and, from v5.5, then wakes the
     /// next writer if a slot is still free.
     pipe_waited: bool,
+    /// `Op::Timer`: the last period boundary of the task's absolute timer
+    /// grid (the task's creation time before its first `Timer`).
+    timer_next: u64,
+    /// `TaskSpec::timer_slack_ns` (0 for kernel threads, which do not sleep).
+    timer_slack: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -924,6 +929,8 @@ impl<'a> Sim<'a> {
             held_locks: 0,
             owed_refill: 0,
             pipe_waited: false,
+            timer_next: self.now,
+            timer_slack: ts.timer_slack_ns,
         });
         if let Some(pp) = parent {
             self.rt[pp.idx()].live_children += 1;

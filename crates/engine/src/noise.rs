@@ -257,6 +257,8 @@ impl Sim<'_> {
             held_locks: 0,
             owed_refill: 0,
             pipe_waited: false,
+            timer_next: 0,
+            timer_slack: 0,
         });
         match pin {
             Some(_) => self.noise.kthread[c.idx()] = Some(p),

@@ -220,6 +220,7 @@ mod tests {
                     group: p + 1,
                     footprint_kib: None,
                     shared: None,
+                    timer_slack_ns: schedlab_workload::DEFAULT_TIMER_SLACK_NS,
                 });
             }
             w.memory.push(MemSpec {

@@ -757,8 +757,9 @@ fn run_dist_bursts_vary_between_seeds_and_add_up_to_their_mean() {
     let a = go_quiet(&m, "v6.12", &w, 1, None);
     let b = go_quiet(&m, "v6.12", &w, 2, None);
     assert_ne!(a.metric_value, b.metric_value, "seeds must give different draws");
-    // 2000 x (mean 125 us run + 50 us sleep), within 2% (plus wakeup costs).
-    let want = 2000.0 * 175e-6;
+    // 2000 x (mean 125 us run + 50 us sleep + the 50 us timer slack), within
+    // 3% (plus wakeup costs).
+    let want = 2000.0 * 225e-6;
     assert!((a.metric_value / want - 1.0).abs() < 0.03, "{} vs {want}", a.metric_value);
 }
 
@@ -1325,6 +1326,108 @@ mm = 1
         assert!(r.metric_value > 800.0, "{kernel}: {} periods/s: the sleeper waited for the tick", r.metric_value);
         assert!(r.metric_value < 1000.0, "{kernel}: {} periods/s", r.metric_value);
     }
+}
+
+/// A lone task that sleeps 100 us and runs 100 us per period on an idle CPU,
+/// with the timer slack `slack` (None: the default).
+fn sleeper_alone(slack: Option<u64>) -> Workload {
+    let mut text = String::from(
+        r#"
+format = 1
+name = "sleeper"
+time_bounded = true
+jitter_pct = 0
+[metric]
+kind = "rate"
+name = "periods"
+unit = "periods/s"
+counter = 0
+[[program]]
+ops = ["loop count=inf", "sleep ns=100000", "run ns=100000", "count id=0 n=1", "end_loop"]
+[[task]]
+name = "sleeper"
+program = 0
+mm = 0
+"#,
+    );
+    if let Some(s) = slack {
+        text.push_str(&format!("timer_slack_ns = {s}\n"));
+    }
+    schedlab_workload::file::from_toml_str(&text, "sleeper.toml").unwrap()
+}
+
+// hrtimer_nanosleep() arms the timer for [t, t + current->timer_slack_ns]
+// and it fires at the hard end: on the 2-vCPU guest (6.18) a 100 us
+// nanosleep of a task alone on its vCPU overran by 113 us at the median with
+// the default 50 us slack and by 60 us with prctl(PR_SET_TIMERSLACK, 1); with
+// a hog on the vCPU 70 against 32 us, 1 ms sleeps 93 against 43 us (session
+// 25, docs/CALIBRATION.md "Timer slack"). Until then a `sleep` woke at t.
+#[test]
+fn a_sleep_wakes_at_the_end_of_its_timer_slack() {
+    let m = one_cpu_machine();
+    let period = |slack| 1e9 / go_quiet(&m, "v6.18", &sleeper_alone(slack), 1, Some(1000 * MS)).metric_value;
+    let (default, none, long) = (period(None), period(Some(0)), period(Some(400_000)));
+    // 100 us asleep, 100 us running, plus the idle exit and the switches.
+    assert!((200_000.0..215_000.0).contains(&none), "no slack: a period of {none:.0} ns");
+    assert!((default - none - 50_000.0).abs() < 1_000.0, "the default slack adds 50 us: {default:.0} against {none:.0} ns");
+    assert!((long - none - 400_000.0).abs() < 1_000.0, "a 400 us slack: {long:.0} against {none:.0} ns");
+}
+
+/// rt-app's timer: a task that runs `runs` in turn (ns) and then waits for
+/// its next activation of a 1 ms grid, in rt-app's relative or absolute mode.
+fn periodic(runs: &[u64], absolute: bool) -> Workload {
+    let mut ops = vec!["\"loop count=inf\"".to_string()];
+    for r in runs {
+        ops.push(format!("\"run ns={r}\""));
+        ops.push(format!("\"timer period=1000000 absolute={}\"", absolute as u8));
+        ops.push("\"count id=0 n=1\"".to_string());
+    }
+    ops.push("\"end_loop\"".to_string());
+    let text = format!(
+        r#"
+format = 1
+name = "periodic"
+time_bounded = true
+jitter_pct = 0
+[metric]
+kind = "rate"
+name = "activations"
+unit = "activations/s"
+counter = 0
+[[program]]
+ops = [{}]
+[[task]]
+name = "periodic"
+program = 0
+mm = 0
+"#,
+        ops.join(", ")
+    );
+    schedlab_workload::file::from_toml_str(&text, "periodic.toml").unwrap()
+}
+
+// rt-app's timer event: the next activation is the last one plus the
+// period, slept to with clock_nanosleep(TIMER_ABSTIME); a thread past it
+// does not sleep and, in the default "relative" mode, re-anchors the grid at
+// now. Until session 25 the import slept the period minus the phase's run
+// time after the run, so every wakeup delay moved the grid (F-107).
+#[test]
+fn an_rt_app_timer_keeps_its_grid_and_catches_up_only_in_absolute_mode() {
+    let m = one_cpu_machine();
+    let rate = |runs: &[u64], absolute| go_quiet(&m, "v6.18", &periodic(runs, absolute), 1, Some(2000 * MS)).metric_value;
+    // Within the period: one activation per ms in both modes, the slack and
+    // the wakeup costs notwithstanding (they do not accumulate).
+    for absolute in [false, true] {
+        let r = rate(&[300_000], absolute);
+        assert!((r - 1000.0).abs() <= 1.0, "absolute={absolute}: {r} activations/s");
+    }
+    // A 1.5 ms run then a 0.2 ms one: the absolute grid catches up (two
+    // activations per 2 ms); the relative one moves to the end of the
+    // overrun, and its next activation comes 1 ms later, woken the slack
+    // after it: two per 2.55 ms and the wakeup costs (at most 784 per s).
+    let (abs, rel) = (rate(&[1_500_000, 200_000], true), rate(&[1_500_000, 200_000], false));
+    assert!((abs - 1000.0).abs() <= 2.0, "absolute: {abs} activations/s");
+    assert!((700.0..=784.5).contains(&rel), "relative: {rel} activations/s");
 }
 
 /// Four server tasks and a client on one CPU, as in pgbench: the client

@@ -299,6 +299,9 @@ pub fn import(a: &Analysis, opt: &ImportOptions) -> Result<Imported, String> {
                 group: 0,
                 footprint_kib: None,
                 shared: None,
+                // The recorded sleeps are the blocked times the trace saw,
+                // the slack and the expiry delay included.
+                timer_slack_ns: 0,
             }
         })
         .collect();

@@ -144,6 +144,7 @@ struct TaskDoc {
     footprint_kib: Option<u32>,
     shared: Option<String>,
     shared_kib: Option<u32>,
+    timer_slack_ns: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -299,6 +300,14 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
             (Some(_), None) => return Err(cx.err(t.span(), "shared", "needs shared_kib (the set's size in KiB)")),
             (None, Some(_)) => return Err(cx.err(t.span(), "shared_kib", "needs shared = \"NAME\" (the set it sizes)")),
         };
+        let timer_slack_ns = d.timer_slack_ns.unwrap_or(crate::DEFAULT_TIMER_SLACK_NS);
+        if timer_slack_ns > MAX_TIME_NS {
+            return Err(cx.err(
+                t.span(),
+                "timer_slack_ns",
+                format!("{timer_slack_ns} is more than 1 simulated hour; leave it out for the kernel's default of 50000 (50 us)"),
+            ));
+        }
         for i in 0..d.repeat as i128 {
             let vars = Vars { i, j: 0 };
             let name = template(&d.name, &vars).map_err(|e| cx.err(t.span(), "name", e))?;
@@ -318,6 +327,7 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 group,
                 footprint_kib: d.footprint_kib,
                 shared: shared.clone(),
+                timer_slack_ns,
             });
             task_spans.push(t.span());
         }
@@ -631,6 +641,7 @@ const OPS: &[(&str, &[&str])] = &[
     ("read_tag", &["chan", "cost"]),
     ("write_reg", &["chan_base", "cost"]),
     ("sleep", &["ns"]),
+    ("timer", &["period", "absolute"]),
     ("sem_wait", &["sem"]),
     ("sem_post", &["sem", "n"]),
     ("fork", &["spec", "cost"]),
@@ -707,7 +718,7 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             }
             Ok(x)
         };
-        let f64_ = |k: &str| if matches!(k, "ns" | "cost" | "per_msg") { time(k) } else { f64_(k) };
+        let f64_ = |k: &str| if matches!(k, "ns" | "cost" | "per_msg" | "period") { time(k) } else { f64_(k) };
         let op = match name {
             "run" => Op::Run { ns: f64_("ns")? },
             "run_dist" => Op::RunDist { lo: f32("lo")?, mid: f32("mid")?, hi: f32("hi")? },
@@ -718,6 +729,10 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             "read_tag" => Op::ReadTag { chan: f32("chan")?, cost: f64_("cost")? },
             "write_reg" => Op::WriteReg { chan_base: f32("chan_base")?, cost: f64_("cost")? },
             "sleep" => Op::Sleep { ns: f64_("ns")? },
+            "timer" => match f64_("period")? {
+                0 => return Err(format!("{name} period=0: a periodic timer needs a period above 0")),
+                period => Op::Timer { period, absolute: get("absolute", &v, 1)? == 1 },
+            },
             "sem_wait" => Op::SemWait { sem: f32("sem")? },
             "sem_post" => Op::SemPost { sem: f32("sem")?, n: f32("n")? },
             "fork" => Op::Fork { spec: f32("spec")?, cost: f64_("cost")? },
@@ -762,6 +777,7 @@ fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
         Op::ReadTag { chan, cost } => ("read_tag", vec![chan as u64, cost]),
         Op::WriteReg { chan_base, cost } => ("write_reg", vec![chan_base as u64, cost]),
         Op::Sleep { ns } => ("sleep", vec![ns]),
+        Op::Timer { period, absolute } => ("timer", vec![period, absolute as u64]),
         Op::SemWait { sem } => ("sem_wait", vec![sem as u64]),
         Op::SemPost { sem, n } => ("sem_post", vec![sem as u64, n as u64]),
         Op::Fork { spec, cost } => ("fork", vec![spec as u64, cost]),
@@ -1045,7 +1061,7 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         k += n;
     }
     // Tasks: runs with the same text pieces, nice, cpus and start.
-    let key = |t: &TaskSpec| (name_parts(&t.name).0, t.nice, t.cpus.clone(), t.start, t.footprint_kib, t.shared.clone());
+    let key = |t: &TaskSpec| (name_parts(&t.name).0, t.nice, t.cpus.clone(), t.start, t.footprint_kib, t.shared.clone(), t.timer_slack_ns);
     k = 0;
     while k < w.tasks.len() {
         let kk = key(&w.tasks[k]);
@@ -1103,6 +1119,9 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         }
         if let Some(sh) = &t.shared {
             o.push_str(&format!("shared = {}\nshared_kib = {}\n", quote(&sh.name), sh.kib));
+        }
+        if t.timer_slack_ns != crate::DEFAULT_TIMER_SLACK_NS {
+            o.push_str(&format!("timer_slack_ns = {}\n", t.timer_slack_ns));
         }
         k += n;
     }
@@ -1297,6 +1316,29 @@ mm = 0
         assert_eq!(from_toml_str(&text, "x.toml").unwrap().tasks, w.tasks);
         let e = from_toml_str(&MINI.replace("mm = 0\n", "mm = 0\nfootprint_kib = 0\n"), "m.toml").unwrap_err().0;
         assert!(e.contains("m.toml:") && e.contains("footprint_kib") && e.contains("default of 64"), "{e}");
+    }
+
+    // A task's timer slack (prctl(PR_SET_TIMERSLACK)): the kernel's 50 us
+    // unless given, kept by an export only when it differs, refused past the
+    // longest time an op may take; the `timer` op round-trips.
+    #[test]
+    fn timer_slack_and_the_timer_op_parse_export_and_are_checked() {
+        assert_eq!(from_toml_str(MINI, "m.toml").unwrap().tasks[0].timer_slack_ns, crate::DEFAULT_TIMER_SLACK_NS);
+        let two = MINI.replace("mm = 0\n", "mm = 0\ntimer_slack_ns = 0\n[[task]]\nname = \"u\"\nprogram = 0\nmm = 0\n");
+        let w = from_toml_str(&two, "m.toml").unwrap();
+        assert_eq!(w.tasks.iter().map(|t| t.timer_slack_ns).collect::<Vec<_>>(), [0, 50_000]);
+        let text = to_toml(&w, "");
+        assert_eq!(text.matches("timer_slack_ns").count(), 1, "{text}");
+        assert_eq!(from_toml_str(&text, "x.toml").unwrap().tasks, w.tasks);
+        let e = from_toml_str(&MINI.replace("mm = 0\n", "mm = 0\ntimer_slack_ns = 3600000000001\n"), "m.toml").unwrap_err().0;
+        assert!(e.contains("m.toml:") && e.contains("timer_slack_ns") && e.contains("50000"), "{e}");
+        let mut w = from_toml_str(MINI, "m.toml").unwrap();
+        w.programs[0].insert(0, Op::Timer { period: 2_000_000, absolute: true });
+        w.programs[0].insert(0, Op::Timer { period: 1_000_000, absolute: false });
+        let back = from_toml_str(&to_toml(&w, ""), "x.toml").unwrap();
+        assert_eq!(back.programs, w.programs);
+        let e = from_toml_str(&MINI.replace("\"run ns=1ms\"", "\"timer period=0 absolute=0\""), "m.toml").unwrap_err().0;
+        assert!(e.contains("m.toml:") && e.contains("period=0"), "{e}");
     }
 
     // A shared working set: named, sized once, on every task that touches it;

@@ -73,9 +73,23 @@ pub enum Op {
         chan_base: u32,
         cost: u64,
     },
-    /// Block for `ns` (a timer wakes the task, not WF_SYNC).
+    /// Block for `ns` (nanosleep(): an hrtimer wakes the task, not WF_SYNC).
+    /// The timer fires at its hard expiry, `ns` plus the task's
+    /// `TaskSpec::timer_slack_ns`.
     Sleep {
         ns: u64,
+    },
+    /// Periodic timer (rt-app's `timer`): the task's next activation is its
+    /// last one plus `period` (the first: the task's creation plus `period`);
+    /// the task sleeps until it with clock_nanosleep(TIMER_ABSTIME), waking
+    /// its timer slack after it, as for `Sleep`. A task already past the
+    /// activation does not sleep; then `absolute` keeps the grid (the next
+    /// activations come back to back until it has caught up, rt-app's
+    /// "absolute" mode) and otherwise the activation moves to now (rt-app's
+    /// default "relative" mode).
+    Timer {
+        period: u64,
+        absolute: bool,
     },
     /// Futex-style wait: take one count of the semaphore or block.
     SemWait {
@@ -296,7 +310,17 @@ pub struct TaskSpec {
     /// (program text, shared memory): warm on a CPU where any of them ran
     /// recently. None = none beyond the private one.
     pub shared: Option<SharedSet>,
+    /// The task's timer slack (prctl(PR_SET_TIMERSLACK)): how far past its
+    /// requested expiry a `Sleep` or `Timer` wakes (the hrtimer's hard
+    /// expiry). [`DEFAULT_TIMER_SLACK_NS`] for every task a program creates;
+    /// 0 for traced tasks, whose recorded sleeps already contain it.
+    pub timer_slack_ns: u64,
 }
+
+/// The timer slack a task starts with: init_task's `timer_slack_ns`
+/// (50 us, inherited by every fork; hrtimer_nanosleep() drops it only for
+/// RT and deadline tasks, which schedlab does not run).
+pub const DEFAULT_TIMER_SLACK_NS: u64 = 50_000;
 
 /// A named working set several tasks share (`TaskSpec::shared`); every task
 /// naming it gives the same size.

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `run`, `runtime` (us) | `Run` |
 //! | `sleep` (us) | `Sleep` |
-//! | `timer` {period} | `Sleep` of period minus the run time before it in the phase (F-107) |
+//! | `timer` {period, mode} | `Timer`: sleep to the next activation of the thread's grid (F-107) |
 //! | `lock` / `unlock` m | `SemWait` / `SemPost` on a mutex (initial 1) |
 //! | `signal` / `broad` c | `SemWake` 1 / all (condvar: not remembered) |
 //! | `wait` {ref c, mutex m} | unlock m, `SemWait` c, lock m |
@@ -297,6 +297,7 @@ pub fn from_json_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
                 group: 0,
                 footprint_kib: None,
                 shared: None,
+                timer_slack_ns: crate::DEFAULT_TIMER_SLACK_NS,
             });
         }
     }
@@ -402,7 +403,6 @@ fn phase(
         return Ok(());
     }
     prog.push(Op::Loop { count });
-    let mut run_in_phase = 0u64;
     let us = |p: &str, v: &J| int(cx, p, v, false).map(|x| x as u64 * 1000);
     let refname = |p: &str, v: &J, key: &str| -> Result<String, WorkloadError> {
         match v {
@@ -440,17 +440,24 @@ fn phase(
         };
         match ev {
             "run" | "runtime" => {
-                let ns = us(&p, v)?;
-                run_in_phase += ns;
-                prog.push(Op::Run { ns });
+                prog.push(Op::Run { ns: us(&p, v)? });
             }
             "sleep" => prog.push(Op::Sleep { ns: us(&p, v)? }),
             "timer" => {
                 let per = field(&p, v, "period").ok_or_else(|| cx.err(&p, "needs \"period\""))?;
                 let period = us(&format!("{p}.period"), &per)?;
-                // FIDELITY(F-107): a relative approximation of the absolute timer.
-                prog.push(Op::Sleep { ns: period.saturating_sub(run_in_phase) });
-                run_in_phase = 0;
+                if period == 0 {
+                    return Err(cx.err(&format!("{p}.period"), "a timer needs a period above 0 us"));
+                }
+                // rt-app's timer resource: "mode" "relative" (its default) or "absolute".
+                let absolute = match field(&p, v, "mode") {
+                    None => false,
+                    Some(J::Str(m)) if m == "relative" => false,
+                    Some(J::Str(m)) if m == "absolute" => true,
+                    Some(_) => return Err(cx.err(&format!("{p}.mode"), "expected \"relative\" or \"absolute\"")),
+                };
+                // FIDELITY(F-107): the activation grid is per thread, also for a timer several threads name.
+                prog.push(Op::Timer { period, absolute });
             }
             "lock" => {
                 let m = mutex(names, string(cx, &p, v)?.to_string());
@@ -554,7 +561,7 @@ mod tests {
         );
         let pool = &w.programs[2];
         assert!(pool.contains(&Op::Barrier { id: 0, parties: 3 }));
-        assert!(pool.contains(&Op::Sleep { ns: 800_000 }), "timer sleeps the rest of the period");
+        assert!(pool.contains(&Op::Timer { period: 1_000_000, absolute: false }), "timer: rt-app's relative mode by default");
         assert_eq!(w.tasks[2].nice, 5);
         assert_eq!(w.tasks[2].cpus, Some(vec![0, 1]));
         assert!(w.sems.iter().all(|s| !s.sync), "rt-app wakeups are futexes");

@@ -54,7 +54,18 @@ pub(crate) const COUNTER_OPS: u32 = 0;
 
 /// A task that exists at time 0 (no affinity, nice 0).
 pub(crate) fn start_task(name: String, program: u32, mm: u32) -> crate::TaskSpec {
-    crate::TaskSpec { name, program, mm, nice: 0, cpus: None, start: true, group: 0, footprint_kib: None, shared: None }
+    crate::TaskSpec {
+        name,
+        program,
+        mm,
+        nice: 0,
+        cpus: None,
+        start: true,
+        group: 0,
+        footprint_kib: None,
+        shared: None,
+        timer_slack_ns: crate::DEFAULT_TIMER_SLACK_NS,
+    }
 }
 
 /// A task a `fork` op creates (`start = false`; no affinity, nice 0).
