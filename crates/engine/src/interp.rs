@@ -38,6 +38,20 @@ pub(crate) fn pipe_consume(ch: &mut ChanRt, mut n: u32) -> bool {
     was_full
 }
 
+/// `TaskRt::cpu_lock` of a task that holds or spins on no `Op::CpuLock`.
+pub(crate) const NO_CPU_LOCK: u32 = u32::MAX;
+/// How long a spin on an `Op::CpuLock` runs before the spinner checks again
+/// (it spins on; only a release ends it early).
+const SPIN_SEGMENT_NS: u64 = 1_000_000_000;
+
+/// One lock of an `Op::CpuLock` set.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CpuLockRt {
+    owner: Option<TaskId>,
+    /// Tasks spinning on it, in arrival order.
+    spinners: Vec<TaskId>,
+}
+
 impl Sim<'_> {
     /// Interpret the program of `t`, running on `c`, from its current state.
     /// (Inlined into its only caller, `Sim::run`'s segment-end handler: no
@@ -233,6 +247,19 @@ impl Sim<'_> {
                     if !absolute {
                         r.timer_next = now;
                     }
+                }
+                Op::CpuLock { set } => {
+                    // Taken (the next op follows) or a spin segment to run:
+                    // the loop goes on either way.
+                    self.cpu_lock(c, t, set, stage);
+                }
+                Op::CpuUnlock { .. } => {
+                    let held = self.rt[t.idx()].cpu_lock;
+                    if held != NO_CPU_LOCK {
+                        self.rt[t.idx()].cpu_lock = NO_CPU_LOCK;
+                        self.cpu_lock_release(held);
+                    }
+                    self.advance(t);
                 }
                 Op::SemWait { sem } => {
                     let s = &mut self.sems[sem as usize];
@@ -777,6 +804,73 @@ impl Sim<'_> {
         ws.clear();
         self.wake_buf = ws;
         woke && self.preempt_point(c)
+    }
+
+    /// `Op::CpuLock` on `c` (schbench's lock_this_cpu(), both versions of
+    /// the 2023 benchmark): stage 0 takes the lock of `c` or starts spinning
+    /// on it; stage 1 is a spin that ran out (it spins on); stage 2 is a
+    /// spinner that was handed the lock, which keeps it if it still runs on
+    /// the lock's CPU and otherwise releases it and starts over on `c`.
+    /// Returns whether the task holds the lock (false: it spins, its
+    /// `remaining` set to a spin segment).
+    pub(crate) fn cpu_lock(&mut self, c: CpuId, t: TaskId, set: u32, stage: u8) -> bool {
+        let nr = self.cpus.len() as u32;
+        if stage == 2 {
+            let held = self.rt[t.idx()].cpu_lock;
+            if held % nr == c.0 as u32 {
+                self.advance(t);
+                return true;
+            }
+            // "we got the lock but we migrated": unlock and try again.
+            self.rt[t.idx()].cpu_lock = NO_CPU_LOCK;
+            self.cpu_lock_release(held);
+        }
+        if stage == 1 {
+            self.rt[t.idx()].remaining = SPIN_SEGMENT_NS;
+            return false;
+        }
+        let idx = set * nr + c.0 as u32;
+        if self.cpu_locks.len() <= idx as usize {
+            self.cpu_locks.resize_with(((set + 1) * nr) as usize, Default::default);
+        }
+        let r = &mut self.rt[t.idx()];
+        r.cpu_lock = idx;
+        let l = &mut self.cpu_locks[idx as usize];
+        if l.owner.is_none() {
+            l.owner = Some(t);
+            self.advance(t);
+            return true;
+        }
+        // FIDELITY(F-101): spinners take a released lock in arrival order, a running one first.
+        l.spinners.push(t);
+        r.stage = 1;
+        r.remaining = SPIN_SEGMENT_NS;
+        false
+    }
+
+    /// Release lock `idx` of `Op::CpuLock`: a spinner that is running takes
+    /// it (its trylock succeeds at once), else the first spinner, when it
+    /// next runs; the taker's spin segment ends now.
+    pub(crate) fn cpu_lock_release(&mut self, idx: u32) {
+        let l = &mut self.cpu_locks[idx as usize];
+        l.owner = None;
+        if l.spinners.is_empty() {
+            return;
+        }
+        let running = |s: &TaskId| {
+            let cpu = self.kernel.tasks[s.idx()].cpu;
+            self.cpus[cpu.idx()].running == Some(*s)
+        };
+        let k = l.spinners.iter().position(running).unwrap_or(0);
+        let s = l.spinners.remove(k);
+        l.owner = Some(s);
+        let r = &mut self.rt[s.idx()];
+        r.stage = 2;
+        r.remaining = 0;
+        let cpu = self.kernel.tasks[s.idx()].cpu;
+        if self.cpus[cpu.idx()].running == Some(s) {
+            self.reschedule_segment(cpu, s);
+        }
     }
 
     /// `Op::SpinBarrier`: as [`Self::barrier_arrive`], but an arrival that is

@@ -194,6 +194,9 @@ struct TaskRt {
     timer_next: u64,
     /// `TaskSpec::timer_slack_ns` (0 for kernel threads, which do not sleep).
     timer_slack: u64,
+    /// `Op::CpuLock`: the lock (`Sim::cpu_locks` index) the task holds or
+    /// spins on; `NO_CPU_LOCK` for none.
+    cpu_lock: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -342,6 +345,8 @@ pub struct Sim<'a> {
     barriers: Vec<(u32, Vec<TaskId>)>,
     /// `Op::SpinBarrier` arrivals still spinning, by barrier id.
     spinners: Vec<Vec<TaskId>>,
+    /// `Op::CpuLock` locks, `set * nr_cpus + cpu`; grown on first use.
+    cpu_locks: Vec<interp::CpuLockRt>,
     /// Time of the last `Op::WakeQueued` post per semaphore.
     sem_stamp: Vec<u64>,
     /// Latency histograms of `Op::WakeLatency`.
@@ -557,6 +562,7 @@ impl<'a> Sim<'a> {
             want_schedstat: cfg.schedstat,
             barriers: Vec::new(),
             spinners: Vec::new(),
+            cpu_locks: Vec::new(),
             sem_stamp: vec![0; wl.sems.len()],
             lat_hists: Vec::new(),
             lat_sums: Vec::new(),
@@ -931,6 +937,7 @@ impl<'a> Sim<'a> {
             pipe_waited: false,
             timer_next: self.now,
             timer_slack: ts.timer_slack_ns,
+            cpu_lock: interp::NO_CPU_LOCK,
         });
         if let Some(pp) = parent {
             self.rt[pp.idx()].live_children += 1;

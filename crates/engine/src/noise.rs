@@ -259,6 +259,7 @@ impl Sim<'_> {
             pipe_waited: false,
             timer_next: 0,
             timer_slack: 0,
+            cpu_lock: crate::interp::NO_CPU_LOCK,
         });
         match pin {
             Some(_) => self.noise.kthread[c.idx()] = Some(p),

@@ -71,14 +71,23 @@ fn schbench_2023_request_latency_and_rps() {
     assert!(a.p50 <= a.p90 && a.p90 <= a.p99 && a.p99 <= a.p999 && a.p999 <= a.max);
     assert!(b.p99 > a.p99, "oversubscribed workers wait for CPU mid-request: {} -> {} ns", a.p99, b.p99);
     let rps_few = go("schbench", "threads=4,metric=rps", Some(300));
-    let rps_many = go("schbench", "threads=36,metric=rps", Some(300));
+    let rps_many = go("schbench", "threads=36,metric=rps,locking=0", Some(300));
     assert_eq!(rps_few.metric_unit, "req/s");
     assert!(rps_few.higher_is_better);
     assert!(
-        rps_many.metric_value > rps_few.metric_value,
-        "more workers, more requests: {} -> {}",
+        rps_many.metric_value > 2.0 * rps_few.metric_value,
+        "without the per-CPU lock (-L), more workers, more requests: {} -> {}",
         rps_few.metric_value,
         rps_many.metric_value
+    );
+    // With it, three workers per CPU leave one working and two spinning on
+    // its lock: no more requests than 4 workers on 12 CPUs serve.
+    let rps_locked = go("schbench", "threads=36,metric=rps", Some(300));
+    assert!(
+        rps_locked.metric_value < 1.2 * rps_few.metric_value,
+        "with the lock the spinners take the gain: {} -> {}",
+        rps_few.metric_value,
+        rps_locked.metric_value
     );
     let req = go("schbench", "threads=4,metric=request_p99.9", Some(300));
     assert_eq!(req.metric_value, a.p999 as f64 / 1e3);

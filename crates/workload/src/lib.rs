@@ -91,6 +91,20 @@ pub enum Op {
         period: u64,
         absolute: bool,
     },
+    /// Take the lock of lock set `set` that belongs to the CPU the task runs
+    /// on (schbench's lock_this_cpu(): sched_getcpu(), then
+    /// pthread_mutex_trylock() in a loop). While another task holds it the
+    /// task spins on its CPU (runnable, burning CPU time) until the holder
+    /// releases it; a task that gets it after it migrated releases it and
+    /// takes its new CPU's, as schbench re-checks sched_getcpu().
+    CpuLock {
+        set: u32,
+    },
+    /// Release the `CpuLock` of `set` the task holds (a spinner waiting for
+    /// it takes it).
+    CpuUnlock {
+        set: u32,
+    },
     /// Futex-style wait: take one count of the semaphore or block.
     SemWait {
         sem: u32,
@@ -604,6 +618,9 @@ impl Workload {
                         if id >= MAX_IDS =>
                     {
                         return err(format!("program {pi}: mark/counter/histogram id {id} is out of range (0..{MAX_IDS})"));
+                    }
+                    Op::CpuLock { set } | Op::CpuUnlock { set } if set >= MAX_IDS => {
+                        return err(format!("program {pi}: per-CPU lock set {set} is out of range (0..{MAX_IDS})"));
                     }
                     Op::Barrier { id, parties } | Op::SpinBarrier { id, parties, .. } => {
                         if parties == 0 || parties as usize > self.tasks.len().max(1) {

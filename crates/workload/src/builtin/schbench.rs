@@ -21,7 +21,10 @@
 //! work done: `ReqStart`/`ReqEnd`, histogram 1) and counts requests, so
 //! `--set metric=rps` reports requests per second and `metric=request_p99`
 //! (or `wakeup_p50`, `request_p99.9`, ...) another figure.
-//! FIDELITY(F-101): no per-CPU lock; each fpost() a fixed cost (FUTEX_WAKE_NS) plus the modelled ttwu.
+//! The 2023 worker's matrix work holds its CPU's lock (`Op::CpuLock`,
+//! lock_this_cpu()), so a worker woken onto a CPU where another one works
+//! spins there until that one is done (`locking=0` is schbench -L).
+//! FIDELITY(F-101): each fpost() a fixed cost (FUTEX_WAKE_NS) plus the modelled ttwu.
 
 use super::costs::FUTEX_WAKE_NS;
 use super::{choice, pick_metric, push_prog, start_task, Builtin, COUNTER_OPS, HIST_REQUEST, HIST_WAKEUP};
@@ -40,6 +43,11 @@ pub const BUILTIN: Builtin = Builtin {
         ParamDoc { key: "footprint_kb", default: "256", help: "2023: matrix footprint per worker (-F)" },
         ParamDoc { key: "operations", default: "5", help: "2023: matrix multiplies per request (-n)" },
         ParamDoc { key: "cputime_us", default: "30000", help: "2016: worker and message-thread spin per loop (-c)" },
+        ParamDoc {
+            key: "locking",
+            default: "1",
+            help: "2023: 1 = the matrix work holds its CPU's lock (a worker that finds it taken spins); 0 = schbench -L",
+        },
         ParamDoc {
             key: "metric",
             default: "wakeup_p99",
@@ -71,6 +79,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     let footprint_kb = p.u64_in("footprint_kb", 256, 0, 1 << 22)?;
     let operations = p.u64_in("operations", 5, 0, 1_000_000)?;
     let cputime_us = p.u64_in("cputime_us", 30_000, 0, 10_000_000)?;
+    let locking = p.u64_in("locking", 1, 0, 1)? == 1;
     let mut params = vec![
         ("version".to_string(), version.to_string()),
         ("message_threads".into(), m.to_string()),
@@ -82,6 +91,9 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     } else {
         params.push(("footprint_kb".into(), footprint_kb.to_string()));
         params.push(("operations".into(), operations.to_string()));
+        if !locking {
+            params.push(("locking".into(), "0".into()));
+        }
     }
     let wakeup_p99 = MetricSpec::LatencyPercentile { name: "wakeup_p99".into(), hist: HIST_WAKEUP, q: 0.99 };
     let (metric_key, metric) = if !old && p.get("metric") == Some("rps") {
@@ -129,7 +141,15 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
                     prog.push(Op::Sleep { ns: sleep_us * 1000 });
                 }
                 if work_ns > 0 {
+                    // do_work(): lock_this_cpu() around the matrix work,
+                    // unless -L.
+                    if locking {
+                        prog.push(Op::CpuLock { set: 0 });
+                    }
                     prog.push(Op::Run { ns: work_ns });
+                    if locking {
+                        prog.push(Op::CpuUnlock { set: 0 });
+                    }
                 }
                 prog.push(Op::ReqEnd { hist: HIST_REQUEST });
             }
@@ -158,6 +178,10 @@ mod tests {
         assert!(p.contains(&Op::WriteTag { chan: 0, cost: FUTEX_WAKE_NS, tag: 1 }));
         assert!(p.contains(&Op::SemWait { sem: 1 }));
         assert!(p.contains(&Op::Sleep { ns: 100_000 }));
+        let work = p.iter().position(|o| matches!(o, Op::Run { .. })).unwrap();
+        assert_eq!((p[work - 1], p[work + 1]), (Op::CpuLock { set: 0 }, Op::CpuUnlock { set: 0 }), "the work holds its CPU's lock");
+        let unlocked = crate::build("schbench", &Params::parse("locking=0").unwrap(), 12, &[]).unwrap();
+        assert!(!unlocked.programs.iter().flatten().any(|o| matches!(o, Op::CpuLock { .. })), "-L");
         // defaults: 2023 scales workers to the CPUs
         let d = crate::build("schbench", &Params::default(), 12, &[]).unwrap();
         assert_eq!(d.tasks.len(), 13);
