@@ -972,9 +972,11 @@ impl Sim<'_> {
         }
         if self.lat_sums.len() <= h {
             self.lat_sums.resize(h + 1, 0);
+            self.lat_mins.resize(h + 1, u64::MAX);
         }
         self.lat_hists[h].record(d);
         self.lat_sums[h] = self.lat_sums[h].saturating_add(d);
+        self.lat_mins[h] = self.lat_mins[h].min(d);
     }
 
     /// `Op::ReqEnd`: record `now -` the oldest open `Op::ReqStart` stamp of

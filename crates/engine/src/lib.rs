@@ -353,6 +353,9 @@ pub struct Sim<'a> {
     lat_hists: Vec<Histogram>,
     /// Sum of the samples of each latency histogram (for the mean), ns.
     lat_sums: Vec<u64>,
+    /// Shortest sample of each latency histogram (exact; `u64::MAX` before
+    /// the first), for `MetricSpec::BestRate`.
+    lat_mins: Vec<u64>,
     ilb_pending: bool,
     cost: CostModel,
     mem: Vec<TaskMem>,
@@ -566,6 +569,7 @@ impl<'a> Sim<'a> {
             sem_stamp: vec![0; wl.sems.len()],
             lat_hists: Vec::new(),
             lat_sums: Vec::new(),
+            lat_mins: Vec::new(),
             ilb_pending: false,
             cost: {
                 let mut c = CostModel::new(machine, cfg.model);

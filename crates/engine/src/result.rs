@@ -238,8 +238,17 @@ impl Sim<'_> {
                 (name.clone(), v as f64 / 1e3, "us".to_string())
             }
             MetricSpec::LatencyMean { name, hist } => (name.clone(), self.latency_mean(*hist as usize) as f64 / 1e3, "us".to_string()),
+            MetricSpec::BestRate { name, unit, hist, amount, divisor } => {
+                let v = match self.lat_mins.get(*hist as usize) {
+                    Some(&best) if best > 0 && best != u64::MAX => *amount as f64 / *divisor as f64 / (best as f64 / 1e9),
+                    _ => 0.0,
+                };
+                (name.clone(), v, unit.clone())
+            }
         };
-        if let MetricSpec::LatencyPercentile { hist, .. } | MetricSpec::LatencyMean { hist, .. } = &self.wl.metric {
+        if let MetricSpec::LatencyPercentile { hist, .. } | MetricSpec::LatencyMean { hist, .. } | MetricSpec::BestRate { hist, .. } =
+            &self.wl.metric
+        {
             if self.lat_hists.get(*hist as usize).is_none_or(|h| h.count() == 0) {
                 missing = Some(format!(
                     "{name}: latency histogram {hist} has no samples (no request or wakeup completed within the run); run longer (--duration) or check the workload's req_start/req_end or wake_latency ops"

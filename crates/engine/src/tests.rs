@@ -1459,6 +1459,52 @@ fn schbench_workers_that_share_a_cpu_spin_on_its_lock() {
     }
 }
 
+// `best_rate`: the amount over the shortest interval a histogram recorded
+// (STREAM's Best Rate). Three 2 ms intervals and one 1 ms interval: 1,000
+// units per 1 ms is 1,000,000 per second, whatever the longer ones took.
+#[test]
+fn a_best_rate_divides_by_the_shortest_interval() {
+    let m = one_cpu_machine();
+    let text = r#"
+format = 1
+name = "best"
+[metric]
+kind = "best_rate"
+name = "best"
+unit = "units/s"
+hist = 0
+amount = 1000
+[[program]]
+ops = ["loop count=3", "req_start hist=0", "run ns=2ms", "req_end hist=0", "end_loop", "req_start hist=0", "run ns=1ms", "req_end hist=0"]
+[[task]]
+name = "t"
+program = 0
+mm = 0
+"#;
+    let w = schedlab_workload::file::from_toml_str(text, "best.toml").unwrap();
+    let r = go_quiet(&m, "v6.18", &w, 1, None);
+    assert!(r.metric_missing.is_none(), "{:?}", r.metric_missing);
+    assert!((r.metric_value / 1e6 - 1.0).abs() < 1e-3, "{} units/s", r.metric_value);
+    assert!(r.higher_is_better);
+}
+
+// STREAM's printed figure: one kernel's bytes over its best time among
+// repetitions 2..NTIMES; never below the whole run's mean rate, and the
+// default metric is unchanged by the option's existence.
+#[test]
+fn stream_best_rates_are_at_least_the_mean() {
+    let m = machine("zen3-2s-nps4");
+    let mean = go(&m, "v6.6", &wl(&m, "stream", "ntimes=5"), 1, None);
+    for k in ["copy", "scale", "add", "triad"] {
+        let best = go(&m, "v6.6", &wl(&m, "stream", &format!("ntimes=5,metric=best_{k}")), 1, None);
+        assert_eq!(best.metric_name, format!("best_{k}"));
+        assert!(best.metric_value >= mean.metric_value * 0.999, "{k}: best {} against mean {}", best.metric_value, mean.metric_value);
+        assert!(best.metric_value < mean.metric_value * 1.2, "{k}: best {} against mean {}", best.metric_value, mean.metric_value);
+        assert_eq!(best.latencies.len(), 4, "one histogram of kernel times per kernel");
+        assert!(best.latencies.iter().all(|l| l.count == 4), "repetitions 2..5 timed: {:?}", best.latencies);
+    }
+}
+
 /// Four server tasks and a client on one CPU, as in pgbench: the client
 /// writes a request to each server, a server runs 50 us and replies, the
 /// client spends 5 us per reply and sends the next request. `groups`: the

@@ -91,6 +91,7 @@ struct MetricDoc {
     end: Option<u32>,
     hist: Option<u32>,
     q: Option<f64>,
+    amount: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -399,7 +400,14 @@ pub fn from_toml_str(text: &str, file: &str) -> Result<Workload, WorkloadError> 
             q: m.q.ok_or_else(|| cx.err(ms.clone(), "q", "metric kind \"latency\" needs q (e.g. 0.99)"))?,
         },
         "latency_mean" => MetricSpec::LatencyMean { name: m.name.clone(), hist: need(m.hist, "hist")? },
-        k => return Err(cx.err(ms, "kind", format!("{k:?}: expected elapsed, rate, scaled_rate, latency or latency_mean"))),
+        "best_rate" => MetricSpec::BestRate {
+            name: m.name.clone(),
+            unit: m.unit.clone().unwrap_or_else(|| "/s".into()),
+            hist: need(m.hist, "hist")?,
+            amount: m.amount.ok_or_else(|| cx.err(ms.clone(), "amount", "metric kind \"best_rate\" needs amount (per interval)"))?,
+            divisor: m.divisor.unwrap_or(1),
+        },
+        k => return Err(cx.err(ms, "kind", format!("{k:?}: expected elapsed, rate, scaled_rate, latency, latency_mean or best_rate"))),
     };
     let memory = doc
         .memory
@@ -980,6 +988,13 @@ pub fn to_toml(w: &Workload, header: &str) -> String {
         MetricSpec::LatencyMean { name, hist } => {
             o.push_str(&format!("kind = \"latency_mean\"\nname = {}\nhist = {hist}\n", quote(name)));
         }
+        MetricSpec::BestRate { name, unit, hist, amount, divisor } => {
+            o.push_str(&format!(
+                "kind = \"best_rate\"\nname = {}\nunit = {}\nhist = {hist}\namount = {amount}\ndivisor = {divisor}\n",
+                quote(name),
+                quote(unit)
+            ));
+        }
     }
     let mut k = 0;
     while k < w.channels.len() {
@@ -1345,6 +1360,24 @@ mm = 0
         assert_eq!(back.programs, w.programs);
         let e = from_toml_str(&MINI.replace("\"run ns=1ms\"", "\"timer period=0 absolute=0\""), "m.toml").unwrap_err().0;
         assert!(e.contains("m.toml:") && e.contains("period=0"), "{e}");
+    }
+
+    // The best_rate metric (STREAM's best rate) parses, exports and needs its amount.
+    #[test]
+    fn best_rate_metric_parses_and_exports() {
+        let text = MINI
+            .replace(
+                "kind = \"elapsed\"\nname = \"time\"\nstart = 0\nend = 1",
+                "kind = \"best_rate\"\nname = \"b\"\nunit = \"MB/s\"\nhist = 2\namount = 24\ndivisor = 1000000",
+            )
+            .replace("\"mark id=0\", \"run ns=1ms\", \"mark id=1\"", "\"req_start hist=2\", \"run ns=1ms\", \"req_end hist=2\"");
+        let w = from_toml_str(&text, "m.toml").unwrap();
+        assert_eq!(w.metric, MetricSpec::BestRate { name: "b".into(), unit: "MB/s".into(), hist: 2, amount: 24, divisor: 1_000_000 });
+        assert_eq!(from_toml_str(&to_toml(&w, ""), "x.toml").unwrap(), w);
+        let e = from_toml_str(&text.replace("amount = 24\n", ""), "m.toml").unwrap_err().0;
+        assert!(e.contains("amount"), "{e}");
+        let e = from_toml_str(&text.replace("req_end hist=2", "req_end hist=3"), "m.toml").unwrap_err().0;
+        assert!(e.contains("histogram 2 is never recorded"), "{e}");
     }
 
     // A shared working set: named, sized once, on every task that touches it;

@@ -358,11 +358,15 @@ pub enum MetricSpec {
     LatencyPercentile { name: String, hist: u32, q: f64 },
     /// Mean of latency histogram `hist`, in us.
     LatencyMean { name: String, hist: u32 },
+    /// `amount / divisor` per second over the shortest interval histogram
+    /// `hist` recorded (`Op::ReqStart`..`Op::ReqEnd`): STREAM's "Best Rate",
+    /// the bytes of one kernel pass over its best time.
+    BestRate { name: String, unit: String, hist: u32, amount: u64, divisor: u64 },
 }
 
 impl MetricSpec {
     pub fn higher_is_better(&self) -> bool {
-        matches!(self, MetricSpec::Rate { .. } | MetricSpec::ScaledRate { .. })
+        matches!(self, MetricSpec::Rate { .. } | MetricSpec::ScaledRate { .. } | MetricSpec::BestRate { .. })
     }
 }
 
@@ -752,6 +756,14 @@ impl Workload {
                     return bad("histogram", *hist);
                 }
             }
+            MetricSpec::BestRate { hist, divisor, .. } => {
+                if *hist >= MAX_IDS {
+                    return bad("histogram", *hist);
+                }
+                if *divisor == 0 {
+                    return Err(WorkloadError(format!("workload {}: metric divisor 0", self.name)));
+                }
+            }
             MetricSpec::LatencyPercentile { hist, q, .. } => {
                 if *hist >= MAX_IDS {
                     return bad("histogram", *hist);
@@ -808,7 +820,7 @@ impl Workload {
                     return err(format!("the metric's counter {c} is never counted: add a \"count id={c} n=1\" op per unit of work"));
                 }
             }
-            MetricSpec::LatencyMean { hist, .. } | MetricSpec::LatencyPercentile { hist, .. } => {
+            MetricSpec::LatencyMean { hist, .. } | MetricSpec::LatencyPercentile { hist, .. } | MetricSpec::BestRate { hist, .. } => {
                 let h = *hist;
                 if !has(&|op| matches!(op, Op::WakeLatency { hist, .. } | Op::ReqEnd { hist } if *hist == h)) {
                     return err(format!(
