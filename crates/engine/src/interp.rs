@@ -253,9 +253,11 @@ impl Sim<'_> {
                     // the loop goes on either way.
                     self.cpu_lock(c, t, set, stage);
                 }
-                Op::CpuUnlock { .. } => {
+                Op::CpuUnlock { set } => {
+                    // The workload's validation pairs every unlock with the
+                    // lock of its set before it.
                     let held = self.rt[t.idx()].cpu_lock;
-                    if held != NO_CPU_LOCK {
+                    if held != NO_CPU_LOCK && held / self.cpus.len() as u32 == set {
                         self.rt[t.idx()].cpu_lock = NO_CPU_LOCK;
                         self.cpu_lock_release(held);
                     }

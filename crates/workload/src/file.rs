@@ -1380,6 +1380,25 @@ mm = 0
         assert!(e.contains("histogram 2 is never recorded"), "{e}");
     }
 
+    // Per-CPU locks: one at a time, each released by its program; the ops
+    // round-trip.
+    #[test]
+    fn cpu_locks_pair_up() {
+        let with = |ops: &str| from_toml_str(&MINI.replace("\"run ns=1ms\"", ops), "m.toml");
+        let w = with("\"cpu_lock set=1\", \"run ns=1ms\", \"cpu_unlock set=1\"").unwrap();
+        assert_eq!(from_toml_str(&to_toml(&w, ""), "x.toml").unwrap().programs, w.programs);
+        for (ops, want) in [
+            ("\"cpu_lock set=0\", \"cpu_lock set=1\", \"cpu_unlock set=1\", \"cpu_unlock set=0\"", "one per-CPU lock at a time"),
+            ("\"cpu_unlock set=0\"", "without a cpu_lock set=0"),
+            ("\"cpu_lock set=0\", \"cpu_unlock set=1\"", "without a cpu_lock set=1"),
+            ("\"cpu_lock set=2\"", "ends while it holds per-CPU lock set 2"),
+            ("\"cpu_lock set=8\", \"cpu_unlock set=8\"", "out of range"),
+        ] {
+            let e = with(ops).unwrap_err().0;
+            assert!(e.contains(want), "{ops}: {e}");
+        }
+    }
+
     // A shared working set: named, sized once, on every task that touches it;
     // it survives an export (tasks with different sets stay apart), and a set
     // without a size, a size without a set, or two sizes for one set are

@@ -579,7 +579,24 @@ impl Workload {
         }
         for (pi, prog) in self.programs.iter().enumerate() {
             let mut depth = 0i32;
+            // The per-CPU lock held at this point of the program, in op order:
+            // one at a time, released by the program before it ends.
+            let mut cpu_lock_held: Option<u32> = None;
             for op in prog {
+                match (*op, cpu_lock_held) {
+                    (Op::CpuLock { set }, Some(h)) => {
+                        return err(format!("program {pi}: cpu_lock set={set} while it holds set {h}; one per-CPU lock at a time"));
+                    }
+                    (Op::CpuLock { set }, None) => cpu_lock_held = Some(set),
+                    (Op::CpuUnlock { set }, h) if h != Some(set) => {
+                        return err(format!("program {pi}: cpu_unlock set={set} without a cpu_lock set={set} before it"));
+                    }
+                    (Op::CpuUnlock { .. }, _) => cpu_lock_held = None,
+                    (Op::Exit { .. }, Some(h)) => {
+                        return err(format!("program {pi}: exit while it holds per-CPU lock set {h}; cpu_unlock it first"));
+                    }
+                    _ => {}
+                }
                 match *op {
                     Op::Loop { count } => {
                         if count == 0 {
@@ -667,6 +684,9 @@ impl Workload {
             }
             if depth != 0 {
                 return err(format!("program {pi}: Loop without EndLoop"));
+            }
+            if let Some(h) = cpu_lock_held {
+                return err(format!("program {pi}: ends while it holds per-CPU lock set {h}; cpu_unlock it first"));
             }
         }
         for t in &self.tasks {
