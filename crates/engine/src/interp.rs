@@ -808,8 +808,8 @@ impl Sim<'_> {
         woke && self.preempt_point(c)
     }
 
-    /// `Op::CpuLock` on `c` (schbench's lock_this_cpu(), both versions of
-    /// the 2023 benchmark): stage 0 takes the lock of `c` or starts spinning
+    /// `Op::CpuLock` on `c` (schbench 2023's lock_this_cpu()): stage 0
+    /// takes the lock of `c` or starts spinning
     /// on it; stage 1 is a spin that ran out (it spins on); stage 2 is a
     /// spinner that was handed the lock, which keeps it if it still runs on
     /// the lock's CPU and otherwise releases it and starts over on `c`.
