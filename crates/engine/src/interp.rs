@@ -225,7 +225,7 @@ impl Sim<'_> {
                     // fires at the hard end.
                     // FIDELITY(F-027): never earlier, when another hrtimer interrupt on the CPU lands in the range.
                     self.advance(t);
-                    let at = self.now + ns + self.rt[t.idx()].timer_slack;
+                    let at = self.now + ns + self.timer_slack(t);
                     self.push(at, EvKind::Timer { task: t.0 });
                     self.block(c);
                     return;
@@ -235,11 +235,11 @@ impl Sim<'_> {
                     // the next activation, or no sleep once the task is past
                     // it (then "relative" re-anchors the grid at now).
                     self.advance(t);
-                    let now = self.now;
+                    let (now, slack) = (self.now, self.timer_slack(t));
                     let r = &mut self.rt[t.idx()];
                     r.timer_next += period;
                     if r.timer_next > now {
-                        let at = r.timer_next + r.timer_slack;
+                        let at = r.timer_next + slack;
                         self.push(at, EvKind::Timer { task: t.0 });
                         self.block(c);
                         return;
@@ -806,6 +806,12 @@ impl Sim<'_> {
         ws.clear();
         self.wake_buf = ws;
         woke && self.preempt_point(c)
+    }
+
+    /// `TaskSpec::timer_slack_ns` of `t` (a workload task: kernel threads
+    /// run no `Sleep` or `Timer` op).
+    fn timer_slack(&self, t: TaskId) -> u64 {
+        self.wl.tasks[self.rt[t.idx()].spec as usize].timer_slack_ns
     }
 
     /// `Op::CpuLock` on `c` (schbench 2023's lock_this_cpu()): stage 0

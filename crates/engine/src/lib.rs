@@ -192,8 +192,6 @@ struct TaskRt {
     /// `Op::Timer`: the last period boundary of the task's absolute timer
     /// grid (the task's creation time before its first `Timer`).
     timer_next: u64,
-    /// `TaskSpec::timer_slack_ns` (0 for kernel threads, which do not sleep).
-    timer_slack: u64,
     /// `Op::CpuLock`: the lock (`Sim::cpu_locks` index) the task holds or
     /// spins on; `NO_CPU_LOCK` for none.
     cpu_lock: u32,
@@ -940,7 +938,6 @@ impl<'a> Sim<'a> {
             owed_refill: 0,
             pipe_waited: false,
             timer_next: self.now,
-            timer_slack: ts.timer_slack_ns,
             cpu_lock: interp::NO_CPU_LOCK,
         });
         if let Some(pp) = parent {

@@ -258,7 +258,6 @@ impl Sim<'_> {
             owed_refill: 0,
             pipe_waited: false,
             timer_next: 0,
-            timer_slack: 0,
             cpu_lock: crate::interp::NO_CPU_LOCK,
         });
         match pin {

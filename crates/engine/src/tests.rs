@@ -1286,6 +1286,16 @@ fn pipe_writers_wait_for_a_free_page_slot_fresh_writes_merge() {
     assert!(fresh.metric_value > 1.45e-3 && fresh.metric_value < 1.6e-3, "fresh writer: {} s", fresh.metric_value);
 }
 
+/// A time-bounded workload file (no jitter) whose metric is counter 0 per
+/// second, named `metric` in `unit`; `body` holds its channels, programs,
+/// tasks and groups.
+fn rate_workload(name: &str, metric: &str, unit: &str, body: &str) -> Workload {
+    let text = format!(
+        "format = 1\nname = \"{name}\"\ntime_bounded = true\njitter_pct = 0\n[metric]\nkind = \"rate\"\nname = \"{metric}\"\nunit = \"{unit}\"\ncounter = 0\n{body}"
+    );
+    schedlab_workload::file::from_toml_str(&text, &format!("{name}.toml")).unwrap()
+}
+
 // A task woken by its sleep timer on a CPU where a CPU hog runs preempts the
 // hog at once: the timer's interrupt returns through a preemption point
 // (irq exit), as the other interrupt-context wakeups (noise, arrivals) do.
@@ -1296,16 +1306,7 @@ fn pipe_writers_wait_for_a_free_page_slot_fresh_writes_merge() {
 #[test]
 fn a_timer_wakeup_preempts_the_interrupted_hog_at_irq_exit() {
     let m = one_cpu_machine();
-    let text = r#"
-format = 1
-name = "hog-and-sleeper"
-time_bounded = true
-jitter_pct = 0
-[metric]
-kind = "rate"
-name = "periods"
-unit = "periods/s"
-counter = 0
+    let body = r#"
 [[program]]
 ops = ["loop count=inf", "run ns=1000000", "end_loop"]
 [[program]]
@@ -1319,7 +1320,7 @@ name = "sleeper"
 program = 1
 mm = 1
 "#;
-    let w = schedlab_workload::file::from_toml_str(text, "hog-and-sleeper.toml").unwrap();
+    let w = rate_workload("hog-and-sleeper", "periods", "periods/s", body);
     for kernel in ["v3.10", "v6.12", "v6.18"] {
         let r = go_quiet(&m, kernel, &w, 1, Some(1000 * MS));
         // One period is the 1 ms sleep, the 100 us run and the switch costs.
@@ -1331,17 +1332,8 @@ mm = 1
 /// A lone task that sleeps 100 us and runs 100 us per period on an idle CPU,
 /// with the timer slack `slack` (None: the default).
 fn sleeper_alone(slack: Option<u64>) -> Workload {
-    let mut text = String::from(
+    let mut body = String::from(
         r#"
-format = 1
-name = "sleeper"
-time_bounded = true
-jitter_pct = 0
-[metric]
-kind = "rate"
-name = "periods"
-unit = "periods/s"
-counter = 0
 [[program]]
 ops = ["loop count=inf", "sleep ns=100000", "run ns=100000", "count id=0 n=1", "end_loop"]
 [[task]]
@@ -1351,9 +1343,9 @@ mm = 0
 "#,
     );
     if let Some(s) = slack {
-        text.push_str(&format!("timer_slack_ns = {s}\n"));
+        body.push_str(&format!("timer_slack_ns = {s}\n"));
     }
-    schedlab_workload::file::from_toml_str(&text, "sleeper.toml").unwrap()
+    rate_workload("sleeper", "periods", "periods/s", &body)
 }
 
 // hrtimer_nanosleep() arms the timer for [t, t + current->timer_slack_ns]
@@ -1383,27 +1375,8 @@ fn periodic(runs: &[u64], absolute: bool) -> Workload {
         ops.push("\"count id=0 n=1\"".to_string());
     }
     ops.push("\"end_loop\"".to_string());
-    let text = format!(
-        r#"
-format = 1
-name = "periodic"
-time_bounded = true
-jitter_pct = 0
-[metric]
-kind = "rate"
-name = "activations"
-unit = "activations/s"
-counter = 0
-[[program]]
-ops = [{}]
-[[task]]
-name = "periodic"
-program = 0
-mm = 0
-"#,
-        ops.join(", ")
-    );
-    schedlab_workload::file::from_toml_str(&text, "periodic.toml").unwrap()
+    let body = format!("[[program]]\nops = [{}]\n[[task]]\nname = \"periodic\"\nprogram = 0\nmm = 0\n", ops.join(", "));
+    rate_workload("periodic", "activations", "activations/s", &body)
 }
 
 // rt-app's timer event: the next activation is the last one plus the
@@ -1512,15 +1485,6 @@ fn stream_best_rates_are_at_least_the_mean() {
 fn servers_and_client(group_servers: u32, group_client: u32) -> Workload {
     let mut text = String::from(
         r#"
-format = 1
-name = "servers-and-client"
-time_bounded = true
-jitter_pct = 0
-[metric]
-kind = "rate"
-name = "txns"
-unit = "txn/s"
-counter = 0
 [[channel]]
 repeat = 5
 capacity = 64
@@ -1539,7 +1503,7 @@ ops = ["write chan=0 cost=324", "write chan=1 cost=324", "write chan=2 cost=324"
     for g in 1..=group_servers.max(group_client) {
         text += &format!("[[group]]\nname = \"session{g}\"\n");
     }
-    schedlab_workload::file::from_toml_str(&text, "servers-and-client.toml").unwrap()
+    rate_workload("servers-and-client", "txns", "txn/s", &text)
 }
 
 // With the servers and the client in two task groups (two sessions under
