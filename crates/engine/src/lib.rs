@@ -758,6 +758,9 @@ impl<'a> Sim<'a> {
                     if self.cpus[c.idx()].running.is_none() {
                         continue; // NOHZ: an idle CPU stops its tick
                     }
+                    // FIDELITY(F-028): the tick is where a running task's slice end is
+                    // noticed; update_curr() from task_sched_runtime() (a thread reading
+                    // its own CPU clock) is not modelled.
                     let tr = self.kernel.scheduler_tick(c, self.now, &mut self.fx);
                     if let Some(t) = self.cpus[c.idx()].running {
                         self.noise_tick(c, t);
