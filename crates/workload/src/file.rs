@@ -739,10 +739,17 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             "read_tag" => Op::ReadTag { chan: f32("chan")?, cost: f64_("cost")? },
             "write_reg" => Op::WriteReg { chan_base: f32("chan_base")?, cost: f64_("cost")? },
             "sleep" => Op::Sleep { ns: f64_("ns")? },
-            "timer" => match f64_("period")? {
-                0 => return Err(format!("{name} period=0: a periodic timer needs a period above 0")),
-                period => Op::Timer { period, absolute: get("absolute", &v, 1)? == 1 },
-            },
+            "timer" => {
+                match f64_("period")? {
+                    0 => return Err(format!("{name} period=0: a periodic timer needs a period above 0")),
+                    period => {
+                        let absolute = get("absolute", &v, 1).map_err(|e| {
+                        format!("{e}: 0 = rt-app's relative mode (an overrun re-anchors the grid at now), 1 = absolute (the thread catches up)")
+                    })?;
+                        Op::Timer { period, absolute: absolute == 1 }
+                    }
+                }
+            }
             "cpu_lock" => Op::CpuLock { set: f32("set")? },
             "cpu_unlock" => Op::CpuUnlock { set: f32("set")? },
             "sem_wait" => Op::SemWait { sem: f32("sem")? },
@@ -1360,6 +1367,10 @@ mm = 0
         assert_eq!(back.programs, w.programs);
         let e = from_toml_str(&MINI.replace("\"run ns=1ms\"", "\"timer period=0 absolute=0\""), "m.toml").unwrap_err().0;
         assert!(e.contains("m.toml:") && e.contains("period=0"), "{e}");
+        for bad in ["\"timer period=1ms\"", "\"timer period=1ms absolute=2\""] {
+            let e = from_toml_str(&MINI.replace("\"run ns=1ms\"", bad), "m.toml").unwrap_err().0;
+            assert!(e.contains("absolute") && e.contains("0 = rt-app's relative mode") && e.contains("1 = absolute"), "{e}");
+        }
     }
 
     // The best_rate metric (STREAM's best rate) parses, exports and needs its amount.
