@@ -8,17 +8,18 @@
 // so the spin is CPU time without a syscall: clock_gettime(CLOCK_THREAD_CPUTIME_ID)
 // would call update_curr() through task_sched_runtime() and end the client's
 // slice early (FIDELITY F-028).
-// Usage: wakepreempt K S_US X_US SECONDS [CPU]
+// Usage: wakepreempt K S_US X_US SECONDS [CPU [SERVER_NICE]]
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
-static int K, S, X, CPU;
+static int K, S, X, CPU, NICE;
 static double DUR, tpu;
 static int fds[64][2];
 static long served[64];
@@ -32,12 +33,13 @@ static void pin(void) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(CPU, &s); sched_setaf
 static void *srv(void *a) {
     long i = (long)a; char b;
     pin();
+    if (NICE) setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), NICE);
     while (read(fds[i][0], &b, 1) == 1 && b != 'q') { spin(S); served[i]++; }
     return 0;
 }
 int main(int argc, char **argv) {
-    if (argc < 5) { fprintf(stderr, "usage: wakepreempt K S_US X_US SECONDS [CPU]\n"); return 2; }
-    K = atoi(argv[1]); S = atoi(argv[2]); X = atoi(argv[3]); DUR = atof(argv[4]); CPU = argc > 5 ? atoi(argv[5]) : 1;
+    if (argc < 5) { fprintf(stderr, "usage: wakepreempt K S_US X_US SECONDS [CPU [SERVER_NICE]]\n"); return 2; }
+    K = atoi(argv[1]); S = atoi(argv[2]); X = atoi(argv[3]); DUR = atof(argv[4]); CPU = argc > 5 ? atoi(argv[5]) : 1; NICE = argc > 6 ? atoi(argv[6]) : 0;
     if (K < 1 || K > 64) { fprintf(stderr, "wakepreempt: K must be 1..64\n"); return 2; }
     calib();
     pthread_t t[64];
