@@ -145,12 +145,14 @@ const MEMCACHED_OPEN: &[(u32, u32, &str, &str)] = &[
 /// memcached's built-in with every task pinned to CPU 1, against
 /// tests/data/memcached-pinned-local.txt (scripts/memcached-pinned): the
 /// client's and the server's voluntary and involuntary switches per request,
-/// within 0.1 of the recorded mean. No placement is involved, so what is
+/// within 0.1 of the mean of the six recorded rounds. No placement is involved, so what is
 /// compared is which side a wakeup preempts.
 #[test]
 fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
     let text = std::fs::read_to_string(format!("{DATA}memcached-pinned-local.txt")).unwrap();
     let mut real: BTreeMap<(u32, u32), (Vec<f64>, f64, usize)> = BTreeMap::new();
+    // Each side's CPU per request, where recorded (sum, count): shown, not checked.
+    let mut real_cpu: BTreeMap<(u32, u32), (f64, f64, usize)> = BTreeMap::new();
     for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
         let kv: BTreeMap<&str, &str> = line.split_whitespace().filter_map(|f| f.split_once('=')).collect();
         let key = (kv["client_threads"].parse().unwrap(), kv["connections"].parse().unwrap());
@@ -160,6 +162,12 @@ fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
         }
         e.1 += kv["req_per_s"].parse::<f64>().unwrap();
         e.2 += 1;
+        if let (Some(c), Some(s)) = (kv.get("client_cpu_us"), kv.get("server_cpu_us")) {
+            let e = real_cpu.entry(key).or_default();
+            e.0 += c.parse::<f64>().unwrap();
+            e.1 += s.parse::<f64>().unwrap();
+            e.2 += 1;
+        }
     }
     assert_eq!(real.len(), 3, "1 x 1, 1 x 8 and 2 x 8");
     let machine = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
@@ -174,6 +182,7 @@ fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
             t.cpus = Some(vec![1]);
         }
         let mut model = [0.0; 4];
+        let mut model_cpu = [0.0; 2];
         let mut model_rate = 0.0;
         let seeds = [1u64, 2, 3];
         for seed in seeds {
@@ -199,12 +208,23 @@ fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
                 } else {
                     continue;
                 };
+                model_cpu[base / 2] += t.se.sum_exec_runtime as f64 / 1000.0 / reqs / seeds.len() as f64;
                 model[base] += t.nvcsw as f64 / reqs / seeds.len() as f64;
                 model[base + 1] += t.nivcsw as f64 / reqs / seeds.len() as f64;
             }
             model_rate += r.metric_value / seeds.len() as f64;
         }
         eprintln!("{ct} x {conns}: req/s {:.0} / {model_rate:.0} (not checked)", rate / n);
+        if let Some(&(c, s, k)) = real_cpu.get(&(ct, conns)) {
+            let k = k as f64;
+            eprintln!(
+                "  CPU us per request, client {:.2} / {:.2}, server {:.2} / {:.2} (not checked)",
+                c / k,
+                model_cpu[0],
+                s / k,
+                model_cpu[1]
+            );
+        }
         for (i, f) in MC_FIGURES.iter().enumerate() {
             let (a, b) = (sums[i] / n, model[i]);
             let open = MEMCACHED_OPEN.iter().find(|o| o.0 == ct && o.1 == conns && o.2 == *f);
