@@ -419,11 +419,23 @@ impl Sim<'_> {
                         return;
                     }
                 }
-                Op::EpollNext { set, max } => {
+                Op::EpollNext { set, max, block_cost } => {
+                    if stage == 2 {
+                        // Woken from a call that slept: ep_poll()'s blocking
+                        // path is paid before the events are taken.
+                        let j = self.jitter(block_cost);
+                        self.start_cost(t, j);
+                        if j > 0 {
+                            continue;
+                        }
+                    }
                     if self.epoll_next(t, set, max) {
                         self.advance(t);
                     } else {
                         self.epolls[set as usize].waiters.push_back((t, false));
+                        if block_cost > 0 {
+                            self.rt[t.idx()].stage = 2;
+                        }
                         self.block(c);
                         return;
                     }

@@ -664,7 +664,7 @@ const OPS: &[(&str, &[&str])] = &[
     ("exit", &["cost"]),
     ("barrier", &["id", "parties"]),
     ("poll", &["chan"]),
-    ("epoll_next", &["set", "max"]),
+    ("epoll_next", &["set", "max", "block_cost"]),
     ("select_next", &["set", "cost"]),
     ("read_reg", &["chan_base", "cost"]),
     ("read_all", &["chan", "cost", "per_msg"]),
@@ -764,7 +764,12 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             "barrier" => Op::Barrier { id: f32("id")?, parties: f32("parties")? },
             "spin_barrier" => Op::SpinBarrier { id: f32("id")?, parties: f32("parties")?, spin: f64_("spin")? },
             "poll" => Op::Poll { chan: f32("chan")? },
-            "epoll_next" => Op::EpollNext { set: f32("set")?, max: f32("max")? },
+            "epoll_next" => Op::EpollNext {
+                set: f32("set")?,
+                max: f32("max")?,
+                // Optional (files written before session 26 have none): 0.
+                block_cost: if kv.iter().any(|(k, _)| *k == "block_cost") { time("block_cost")? } else { 0 },
+            },
             "select_next" => Op::SelectNext { set: f32("set")?, cost: f64_("cost")? },
             "read_reg" => Op::ReadReg { chan_base: f32("chan_base")?, cost: f64_("cost")? },
             "read_all" => Op::ReadAll { chan: f32("chan")?, cost: f64_("cost")?, per_msg: f64_("per_msg")? },
@@ -811,7 +816,7 @@ fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
         Op::Barrier { id, parties } => ("barrier", vec![id as u64, parties as u64]),
         Op::SpinBarrier { id, parties, spin } => ("spin_barrier", vec![id as u64, parties as u64, spin]),
         Op::Poll { chan } => ("poll", vec![chan as u64]),
-        Op::EpollNext { set, max } => ("epoll_next", vec![set as u64, max as u64]),
+        Op::EpollNext { set, max, block_cost } => ("epoll_next", vec![set as u64, max as u64, block_cost]),
         Op::SelectNext { set, cost } => ("select_next", vec![set as u64, cost]),
         Op::ReadReg { chan_base, cost } => ("read_reg", vec![chan_base as u64, cost]),
         Op::ReadAll { chan, cost, per_msg } => ("read_all", vec![chan as u64, cost, per_msg]),
@@ -1458,7 +1463,7 @@ mm = 0
         let w = from_toml_str(&text(chans, "epoll_next set=1 max=2"), "ep.toml").unwrap();
         let regs: Vec<_> = w.channels.iter().map(|c| c.epoll.map(|e| (e.set, e.data))).collect();
         assert_eq!(regs, [Some((1, 0)), Some((1, 1)), Some((1, 2)), Some((0, 10)), Some((0, 12))]);
-        assert!(w.programs[1].contains(&Op::EpollNext { set: 1, max: 2 }));
+        assert!(w.programs[1].contains(&Op::EpollNext { set: 1, max: 2, block_cost: 0 }));
         assert!(w.programs[1].contains(&Op::ReadReg { chan_base: 0, cost: 1000 }));
         let out = to_toml(&w, "");
         // Own indices: one entry without data; data 10, 12: not a run of +1.

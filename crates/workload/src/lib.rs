@@ -175,6 +175,11 @@ pub enum Op {
     EpollNext {
         set: u32,
         max: u32,
+        /// CPU time (ns) a call that had to sleep costs on top of the
+        /// context switch, paid when it is woken: ep_poll()'s wait-queue
+        /// entry and timeout, the blocking schedule() and the wakeup's
+        /// callback (ep_poll_callback()). 0: none.
+        block_cost: u64,
     },
     /// select()/poll() over every member of instance `set` (a client that
     /// polls all its connections, as pgbench's threadRun() loop does): put
@@ -665,7 +670,7 @@ impl Workload {
                     Op::SelectNext { set, .. } if !set_used.get(set as usize).copied().unwrap_or(false) => {
                         return err(format!("program {pi}: select_next on set {set}, which no channel is registered with"));
                     }
-                    Op::EpollNext { set, max } => {
+                    Op::EpollNext { set, max, .. } => {
                         if max == 0 {
                             return err(format!("program {pi}: epoll_next on set {set} with max 0 (epoll_wait needs maxevents >= 1)"));
                         }
