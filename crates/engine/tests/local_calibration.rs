@@ -466,3 +466,18 @@ fn tbench_figures_count_dbench_warmup() {
         assert!((f.srv.cs - 900.0 / mb).abs() < 1e-12, "-t {secs}: {} switches per MB", f.srv.cs);
     }
 }
+
+/// The guest's machine file carries the noise `machine show local` gives on a
+/// virtual machine (`Noise::GUEST_MEASURED`, docs/CALIBRATION.md "Machine
+/// noise"): one measurement, written in two places.
+#[test]
+fn the_guest_file_has_the_measured_guest_noise() {
+    let text = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
+    let m = schedlab_machine::from_toml_str(&text, "local-guest.toml").unwrap();
+    let g = schedlab_machine::Noise::GUEST_MEASURED;
+    let n = &m.noise;
+    assert_eq!(
+        (n.tick_ns, n.irq_per_s, n.irq_ns, n.kthread_per_s, n.kthread_run_ns, n.unbound_per_s, n.unbound_run_ns),
+        (g.tick_ns, g.irq_per_s, g.irq_ns, g.kthread_per_s, g.kthread_run_ns, g.unbound_per_s, g.unbound_run_ns)
+    );
+}
