@@ -16,6 +16,11 @@
 //! docs/CALIBRATION.md "Wakeup preemption of a hog waker" has the table this
 //! test prints (`cargo test --release -p schedlab-engine --test
 //! wakeup_preemption -- --nocapture`).
+//!
+//! The second test does the same with memcached's built-in against memcached
+//! and its client pinned to one vCPU (scripts/memcached-pinned): which side
+//! each wakeup preempts, and so each side's voluntary and involuntary
+//! switches per request.
 
 use std::collections::BTreeMap;
 
@@ -78,6 +83,22 @@ fn workload(nice: i32, k: u32, x_us: u64) -> String {
     w
 }
 
+/// One run of `w` on the guest's machine under its kernel (v6.18 with
+/// `--patch stable-6.18.44`), keeping the kernel for its per-task counts.
+fn run_on_guest(
+    m: &schedlab_machine::Machine,
+    w: &schedlab_workload::Workload,
+    seed: u64,
+    duration_ns: u64,
+) -> (schedlab_engine::RunResult, Kernel) {
+    let cfg =
+        SimConfig { seed, duration_ns: Some(duration_ns), schedstat: false, model: Default::default(), trace: false, switch_log: false };
+    let mut kp = profile("v6.18").unwrap();
+    kp.apply_patches("stable-6.18.44").unwrap();
+    let kern = Kernel::new(&m.topology, kp);
+    Sim::new(m, kern, w, &cfg).run_keep_kernel(&cfg)
+}
+
 /// The model's client involuntary switches per write and writes per second, mean of three seeds.
 fn model(nice: i32, k: u32, x_us: u64) -> (f64, f64) {
     let text = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
@@ -86,18 +107,7 @@ fn model(nice: i32, k: u32, x_us: u64) -> (f64, f64) {
     let (mut per_write, mut rate) = (0.0, 0.0);
     let seeds = [1u64, 2, 3];
     for seed in seeds {
-        let cfg = SimConfig {
-            seed,
-            duration_ns: Some(2_000_000_000),
-            schedstat: false,
-            model: Default::default(),
-            trace: false,
-            switch_log: false,
-        };
-        let mut kp = profile("v6.18").unwrap();
-        kp.apply_patches("stable-6.18.44").unwrap();
-        let kern = Kernel::new(&m.topology, kp);
-        let (r, kern) = Sim::new(&m, kern, &w, &cfg).run_keep_kernel(&cfg);
+        let (r, kern) = run_on_guest(&m, &w, seed, 2_000_000_000);
         let writes = r.metric_value * r.simulated_ns as f64 / 1e9;
         per_write += kern.tasks[0].nivcsw as f64 / writes;
         rate += r.metric_value;
@@ -184,18 +194,7 @@ fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
         let mut model_rate = 0.0;
         let seeds = [1u64, 2, 3];
         for seed in seeds {
-            let cfg = SimConfig {
-                seed,
-                duration_ns: Some(1_000_000_000),
-                schedstat: false,
-                model: Default::default(),
-                trace: false,
-                switch_log: false,
-            };
-            let mut kp = profile("v6.18").unwrap();
-            kp.apply_patches("stable-6.18.44").unwrap();
-            let kern = Kernel::new(&m.topology, kp);
-            let (r, kern) = Sim::new(&m, kern, &w, &cfg).run_keep_kernel(&cfg);
+            let (r, kern) = run_on_guest(&m, &w, seed, 1_000_000_000);
             let reqs = r.metric_value * r.simulated_ns as f64 / 1e9;
             for (i, t) in kern.tasks.iter().enumerate() {
                 let name = r.task_names.get(i).map(|(s, _)| s.as_str()).unwrap_or("");
