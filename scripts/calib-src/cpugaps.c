@@ -30,6 +30,7 @@ int main(int argc, char **argv) {
     double dur = atof(argv[1]);
     int cpu = argc > 2 ? atoi(argv[2]) : 1;
     double tick = argc > 3 ? atof(argv[3]) : 4000;
+    if (!(dur > 0) || !(tick >= 40)) { fprintf(stderr, "cpugaps: SECONDS must be > 0 and TICK_US >= 40\n"); return 2; }
     cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s);
     if (sched_setaffinity(0, sizeof s, &s)) { perror("sched_setaffinity"); return 1; }
     double a = wall(); unsigned long long c0 = __rdtsc();

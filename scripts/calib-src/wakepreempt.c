@@ -41,6 +41,8 @@ int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: wakepreempt K S_US X_US SECONDS [CPU [SERVER_NICE]]\n"); return 2; }
     K = atoi(argv[1]); S = atoi(argv[2]); X = atoi(argv[3]); DUR = atof(argv[4]); CPU = argc > 5 ? atoi(argv[5]) : 1; NICE = argc > 6 ? atoi(argv[6]) : 0;
     if (K < 1 || K > 64) { fprintf(stderr, "wakepreempt: K must be 1..64\n"); return 2; }
+    if (S < 0 || X < 0 || !(DUR > 0)) { fprintf(stderr, "wakepreempt: S_US and X_US must be >= 0 and SECONDS > 0\n"); return 2; }
+    if (NICE < -20 || NICE > 19) { fprintf(stderr, "wakepreempt: SERVER_NICE must be -20..19\n"); return 2; }
     calib();
     pthread_t t[64];
     for (long i = 0; i < K; i++) { if (pipe(fds[i])) return 1; pthread_create(&t[i], 0, srv, (void *)i); }

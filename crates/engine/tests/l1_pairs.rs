@@ -15,6 +15,8 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+use common::guest_machine;
 use schedlab_engine::{Sim, SimConfig};
 use schedlab_kernel::profile::profile;
 use schedlab_kernel::Kernel;
@@ -40,8 +42,7 @@ fn real() -> BTreeMap<(String, u32), f64> {
 
 /// One simulated run on the guest's machine file (v6.12, seed 1): the metric.
 fn model(workload: &str, params: &str, sw: &str, duration_ns: u64) -> f64 {
-    let text = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
-    let m = schedlab_machine::from_toml_str(&text, "local-guest.toml").unwrap();
+    let m = guest_machine();
     let p = Params::parse(params).unwrap();
     let w = build(workload, &p, m.topology.nr_cpus(), &m.topology.core_groups()).unwrap();
     let cfg = SimConfig {

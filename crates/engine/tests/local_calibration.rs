@@ -25,6 +25,8 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+use common::guest_machine;
 use schedlab_engine::{Sim, SimConfig};
 use schedlab_kernel::profile::profile;
 use schedlab_kernel::Kernel;
@@ -219,8 +221,7 @@ fn calib_kernel() -> schedlab_kernel::profile::KernelProfile {
 }
 
 fn model(r: &Real) -> Figures {
-    let text = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
-    let m = schedlab_machine::from_toml_str(&text, "local-guest.toml").unwrap();
+    let m = guest_machine();
     let (params, duration) = model_params(r);
     let p = Params::parse(&params).unwrap();
     let w = build(&r.bench, &p, m.topology.nr_cpus(), &m.topology.core_groups()).unwrap();
@@ -472,8 +473,7 @@ fn tbench_figures_count_dbench_warmup() {
 /// noise"): one measurement, written in two places.
 #[test]
 fn the_guest_file_has_the_measured_guest_noise() {
-    let text = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
-    let m = schedlab_machine::from_toml_str(&text, "local-guest.toml").unwrap();
+    let m = guest_machine();
     let g = schedlab_machine::Noise::GUEST_MEASURED;
     let n = &m.noise;
     assert_eq!(

@@ -15,9 +15,8 @@
 //! real netserver sleeps 0.6-0.75 times per recv() (TCP coalesces small sends
 //! into segments), the model's, fed one message per send(), hardly ever (F-110).
 
-use schedlab_engine::{Sim, SimConfig};
-use schedlab_kernel::profile::profile;
-use schedlab_kernel::Kernel;
+mod common;
+use common::{guest_machine, run_on_guest};
 use schedlab_workload::{build, Params};
 
 /// The recorded runs with the two sides on separate vCPUs: (message bytes, Mbit/s, bytes per recv).
@@ -48,18 +47,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The model's throughput (Mbit/s) and bytes per recv() at message size `m`,
 /// sender pinned to CPU 0 and receiver to CPU 1, 300 ms.
 fn model(m: u64) -> (f64, f64) {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/local-guest.toml")).unwrap();
-    let mach = schedlab_machine::from_toml_str(&text, "local-guest.toml").unwrap();
+    let mach = guest_machine();
     let p = Params::parse(&format!("mode=TCP_STREAM,message_size={m}")).unwrap();
     let mut w = build("netperf", &p, mach.topology.nr_cpus(), &mach.topology.core_groups()).unwrap();
     w.tasks[0].cpus = Some(vec![0]);
     w.tasks[1].cpus = Some(vec![1]);
-    let cfg =
-        SimConfig { seed: 1, duration_ns: Some(300_000_000), schedstat: false, model: Default::default(), trace: false, switch_log: false };
-    let mut kp = profile("v6.18").unwrap();
-    kp.apply_patches("stable-6.18.44").unwrap();
-    let k = Kernel::new(&mach.topology, kp);
-    let (r, k) = Sim::new(&mach, k, &w, &cfg).run_keep_kernel(&cfg);
+    let (r, k) = run_on_guest(&mach, &w, 1, Some(300_000_000));
     let bytes = r.metric_value * 1e6 / 8.0 * r.simulated_ns as f64 / 1e9;
     let recv_task = &k.tasks[1];
     // One recv() per switch-in of the receiver's loop is not observable here;

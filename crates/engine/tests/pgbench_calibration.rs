@@ -27,6 +27,8 @@
 //!   the guest (the vCPU halted and resumed), not pgbench's, left to the
 //!   `local` machine's calibration. The 1-client switches are checked.
 
+mod common;
+use common::{guest_machine, run_on_guest};
 use schedlab_engine::{Sim, SimConfig};
 use schedlab_kernel::profile::profile;
 use schedlab_kernel::Kernel;
@@ -78,8 +80,7 @@ fn load_real(file: &str, mode: &str) -> Vec<Real> {
 /// context-switch cost of each switch-in (as perf's task-clock holds the
 /// switch path).
 fn model(mode: &str, clients: u32, db_size: u64) -> Real {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/local-guest.toml")).unwrap();
-    let m = schedlab_machine::from_toml_str(&text, "local-guest.toml").unwrap();
+    let m = guest_machine();
     let p = Params::parse(&format!("clients={clients},mode={mode},cpu=epyc-guest,pg=15,db_size={db_size}")).unwrap();
     let w = build("pgbench", &p, m.topology.nr_cpus(), &m.topology.core_groups()).unwrap();
     // Three seeds of 2 s each: on two vCPUs the backends settle into one of two
@@ -90,18 +91,7 @@ fn model(mode: &str, clients: u32, db_size: u64) -> Real {
     let mut acc = Real { clients, be_cpu_us: 0.0, cl_cpu_us: 0.0, be_cs: 0.0, cl_cs: 0.0, wakeups: 0.0, tps: 0.0 };
     let seeds = [1u64, 2, 3];
     for seed in seeds {
-        let cfg = SimConfig {
-            seed,
-            duration_ns: Some(2_000_000_000),
-            schedstat: false,
-            model: Default::default(),
-            trace: false,
-            switch_log: false,
-        };
-        let mut kp = profile("v6.18").unwrap();
-        kp.apply_patches("stable-6.18.44").unwrap();
-        let k = Kernel::new(&m.topology, kp);
-        let (r, k) = Sim::new(&m, k, &w, &cfg).run_keep_kernel(&cfg);
+        let (r, k) = run_on_guest(&m, &w, seed, Some(2_000_000_000));
         let n = r.metric_value * r.simulated_ns as f64 / 1e9;
         let c = clients as usize;
         let sum = |range: std::ops::Range<usize>, f: &dyn Fn(&schedlab_kernel::sched::Task) -> u64| {

@@ -24,9 +24,8 @@
 
 use std::collections::BTreeMap;
 
-use schedlab_engine::{Sim, SimConfig};
-use schedlab_kernel::profile::profile;
-use schedlab_kernel::Kernel;
+mod common;
+use common::{guest_machine, run_on_guest};
 use schedlab_workload::{build, Params};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
@@ -83,31 +82,14 @@ fn workload(nice: i32, k: u32, x_us: u64) -> String {
     w
 }
 
-/// One run of `w` on the guest's machine under its kernel (v6.18 with
-/// `--patch stable-6.18.44`), keeping the kernel for its per-task counts.
-fn run_on_guest(
-    m: &schedlab_machine::Machine,
-    w: &schedlab_workload::Workload,
-    seed: u64,
-    duration_ns: u64,
-) -> (schedlab_engine::RunResult, Kernel) {
-    let cfg =
-        SimConfig { seed, duration_ns: Some(duration_ns), schedstat: false, model: Default::default(), trace: false, switch_log: false };
-    let mut kp = profile("v6.18").unwrap();
-    kp.apply_patches("stable-6.18.44").unwrap();
-    let kern = Kernel::new(&m.topology, kp);
-    Sim::new(m, kern, w, &cfg).run_keep_kernel(&cfg)
-}
-
 /// The model's client involuntary switches per write and writes per second, mean of three seeds.
 fn model(nice: i32, k: u32, x_us: u64) -> (f64, f64) {
-    let text = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
-    let m = schedlab_machine::from_toml_str(&text, "local-guest.toml").unwrap();
+    let m = guest_machine();
     let w = schedlab_workload::file::from_toml_str(&workload(nice, k, x_us), "wakepreempt.toml").unwrap();
     let (mut per_write, mut rate) = (0.0, 0.0);
     let seeds = [1u64, 2, 3];
     for seed in seeds {
-        let (r, kern) = run_on_guest(&m, &w, seed, 2_000_000_000);
+        let (r, kern) = run_on_guest(&m, &w, seed, Some(2_000_000_000));
         let writes = r.metric_value * r.simulated_ns as f64 / 1e9;
         per_write += kern.tasks[0].nivcsw as f64 / writes;
         rate += r.metric_value;
@@ -178,8 +160,7 @@ fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
         }
     }
     assert_eq!(real.len(), 3, "1 x 1, 1 x 8 and 2 x 8");
-    let machine = std::fs::read_to_string(format!("{DATA}local-guest.toml")).unwrap();
-    let m = schedlab_machine::from_toml_str(&machine, "local-guest.toml").unwrap();
+    let m = guest_machine();
     let mut bad = Vec::new();
     eprintln!("client_threads x connections: figure per request real / model");
     for (&(ct, conns), (sums, rate, n)) in &real {
@@ -194,7 +175,7 @@ fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
         let mut model_rate = 0.0;
         let seeds = [1u64, 2, 3];
         for seed in seeds {
-            let (r, kern) = run_on_guest(&m, &w, seed, 1_000_000_000);
+            let (r, kern) = run_on_guest(&m, &w, seed, Some(1_000_000_000));
             let reqs = r.metric_value * r.simulated_ns as f64 / 1e9;
             for (i, t) in kern.tasks.iter().enumerate() {
                 let name = r.task_names.get(i).map(|(s, _)| s.as_str()).unwrap_or("");

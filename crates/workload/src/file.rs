@@ -1485,6 +1485,14 @@ mm = 0
         let unfed = text(chans, "epoll_next set=0 max=2").replace(", \"write chan=3+j cost=1us repeat=2\"", "");
         let e = from_toml_str(&unfed, "ep.toml").unwrap_err().0;
         assert!(e.contains("epoll set 0, but nothing writes"), "{e}");
+        // block_cost (optional, a time): read back by the export; out of range refused.
+        let w = from_toml_str(&text(chans, "epoll_next set=1 max=2 block_cost=3200"), "ep.toml").unwrap();
+        assert!(w.programs[1].contains(&Op::EpollNext { set: 1, max: 2, block_cost: 3200 }));
+        assert_eq!(from_toml_str(&to_toml(&w, ""), "x.toml").unwrap(), w);
+        for (cost, want) in [("3601s", "at most 1 simulated hour"), ("-1", "out of range")] {
+            let e = from_toml_str(&text(chans, &format!("epoll_next set=1 max=2 block_cost={cost}")), "ep.toml").unwrap_err().0;
+            assert!(e.contains("ep.toml") && e.contains("block_cost") && e.contains(want), "{cost}: {e}");
+        }
         // select_next over the same sets: parsed, exported and read back; the
         // same checks of its set.
         let w = from_toml_str(&text(chans, "select_next set=0 cost=2us"), "ep.toml").unwrap();
