@@ -25,12 +25,14 @@
 //! The third puts CPU hogs next to a waker and its wakee (scripts/hogwake,
 //! tests/data/hogwake-local.txt; docs/CALIBRATION.md "Wakeup preemption
 //! among hogs"): the hogs' lag decides whether the wakee preempts and whom
-//! the CPU goes to when the waker blocks.
+//! the CPU goes to when the waker blocks. The fourth has one waker wake
+//! several sleepers (scripts/fanout, tests/data/fanout-local.txt): which of
+//! them runs first.
 
 use std::collections::BTreeMap;
 
 mod common;
-use common::{guest_machine, run_on_guest};
+use common::{guest_machine, run_on_guest, run_on_guest_with};
 use schedlab_workload::{build, Params};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
@@ -311,4 +313,154 @@ fn a_waker_and_its_wakee_among_hogs_switch_as_on_the_guest() {
         }
     }
     assert!(bad.is_empty(), "hogwake-local.txt:\n{}", bad.join("\n"));
+}
+
+/// The fanout program (scripts/calib-src/fanout.c) as a workload file: the
+/// waker writes to `k` sleepers' pipes in order, spins `a_us`, then reads `k`
+/// replies from its own pipe; each sleeper reads, spins `b_us` and replies;
+/// `hogs` tasks spin for ever. Everything on CPU 1. Tasks: the waker (0), the
+/// sleepers (1..=k), the hogs.
+fn fanout_workload(k: u32, hogs: u32, a_us: u64, b_us: u64) -> String {
+    let mut waker = vec!["\"loop count=inf\"".to_string()];
+    waker.extend((0..k).map(|i| format!("\"write chan={i} cost=324ns\"")));
+    waker.push(format!("\"run ns={a_us}us\""));
+    waker.extend((0..k).map(|_| format!("\"read chan={k} cost=292ns\"")));
+    waker.extend(["\"count id=0 n=1\"".to_string(), "\"end_loop\"".to_string()]);
+    let mut w = format!(
+        "format = 1\nname = \"fanout\"\ntime_bounded = true\njitter_pct = {JITTER_PCT}\n\n\
+         [metric]\nkind = \"rate\"\nname = \"rounds\"\nunit = \"rounds/s\"\ncounter = 0\n\n\
+         [[channel]]\nrepeat = {}\ncapacity = 65536\nsync = true\nkind = \"pipe\"\nmsgs_per_page = 4096\n\n\
+         [[program]]\nops = [{}]\n\n\
+         [[program]]\nrepeat = {k}\nops = [\"loop count=inf\", \"read chan=i cost=292ns\", \"run ns={b_us}us\", \"write chan={k} cost=324ns\", \"end_loop\"]\n\n\
+         [[program]]\nops = [\"loop count=inf\", \"run ns=1ms\", \"end_loop\"]\n\n\
+         [[task]]\nname = \"waker\"\nprogram = 0\nmm = 0\ncpus = [1]\n\n\
+         [[task]]\nrepeat = {k}\nname = \"sleeper{{i}}\"\nprogram = \"1 + i\"\nmm = \"1 + i\"\ncpus = [1]\n",
+        k + 1,
+        waker.join(", ")
+    );
+    if hogs > 0 {
+        w += &format!("\n[[task]]\nrepeat = {hogs}\nname = \"hog{{i}}\"\nprogram = {}\nmm = \"{} + i\"\ncpus = [1]\n", k + 1, k + 1);
+    }
+    w
+}
+
+/// From a switch log of the fanout workload: per sleeper, the share of rounds
+/// it ran first. A round starts when the waker is switched in after every
+/// sleeper has run since the last start; its first sleeper switched in after
+/// that is the round's first.
+fn fanout_first(log: &[schedlab_engine::SwitchRec], k: u32) -> Vec<f64> {
+    let mut first = vec![0u64; k as usize];
+    let mut ran = vec![true; k as usize];
+    let mut open = false;
+    let mut rounds = 0u64;
+    for s in log.iter().filter(|s| s.cpu == 1) {
+        match s.next {
+            Some(0) if ran.iter().all(|&r| r) => {
+                ran.iter_mut().for_each(|r| *r = false);
+                open = true;
+            }
+            Some(t) if (1..=k).contains(&t) => {
+                let i = (t - 1) as usize;
+                if open {
+                    first[i] += 1;
+                    rounds += 1;
+                    open = false;
+                }
+                ran[i] = true;
+            }
+            _ => {}
+        }
+    }
+    first.iter().map(|&f| f as f64 / rounds.max(1) as f64).collect()
+}
+
+/// (k, hogs, a_us, b_us) -> the waker's vol / invol per round and each
+/// sleeper's first share, summed over the rounds; rounds/s summed; rounds.
+type FanoutSums = BTreeMap<(u32, u32, u64, u64), (Vec<f64>, f64, usize)>;
+
+/// Configurations (k, hogs, a_us, b_us, figure) the model does not meet, with the reason.
+const FANOUT_OPEN: &[(u32, u32, u64, u64, &str, &str)] = &[
+    (4, 0, 20, 10, "waker_invol", NO_HOG),
+    (4, 0, 20, 10, "first[1]", NO_HOG),
+    (4, 0, 20, 10, "first[2]", NO_HOG),
+    (4, 0, 20, 10, "first[3]", NO_HOG),
+    (4, 1, 20, 10, "waker_vol", PHASES),
+    (4, 1, 20, 10, "waker_invol", PHASES),
+    (4, 1, 50, 20, "waker_vol", PHASES),
+    (8, 0, 20, 10, "first[5]", BIMODAL),
+    (8, 0, 20, 10, "first[7]", BIMODAL),
+    (8, 1, 20, 10, "waker_vol", PHASES),
+    (8, 1, 20, 10, "waker_invol", PHASES),
+];
+
+/// Why the fanout runs without a hog miss.
+const NO_HOG: &str = "with no hog every sleeper's lag is about 0 (DELAY_ZERO), and which wakee preempts the waker turns on sub-microsecond costs: the model's waker turns ineligible after its first write and the third wakee preempts it (sleeper 2 first in 44 %); the real one is preempted at the second (sleeper 1 first in 35 %). With the waking write at 1.2 us instead of the pipe's 324 ns the model gives sleeper 1 first in 27 %; not calibrated";
+/// Why the waker's switches with hogs miss.
+const PHASES: &str = "two phases alternate: the waker blocks after its writes and runs between the sleepers' replies (4 blocks per round), or the last wakee preempts it at its writes and the sleepers run back to back (1 block, 1 preemption); the model spends about 75 % of rounds in the first, the guest about 63 %";
+/// The real eight-sleeper run without a hog is bimodal.
+const BIMODAL: &str =
+    "the real runs are bimodal: sleeper 5 ran first in 7, 8 and 32 % of rounds in the three repeats, sleeper 7 in 41, 38 and 14 %";
+
+/// Which of several woken tasks runs first, against tests/data/fanout-local.txt
+/// (scripts/fanout): place_entity() with PLACE_LAG lowers the queue's average
+/// vruntime with every wakee it places ahead of it, so among wakees with
+/// positive lag the last one woken lands earliest; with no hog the waker's own
+/// lag decides. The waker's switches per round and each sleeper's share of
+/// first runs within 0.1 of the mean of the three recorded rounds.
+#[test]
+fn the_wakee_that_runs_first_is_the_guests() {
+    let text = std::fs::read_to_string(format!("{DATA}fanout-local.txt")).unwrap();
+    let mut real: FanoutSums = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let kv: BTreeMap<&str, &str> = line.split_whitespace().filter_map(|f| f.split_once('=')).collect();
+        let key = (kv["k"].parse().unwrap(), kv["hogs"].parse().unwrap(), kv["a_us"].parse().unwrap(), kv["b_us"].parse().unwrap());
+        let mut figs = vec![kv["waker_vol"].parse::<f64>().unwrap(), kv["waker_invol"].parse::<f64>().unwrap()];
+        figs.extend(kv["first"].split(',').map(|f| f.parse::<f64>().unwrap()));
+        assert_eq!(figs.len(), 2 + key.0 as usize, "{line}");
+        let e = real.entry(key).or_insert((vec![0.0; figs.len()], 0.0, 0));
+        e.0.iter_mut().zip(&figs).for_each(|(a, b)| *a += b);
+        e.1 += kv["rounds_per_s"].parse::<f64>().unwrap();
+        e.2 += 1;
+    }
+    assert_eq!(real.len(), 6, "six configurations");
+    let m = guest_machine();
+    let mut bad = Vec::new();
+    eprintln!("k hogs a_us b_us: figure per round real / model");
+    for (&(k, hogs, a, b), (sums, rate, n)) in &real {
+        assert_eq!(*n, 3, "three rounds of k={k} hogs={hogs} a_us={a} b_us={b}");
+        let n = *n as f64;
+        let w = schedlab_workload::file::from_toml_str(&fanout_workload(k, hogs, a, b), "fanout.toml").unwrap();
+        let mut model = vec![0.0; 2 + k as usize];
+        let mut model_rate = 0.0;
+        let seeds = [1u64, 2, 3];
+        for seed in seeds {
+            let (r, kern) = run_on_guest_with(&m, &w, seed, Some(2_000_000_000), true);
+            let rounds = r.metric_value * r.simulated_ns as f64 / 1e9;
+            model[0] += kern.tasks[0].nvcsw as f64 / rounds / seeds.len() as f64;
+            model[1] += kern.tasks[0].nivcsw as f64 / rounds / seeds.len() as f64;
+            for (i, f) in fanout_first(&r.switch_log, k).into_iter().enumerate() {
+                model[2 + i] += f / seeds.len() as f64;
+            }
+            model_rate += r.metric_value / seeds.len() as f64;
+        }
+        eprintln!("{k} {hogs} {a:3} {b:3}: rounds/s {:.0} / {model_rate:.0} (not checked)", rate / n);
+        for (i, (&s, &y)) in sums.iter().zip(&model).enumerate() {
+            let x = s / n;
+            let f = match i {
+                0 => "waker_vol".to_string(),
+                1 => "waker_invol".to_string(),
+                _ => format!("first[{}]", i - 2),
+            };
+            let open = FANOUT_OPEN.iter().find(|o| (o.0, o.1, o.2, o.3) == (k, hogs, a, b) && o.4 == f);
+            eprintln!("  {f:12} {x:.3} / {y:.3}{}", open.map_or(String::new(), |o| format!("  open: {}", o.5)));
+            match ((y - x).abs() <= TOL, open) {
+                (false, None) => bad.push(format!("k={k} hogs={hogs} a_us={a} b_us={b} {f}: real {x:.3}, model {y:.3} (tolerance {TOL})")),
+                (true, Some(_)) => bad.push(format!(
+                    "k={k} hogs={hogs} a_us={a} b_us={b} {f}: listed in FANOUT_OPEN but agrees now (real {x:.3}, model {y:.3})"
+                )),
+                _ => {}
+            }
+        }
+    }
+    assert!(bad.is_empty(), "fanout-local.txt:\n{}", bad.join("\n"));
 }

@@ -20,7 +20,12 @@ pub fn guest_machine() -> Machine {
 /// stable-6.18.44`), without schedstat or traces, keeping the kernel for its
 /// per-task counts.
 pub fn run_on_guest(m: &Machine, w: &Workload, seed: u64, duration_ns: Option<u64>) -> (RunResult, Kernel) {
-    let cfg = SimConfig { seed, duration_ns, schedstat: false, model: Default::default(), trace: false, switch_log: false };
+    run_on_guest_with(m, w, seed, duration_ns, false)
+}
+
+/// [`run_on_guest`], with `RunResult::switch_log` filled when `switch_log` is set.
+pub fn run_on_guest_with(m: &Machine, w: &Workload, seed: u64, duration_ns: Option<u64>, switch_log: bool) -> (RunResult, Kernel) {
+    let cfg = SimConfig { seed, duration_ns, schedstat: false, model: Default::default(), trace: false, switch_log };
     let mut kp = profile("v6.18").unwrap();
     kp.apply_patches("stable-6.18.44").unwrap();
     let k = Kernel::new(&m.topology, kp);
