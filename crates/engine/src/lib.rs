@@ -192,6 +192,9 @@ struct TaskRt {
     /// `Op::Timer`: the last period boundary of the task's absolute timer
     /// grid (the task's creation time before its first `Timer`).
     timer_next: u64,
+    /// `TaskSpec::timer_slack_ns`, kept here: a sleep reads it, and the
+    /// spec is a cache miss on a machine with thousands of tasks.
+    timer_slack: u64,
     /// `Op::CpuLock`: the lock (`Sim::cpu_locks` index) the task holds or
     /// spins on; `NO_CPU_LOCK` for none.
     cpu_lock: u32,
@@ -941,6 +944,7 @@ impl<'a> Sim<'a> {
             owed_refill: 0,
             pipe_waited: false,
             timer_next: self.now,
+            timer_slack: ts.timer_slack_ns,
             cpu_lock: interp::NO_CPU_LOCK,
         });
         if let Some(pp) = parent {
