@@ -359,7 +359,6 @@ impl Kernel {
         &mut self,
         dom: u32,
         rd: LbRead,
-        sd: &crate::topology::SchedDomain,
         local_gi: Option<usize>,
         env_dst: CpuId,
     ) -> Option<super::balance::LbWalk> {
@@ -367,6 +366,7 @@ impl Kernel {
             let t = ix.tree_of(dom)?;
             k.lb_index_sync(ix, rd);
             ix.passes += 1;
+            let sd = &k.sd.domains[dom as usize];
             let tree = &ix.trees[t];
             let best = tree.best_except(local_gi.map_or(NONE, |g| g as u32)).map(|p| p as usize);
             Some(k.lb_singleton_result(rd, sd, tree.pct, local_gi, best, tree.total_load, tree.nr_over > 0, env_dst))
@@ -377,9 +377,9 @@ impl Kernel {
     /// runqueues while it updates the index) and put it back whatever `f`
     /// returns.
     fn with_lb_index<R>(&mut self, f: impl FnOnce(&mut Self, &mut LbIndex) -> Option<R>) -> Option<R> {
-        let mut ix = std::mem::take(&mut self.lb_index);
+        let mut ix = self.lb_index.take().expect("the balancing index is in place outside a pass");
         let r = f(self, &mut ix);
-        self.lb_index = ix;
+        self.lb_index = Some(ix);
         r
     }
 
@@ -388,19 +388,12 @@ impl Kernel {
     /// `lb_group_walk`. idle_cpus adds, per group, the CPUs whose pending
     /// wakeup this CPU does not see yet (read only in a group that has such
     /// a CPU) and the balancing CPU itself when newly idle (lb_cpu()'s `idle`).
-    pub(crate) fn lb_cache_walk(
-        &mut self,
-        dom: u32,
-        rd: LbRead,
-        sd: &crate::topology::SchedDomain,
-        pct: u64,
-        local_gi: Option<usize>,
-        env_dst: CpuId,
-    ) -> Option<LbWalk> {
+    pub(crate) fn lb_cache_walk(&mut self, dom: u32, rd: LbRead, pct: u64, local_gi: Option<usize>, env_dst: CpuId) -> Option<LbWalk> {
         self.with_lb_index(|kn, ix| {
             let k = ix.cache_of(dom)?;
             kn.lb_index_sync(ix, rd);
             ix.passes += 1;
+            let sd = &kn.sd.domains[dom as usize];
             // lb_cpu()'s second idle term: the balancing CPU, with no current
             // task and no (counted) task, is idle even when idle_cpu() says not.
             let dst_rq = &kn.rqs[env_dst.idx()];
@@ -504,8 +497,9 @@ mod tests {
             let mut k = Kernel::new(&topo, prof);
             k.ttwu_pending_window_ns = 20_000;
             assert!(k.lb_index_check);
-            let cached = !k.lb_index.caches.is_empty();
-            assert_eq!((k.lb_index.trees.len(), k.lb_index.caches.len()), if cached { (0, 3) } else { (1, 0) });
+            let ix = k.lb_index.as_deref().unwrap();
+            let cached = !ix.caches.is_empty();
+            assert_eq!((ix.trees.len(), ix.caches.len()), if cached { (0, 3) } else { (1, 0) });
             let mut next = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
             let mut churn = crate::test_topology::Churn::new(128, 5, 3);
             let mut now = 0u64;
@@ -520,7 +514,8 @@ mod tests {
                 now += next(30_000);
                 churn.step(&mut k, &mut next, now, |k, p, c, fx| k.try_to_wake_up(p, c, k.rqs[c.idx()].curr, WakeFlags::TTWU, now, fx));
             }
-            assert!(k.lb_index.passes > 500, "{kernel} (cached {cached}): {} indexed passes", k.lb_index.passes);
+            let passes = k.lb_index.as_deref().unwrap().passes;
+            assert!(passes > 500, "{kernel} (cached {cached}): {passes} indexed passes");
         }
     }
 }
