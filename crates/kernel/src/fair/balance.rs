@@ -734,18 +734,7 @@ impl Kernel {
             && sd.span_weight == self.sd.sd_llc_size[env.dst.idx()]
             && sd.flags & SD_SHARE_LLC != 0;
         let r = if self.profile.lb == LbVariant::LoadIdx {
-            // The v3.10 pass still runs with the domain taken out of the
-            // arena (a placeholder in its place), as it always has: its
-            // cpu_power_v3() reads the smt_gain of each CPU's first domain,
-            // and while the SMT domain itself is balanced that read finds the
-            // placeholder's 0. Reading the domain in place would change v3.10
-            // results on SMT machines (a fidelity fix of its own, not part of
-            // a speed change).
-            // FIDELITY(F-651): v3.10 SMT-level balancing sees cpu_power without smt_gain on the balanced domain's CPUs.
-            let sd = std::mem::replace(&mut self.sd.domains[sd_id], crate::topology::SchedDomain::placeholder());
-            let r = self.find_busiest_group_v3(&sd, env, out);
-            self.sd.domains[sd_id] = sd;
-            r
+            self.find_busiest_group_v3_out(sd_id, env, out)
         } else {
             self.find_busiest_group_stats(sd_id, env, out)
         };
@@ -753,6 +742,23 @@ impl Kernel {
             // update_idle_cpu_scan() (v6.0+ SIS_UTIL) from periodic balancing of the LLC domain.
             self.update_idle_cpu_scan(env.dst);
         }
+        r
+    }
+
+    /// The v3.10 pass ([`Self::find_busiest_group_v3`]) of domain `sd_id`,
+    /// run as it always has with the domain taken out of the arena (a
+    /// placeholder in its place): its cpu_power_v3() reads the smt_gain of
+    /// each CPU's first domain, and while the SMT domain itself is balanced
+    /// that read finds the placeholder's 0. Reading the domain in place
+    /// would change v3.10 results on SMT machines (a fidelity fix of its
+    /// own, not part of a speed change). (Out of line: the v5.5+ pass's
+    /// caller stays as small as without it.)
+    // FIDELITY(F-651): v3.10 SMT-level balancing sees cpu_power without smt_gain on the balanced domain's CPUs.
+    #[inline(never)]
+    fn find_busiest_group_v3_out(&mut self, sd_id: usize, env: &mut LbEnv, out: &mut BalanceResult) -> Option<usize> {
+        let sd = std::mem::replace(&mut self.sd.domains[sd_id], crate::topology::SchedDomain::placeholder());
+        let r = self.find_busiest_group_v3(&sd, env, out);
+        self.sd.domains[sd_id] = sd;
         r
     }
 
