@@ -821,9 +821,10 @@ impl Sim<'_> {
     }
 
     /// `TaskSpec::timer_slack_ns` of `t` (a workload task: kernel threads
-    /// run no `Sleep` or `Timer` op).
+    /// run no `Sleep` or `Timer` op), from its interpreter state.
+    #[inline]
     fn timer_slack(&self, t: TaskId) -> u64 {
-        self.wl.tasks[self.rt[t.idx()].spec as usize].timer_slack_ns
+        self.rt[t.idx()].timer_slack
     }
 
     /// `Op::CpuLock` on `c` (schbench 2023's lock_this_cpu()): stage 0

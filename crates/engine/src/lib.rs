@@ -192,6 +192,9 @@ struct TaskRt {
     /// `Op::Timer`: the last period boundary of the task's absolute timer
     /// grid (the task's creation time before its first `Timer`).
     timer_next: u64,
+    /// `TaskSpec::timer_slack_ns`, kept here: a sleep reads it, and the
+    /// spec is a cache miss on a machine with thousands of tasks.
+    timer_slack: u64,
     /// `Op::CpuLock`: the lock (`Sim::cpu_locks` index) the task holds or
     /// spins on; `NO_CPU_LOCK` for none.
     cpu_lock: u32,
@@ -387,6 +390,13 @@ pub struct Sim<'a> {
     /// (`EventQueue::pop_if_next`) instead of returning it to `run`'s loop.
     /// Always on; tests switch it off to check that both paths give the same run.
     inline_seg_ends: bool,
+    /// Each event asks for the state of the next one (`EventQueue::peek_next`,
+    /// `Sim::prefetch_event`) and a segment end for its task's: on a large
+    /// machine (`Kernel::prefetch`) whose tasks' state exceeds
+    /// [`EVENT_PREFETCH_MIN_BYTES`]. With less, that state mostly stays in
+    /// the host's L2 and the peek and the hints cost more than they save
+    /// (hackbench-g16 on 256 CPUs, 641 tasks: 9% of its time).
+    prefetch_events: bool,
     /// Division by the SMT-shared progress rate (`wall_for`).
     smt_div: DivU64,
     /// Segment ends not next in a row (saturating at `INLINE_MISSES`): past
@@ -443,6 +453,18 @@ fn queue_layout(n: u32) -> queue::Layout {
 const LANE_TICK: usize = 0;
 const LANE_IPI: usize = 1;
 const LANE_TIMER: usize = 2;
+
+/// What the engine and the kernel keep per task and an event about it
+/// reads: the kernel's `Task`, the interpreter's `TaskRt`, the cost
+/// model's `TaskMem`.
+const TASK_STATE_BYTES: usize =
+    std::mem::size_of::<schedlab_kernel::sched::Task>() + std::mem::size_of::<TaskRt>() + std::mem::size_of::<TaskMem>();
+/// Tasks' state from which the engine's per-event prefetches pay
+/// (`Sim::prefetch_events`): 1.5 MiB, more than a host core's L2 keeps of
+/// it beside the runqueues. Measured on a 1 MiB-L2 host: sleepwake on 1024
+/// CPUs (4096 tasks, 2 MiB) gains 2%; on 256 and 512 CPUs (1 and 2 thousand
+/// tasks) and hackbench on 1024 (2624 tasks, 1.3 MiB) it loses 3-8%.
+const EVENT_PREFETCH_MIN_BYTES: usize = 3 << 19;
 
 /// Misses in a row after which `run_ops` probes the in-place path only on
 /// one event in `INLINE_PROBE` (`Sim::inline_misses`).
@@ -593,12 +615,14 @@ impl<'a> Sim<'a> {
             kthread_ids: Vec::new(),
             arrivals: wl.arrivals.as_ref().map(|a| Box::new(arrivals::ArrivalRt::new(a, n, cfg))),
             inline_seg_ends: true,
+            prefetch_events: false,
             smt_div: DivU64::new(1000),
             inline_misses: 0,
             #[cfg(test)]
             inline_hits: 0,
         };
         s.has_locks = s.sems.iter().any(|x| x.lock);
+        s.prefetch_events = s.kernel.prefetch && wl.tasks.len() * TASK_STATE_BYTES >= EVENT_PREFETCH_MIN_BYTES;
         s.smt_div = DivU64::new(s.cost.smt_rate(true).max(1));
         s.llc_streams = vec![0; s.cost.nr_llcs()];
         for cpu in &mut s.cpus {
@@ -708,7 +732,7 @@ impl<'a> Sim<'a> {
             }
             self.now = at;
             self.events += 1;
-            if self.kernel.prefetch {
+            if self.prefetch_events {
                 if let Some(next) = self.queue.peek_next() {
                     self.prefetch_event(next);
                 }
@@ -728,7 +752,7 @@ impl<'a> Sim<'a> {
                     // (do_schedule() -> seg_done()) must not take it again
                     // off the costs the next ops add (a waker's enqueue).
                     cpu.seg_start = now;
-                    if self.kernel.prefetch {
+                    if self.prefetch_events {
                         // (The CPU's own state was asked for ahead: `prefetch_event`.)
                         self.prefetch_task(t);
                     }
@@ -941,6 +965,7 @@ impl<'a> Sim<'a> {
             owed_refill: 0,
             pipe_waited: false,
             timer_next: self.now,
+            timer_slack: ts.timer_slack_ns,
             cpu_lock: interp::NO_CPU_LOCK,
         });
         if let Some(pp) = parent {

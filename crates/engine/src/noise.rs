@@ -258,6 +258,8 @@ impl Sim<'_> {
             owed_refill: 0,
             pipe_waited: false,
             timer_next: 0,
+            // (Never read: a kernel thread runs no `Sleep` or `Timer` op.)
+            timer_slack: 0,
             cpu_lock: crate::interp::NO_CPU_LOCK,
         });
         match pin {

@@ -1121,7 +1121,9 @@ fn for_each_traced_case(cases: &[TracedCase], seed: u64, mut f: impl FnMut(&Trac
 
 // Prefetch hints change no result: whole runs (trace, switch log, schedstat
 // text) with the hints forced on and off are the same, on small machines
-// (where they are off by default) and on one of 256 CPUs (on by default).
+// (where they are off by default) and on one of 256 CPUs (on by default; the
+// engine's per-event ones only past EVENT_PREFETCH_MIN_BYTES of task state:
+// off for 1024 tasks, on for 4096).
 #[test]
 fn prefetch_hints_change_nothing() {
     let cases: &[TracedCase] = &[
@@ -1133,20 +1135,31 @@ fn prefetch_hints_change_nothing() {
         let go = |on: bool| {
             let mut k = schedlab_kernel::Kernel::new(&m.topology, profile(kernel).unwrap());
             k.prefetch = on;
-            format!("{:?}", crate::Sim::new(m, k, w, cfg).run(cfg))
+            let mut sim = crate::Sim::new(m, k, w, cfg);
+            sim.prefetch_events = on;
+            format!("{:?}", sim.run(cfg))
         };
         assert!(go(true) == go(false), "{mname} {kernel} {name} {set}: the prefetch hints changed the run");
     });
     let m = machine("zen3-2s-nps1");
-    let w = wl(&m, "soaker", "tasks=1024,run_us=100,sleep_us=300");
     let cfg = SimConfig { seed: 3, duration_ns: Some(MS), schedstat: true, model: Default::default(), trace: false, switch_log: true };
-    let k = schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap());
-    assert!(k.prefetch, "256 CPUs: hints on by default");
-    let on = format!("{:?}", crate::Sim::new(&m, k, &w, &cfg).run(&cfg));
-    let mut k = schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap());
-    k.prefetch = false;
-    let off = format!("{:?}", crate::Sim::new(&m, k, &w, &cfg).run(&cfg));
-    assert!(on == off, "zen3-2s-nps1 soaker: the prefetch hints changed the run");
+    let many = wl(&m, "soaker", "tasks=4096,run_us=100,sleep_us=300");
+    let sim = crate::Sim::new(&m, schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap()), &many, &cfg);
+    assert!(sim.kernel.prefetch && sim.prefetch_events, "256 CPUs, 4096 tasks: every hint on by default");
+    let w = wl(&m, "soaker", "tasks=1024,run_us=100,sleep_us=300");
+    let go = |kernel_hints: bool, event_hints: Option<bool>| {
+        let mut k = schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap());
+        k.prefetch = kernel_hints;
+        let mut sim = crate::Sim::new(&m, k, &w, &cfg);
+        if let Some(on) = event_hints {
+            sim.prefetch_events = on;
+        }
+        (sim.kernel.prefetch, sim.prefetch_events, format!("{:?}", sim.run(&cfg)))
+    };
+    let (kernel_on, events_on, default) = go(true, None);
+    assert!(kernel_on && !events_on, "256 CPUs, 1024 tasks: the kernel's hints on, the per-event ones off");
+    assert!(default == go(true, Some(true)).2, "zen3-2s-nps1 soaker: the per-event prefetch hints changed the run");
+    assert!(default == go(false, Some(false)).2, "zen3-2s-nps1 soaker: the prefetch hints changed the run");
 }
 
 // The task groups' tg->load_avg line (F-023): hackbench in one cpu cgroup on

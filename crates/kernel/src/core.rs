@@ -222,7 +222,9 @@ pub struct Kernel {
     pub numa: Option<Box<crate::fair::numa::NumaState>>,
     /// Balancer summaries of the wide single-CPU-group domains
     /// (update_sd_lb_stats(); a simulator index, see fair/lb_index.rs).
-    pub(crate) lb_index: crate::fair::lb_index::LbIndex,
+    /// Boxed, so that a pass takes it out of the kernel and puts it back
+    /// as one pointer (`Kernel::with_lb_index`); None only meanwhile.
+    pub(crate) lb_index: Option<Box<crate::fair::lb_index::LbIndex>>,
     /// Check the walks' fast forms against the kernel's walks on every call
     /// (on in the kernel's tests): every indexed balance pass against
     /// `lb_singleton_walk`, every single-CPU-group find_idlest_group() pass
@@ -332,11 +334,12 @@ impl Kernel {
             migration_log: None,
             explain: None,
             numa: None,
-            lb_index: Default::default(),
+            lb_index: None,
             lb_index_check: cfg!(test),
         };
-        k.lb_index = crate::fair::lb_index::LbIndex::new(&k.sd);
-        k.rqs.set_tracking(k.lb_index.used());
+        let ix = crate::fair::lb_index::LbIndex::new(&k.sd);
+        k.rqs.set_tracking(ix.used());
+        k.lb_index = Some(Box::new(ix));
         k
     }
 

@@ -100,7 +100,8 @@ pub struct SchedDomain {
 }
 
 impl SchedDomain {
-    /// An empty stand-in used while a domain is borrowed out of the arena.
+    /// An empty stand-in used while a domain is taken out of the arena (the
+    /// v3.10 find_busiest_group() pass, `Kernel::find_busiest_group`).
     pub(crate) fn placeholder() -> SchedDomain {
         SchedDomain {
             name: "",

@@ -567,7 +567,7 @@ impl Kernel {
             active: false,
             fbq_type: FbqType::All,
         };
-        let Some(busiest_group) = self.find_busiest_group(sd_id, &mut env, out) else {
+        let Some(bg) = self.find_busiest_group(sd_id, &mut env, out) else {
             self.lb_stats[dst.idx()][lvl][idle as usize].lb_balanced += 1;
             self.lb_out_balanced(dst, lvl, idle);
             self.xb_finish(LbOutcome::Balanced);
@@ -575,15 +575,17 @@ impl Kernel {
         };
         // update_sd_lb_stats() (v3.13+): at an SD_NUMA level the busiest
         // group's class limits the runqueues find_busiest_queue() may take from.
+        // (The group's span, read in place: no copy of the mask.)
+        let busiest_group = &self.sd.domains[sd_id].groups[bg];
         if self.sd.domains[sd_id].flags & SD_NUMA != 0 && self.profile.version >= (3, 13) {
-            env.fbq_type = self.fbq_classify_group(&busiest_group);
+            env.fbq_type = self.fbq_classify_group(busiest_group);
         }
         self.xb(|r| {
             r.busiest_group = busiest_group.first().map_or(u16::MAX, |c| c.0);
             r.migration = env.migration_type as u8 + 1;
             r.imbalance = env.imbalance;
         });
-        let Some(src) = self.find_busiest_queue(&busiest_group, &env, out) else {
+        let Some(src) = self.find_busiest_queue(busiest_group, &env, out) else {
             let st: &mut LbStats = &mut self.lb_stats[dst.idx()][lvl][idle as usize];
             st.lb_nobusyq += 1;
             st.lb_balanced += 1;
@@ -723,12 +725,19 @@ impl Kernel {
     }
 
     /// `find_busiest_group()` (`sched_balance_find_src_group()`): returns the
-    /// busiest group's span and sets the imbalance, or None when balanced.
-    fn find_busiest_group(&mut self, sd_id: usize, env: &mut LbEnv, out: &mut BalanceResult) -> Option<CpuMask> {
-        // Borrow the domain out of the arena for the duration (no clone of its groups).
-        let sd = std::mem::replace(&mut self.sd.domains[sd_id], crate::topology::SchedDomain::placeholder());
-        let (r, sis_update) = self.find_busiest_group_in(&sd, env, out);
-        self.sd.domains[sd_id] = sd;
+    /// busiest group's index in the domain's groups and sets the imbalance,
+    /// or None when balanced.
+    fn find_busiest_group(&mut self, sd_id: usize, env: &mut LbEnv, out: &mut BalanceResult) -> Option<usize> {
+        let sd = &self.sd.domains[sd_id];
+        let sis_update = env.idle != IdleType::NewlyIdle
+            && self.feats.has(SIS_UTIL)
+            && sd.span_weight == self.sd.sd_llc_size[env.dst.idx()]
+            && sd.flags & SD_SHARE_LLC != 0;
+        let r = if self.profile.lb == LbVariant::LoadIdx {
+            self.find_busiest_group_v3_out(sd_id, env, out)
+        } else {
+            self.find_busiest_group_stats(sd_id, env, out)
+        };
         if sis_update {
             // update_idle_cpu_scan() (v6.0+ SIS_UTIL) from periodic balancing of the LLC domain.
             self.update_idle_cpu_scan(env.dst);
@@ -736,23 +745,28 @@ impl Kernel {
         r
     }
 
-    fn find_busiest_group_in(
-        &mut self,
-        sd: &crate::topology::SchedDomain,
-        env: &mut LbEnv,
-        out: &mut BalanceResult,
-    ) -> (Option<CpuMask>, bool) {
-        let sis_update = env.idle != IdleType::NewlyIdle
-            && self.feats.has(SIS_UTIL)
-            && sd.span_weight == self.sd.sd_llc_size[env.dst.idx()]
-            && sd.flags & SD_SHARE_LLC != 0;
-        (self.find_busiest_group_stats(sd, env, out), sis_update)
+    /// The v3.10 pass ([`Self::find_busiest_group_v3`]) of domain `sd_id`,
+    /// run as it always has with the domain taken out of the arena (a
+    /// placeholder in its place): its cpu_power_v3() reads the smt_gain of
+    /// each CPU's first domain, and while the SMT domain itself is balanced
+    /// that read finds the placeholder's 0. Reading the domain in place
+    /// would change v3.10 results on SMT machines (a fidelity fix of its
+    /// own, not part of a speed change). (Out of line: the v5.5+ pass's
+    /// caller stays as small as without it.)
+    // FIDELITY(F-651): v3.10 SMT-level balancing sees cpu_power without smt_gain on the balanced domain's CPUs.
+    #[inline(never)]
+    fn find_busiest_group_v3_out(&mut self, sd_id: usize, env: &mut LbEnv, out: &mut BalanceResult) -> Option<usize> {
+        let sd = std::mem::replace(&mut self.sd.domains[sd_id], crate::topology::SchedDomain::placeholder());
+        let r = self.find_busiest_group_v3(&sd, env, out);
+        self.sd.domains[sd_id] = sd;
+        r
     }
 
-    fn find_busiest_group_stats(&mut self, sd: &crate::topology::SchedDomain, env: &mut LbEnv, out: &mut BalanceResult) -> Option<CpuMask> {
-        if self.profile.lb == LbVariant::LoadIdx {
-            return self.find_busiest_group_v3(sd, env, out);
-        }
+    /// The v5.5+ `find_busiest_group()` of domain `sd_id`. (The domain is
+    /// read in place, by index: the walk from the balancing index updates
+    /// the kernel meanwhile.)
+    fn find_busiest_group_stats(&mut self, sd_id: usize, env: &mut LbEnv, out: &mut BalanceResult) -> Option<usize> {
+        let sd = &self.sd.domains[sd_id];
         let pct = sd.imbalance_pct as u64;
         let rd = self.lb_read();
         if !sd.groups.is_empty() {
@@ -761,26 +775,29 @@ impl Kernel {
             }
         }
         let local_gi = sd.group_of(env.dst);
-        let dom = self.sd.per_cpu[env.dst.idx()][env.lvl];
+        let dom = sd_id as u32;
+        debug_assert_eq!(dom, self.sd.per_cpu[env.dst.idx()][env.lvl]);
         let w = if sd.singleton_groups() {
-            match self.lb_index_walk(dom, rd, sd, local_gi, env.dst) {
+            match self.lb_index_walk(dom, rd, local_gi, env.dst) {
                 Some(w) => {
                     if self.lb_index_check {
+                        let sd = &self.sd.domains[sd_id];
                         assert_eq!(w, self.lb_singleton_walk(rd, sd, pct, local_gi, env.dst), "lb_index_walk != lb_singleton_walk");
                     }
                     w
                 }
-                None => self.lb_singleton_walk(rd, sd, pct, local_gi, env.dst),
+                None => self.lb_singleton_walk(rd, &self.sd.domains[sd_id], pct, local_gi, env.dst),
             }
         } else {
-            match self.lb_cache_walk(dom, rd, sd, pct, local_gi, env.dst) {
+            match self.lb_cache_walk(dom, rd, pct, local_gi, env.dst) {
                 Some(w) => {
                     if self.lb_index_check {
+                        let sd = &self.sd.domains[sd_id];
                         assert_eq!(w, self.lb_group_walk(rd, sd, pct, local_gi, env.dst), "lb_cache_walk != lb_group_walk");
                     }
                     w
                 }
-                None => self.lb_group_walk(rd, sd, pct, local_gi, env.dst),
+                None => self.lb_group_walk(rd, &self.sd.domains[sd_id], pct, local_gi, env.dst),
             }
         };
         out.examined += w.examined;
@@ -790,6 +807,7 @@ impl Kernel {
         if self.sd.per_cpu[env.dst.idx()].len() == env.lvl + 1 {
             self.rd_overload = sg_overloaded;
         }
+        let sd = &self.sd.domains[sd_id];
         let mut local = local?;
         let (bg, mut busiest_s, bt) = busiest?;
         let sds_avg = total_load * 1024 / total_cap.max(1);
@@ -826,7 +844,7 @@ impl Kernel {
         if env.imbalance <= 0 {
             return None;
         }
-        Some(sd.groups[bg].clone())
+        Some(bg)
     }
 
     /// `find_busiest_group()` of v2.6.37-v3.10 (`update_sd_lb_stats()`,
@@ -838,7 +856,7 @@ impl Kernel {
     /// the child) or is internally imbalanced; CPU_IDLE compares idle-CPU
     /// counts, the others imbalance_pct.
     // FIDELITY(F-620): no SD_ASYM_PACKING, LBF_ALL_PINNED retries or group_power refresh timing.
-    fn find_busiest_group_v3(&mut self, sd: &crate::topology::SchedDomain, env: &mut LbEnv, out: &mut BalanceResult) -> Option<CpuMask> {
+    fn find_busiest_group_v3(&self, sd: &crate::topology::SchedDomain, env: &mut LbEnv, out: &mut BalanceResult) -> Option<usize> {
         let load_idx = sd.load_idx[env.idle as usize];
         let prefer_sibling = self.sd_child_prefers_sibling(env.dst, env.lvl);
         let n = sd.groups.len();
@@ -891,7 +909,7 @@ impl Kernel {
             // and moves nothing; the outcome is the same as balanced.
             return None;
         }
-        Some(sd.groups[bi].clone())
+        Some(bi)
     }
 
     /// `update_sg_lb_stats()` of v3.10.

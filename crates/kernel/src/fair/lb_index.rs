@@ -13,6 +13,12 @@
 //! candidate off the tree: the same `LbWalk` as the walk, at the cost of the
 //! CPUs written since the last pass (times the tree's height). The hardware
 //! is still charged for every CPU the kernel reads (`LbWalk::examined`).
+//!
+//! The same trees answer `find_idlest_group()` over such a domain (fork and
+//! exec placement, `Kernel::idlest_singleton_walk`): a second tournament per
+//! tree keeps each CPU's `Kernel::idlest_key`, refreshed for the CPUs whose
+//! balancing leaf was refreshed since the last placement, so that a fork
+//! costs the CPUs written since the last one instead of the whole domain.
 
 use super::balance::{CpuLb, LbRead, LbWalk, SgStats};
 use crate::core::Kernel;
@@ -77,6 +83,10 @@ struct LbTree {
     /// Sum of `load` and count of `over` over all positions.
     total_load: u64,
     nr_over: u32,
+    /// Tournament of placement ranks ([`idle_rank`]), the same shape as
+    /// `node`: node `i` holds the lowest rank of its subtree, the
+    /// find_idlest_group() choice among its groups (`u128::MAX`: no CPU).
+    idle: Vec<u128>,
 }
 
 /// The tournament rank of candidate key `key` ([`singleton_key`], below
@@ -93,6 +103,21 @@ fn rank(key: u128, pos: usize) -> u128 {
 #[inline(always)]
 fn rank_pos(r: u128) -> u32 {
     !(r as u32)
+}
+
+/// The placement rank of `Kernel::idlest_key` `key` (below 2^66) at
+/// position `pos`: the key, then the position, so that ranks are unique
+/// and the lowest is the first of the idlest groups, as the walk keeps it.
+#[inline(always)]
+pub(crate) fn idle_rank(key: u128, pos: u32) -> u128 {
+    debug_assert!(key < 1 << 96);
+    (key << 32) | pos as u128
+}
+
+/// The position a placement rank names.
+#[inline(always)]
+pub(crate) fn idle_rank_pos(r: u128) -> u32 {
+    r as u32
 }
 
 impl LbTree {
@@ -117,6 +142,60 @@ impl LbTree {
             }
             self.node[i] = b;
         }
+    }
+
+    /// Set position `pos`'s placement rank and replay its matches up to the root.
+    fn idle_set(&mut self, pos: usize, r: u128) {
+        let mut i = self.size + pos;
+        if self.idle[i] == r {
+            return;
+        }
+        self.idle[i] = r;
+        while i > 1 {
+            // Ranks are unique: a parent whose match gives what it holds
+            // keeps every ancestor as it is.
+            let b = self.idle[i].min(self.idle[i ^ 1]);
+            i /= 2;
+            if self.idle[i] == b {
+                break;
+            }
+            self.idle[i] = b;
+        }
+    }
+
+    /// The lowest placement rank of the positions other than `a` and `b`
+    /// (`NONE`: no exclusion; `u128::MAX` if no position is left): the
+    /// lowest of the siblings along each excluded position's path to the
+    /// root that do not hold the other one.
+    fn idle_best_except(&self, a: u32, b: u32) -> u128 {
+        if a == NONE && b == NONE {
+            return self.idle[1];
+        }
+        // Is node `s` the leaf of `y`, or an ancestor of it?
+        let size = self.size;
+        let holds = |s: usize, y: u32| {
+            if y == NONE {
+                return false;
+            }
+            let leaf = size + y as usize;
+            let shift = s.leading_zeros() - leaf.leading_zeros();
+            leaf >> shift == s
+        };
+        let mut best = u128::MAX;
+        for (x, y) in [(a, b), (b, a)] {
+            if x == NONE {
+                continue;
+            }
+            let mut i = size + x as usize;
+            while i > 1 {
+                let s = i ^ 1;
+                if !holds(s, y) {
+                    best = best.min(self.idle[s]);
+                }
+                i /= 2;
+            }
+        }
+        best
     }
 
     /// The best position other than `skip` (`NONE`: no exclusion), if its key
@@ -217,6 +296,13 @@ pub(crate) struct LbIndex {
     snap: Vec<CpuSnap>,
     memb: Vec<(u32, u32)>,
     memb_off: Vec<u32>,
+    /// One bit per CPU: its balancing leaf was refreshed since its
+    /// placement rank was (`Kernel::idlest_index_sync`).
+    idle_stale: Vec<u64>,
+    /// The UTIL_EST setting the placement ranks were computed with.
+    idle_util_est: Option<bool>,
+    /// find_idlest_cpu() passes that brought the placement ranks up to date.
+    pub(crate) placements: u64,
 }
 
 impl LbIndex {
@@ -224,7 +310,8 @@ impl LbIndex {
     /// [`LB_INDEX_MIN_GROUPS`] wide; the leaves are filled by the first
     /// [`Kernel::lb_index_walk`] (every runqueue starts marked written).
     pub(crate) fn new(sd: &crate::topology::SchedDomains) -> LbIndex {
-        let mut ix = LbIndex { at: vec![(NONE, NONE); sd.nr_cpus], ..Default::default() };
+        let mut ix =
+            LbIndex { at: vec![(NONE, NONE); sd.nr_cpus], idle_stale: vec![u64::MAX; sd.nr_cpus.div_ceil(64)], ..Default::default() };
         let mut memb: Vec<Vec<(u32, u32)>> = vec![Vec::new(); sd.nr_cpus];
         for (id, d) in sd.domains.iter().enumerate() {
             let sizes: usize = (0..d.groups.len()).map(|g| d.group_cpus(g).len()).sum();
@@ -273,6 +360,7 @@ impl LbIndex {
                 node,
                 total_load: 0,
                 nr_over: 0,
+                idle: vec![u128::MAX; 2 * size],
             };
             ix.trees.push(tree);
         }
@@ -285,7 +373,7 @@ impl LbIndex {
     }
 
     /// The tree of domain `dom`, if it has one.
-    fn tree_of(&self, dom: u32) -> Option<usize> {
+    pub(crate) fn tree_of(&self, dom: u32) -> Option<usize> {
         self.trees.iter().position(|t| t.dom == dom)
     }
 
@@ -347,6 +435,7 @@ impl Kernel {
         if t != NONE {
             let tree = &mut ix.trees[t as usize];
             tree.set(p as usize, singleton_key(tree.pct, &x), x.load, x.nr > 1);
+            ix.idle_stale[c >> 6] |= 1 << (c & 63);
         }
         ix.apply(c, snap_of(rq, &x));
     }
@@ -359,7 +448,6 @@ impl Kernel {
         &mut self,
         dom: u32,
         rd: LbRead,
-        sd: &crate::topology::SchedDomain,
         local_gi: Option<usize>,
         env_dst: CpuId,
     ) -> Option<super::balance::LbWalk> {
@@ -367,19 +455,84 @@ impl Kernel {
             let t = ix.tree_of(dom)?;
             k.lb_index_sync(ix, rd);
             ix.passes += 1;
+            let sd = &k.sd.domains[dom as usize];
             let tree = &ix.trees[t];
             let best = tree.best_except(local_gi.map_or(NONE, |g| g as u32)).map(|p| p as usize);
             Some(k.lb_singleton_result(rd, sd, tree.pct, local_gi, best, tree.total_load, tree.nr_over > 0, env_dst))
         })
     }
 
+    /// Bring the placement ranks up to date before a find_idlest_cpu()
+    /// pass, if some domain has a tree: the balancing leaves first (the
+    /// runqueues written since the last pass), then the ranks of the CPUs
+    /// whose leaf changed since the last placement. Returns whether the
+    /// ranks are current (the pass may read them until the next runqueue write).
+    pub(crate) fn idlest_index_sync(&mut self) -> bool {
+        if self.lb_index.as_deref().is_none_or(|ix| ix.trees.is_empty()) {
+            return false;
+        }
+        let rd = self.lb_read();
+        let util_est = self.feats.has(crate::features::SchedFeat::UTIL_EST);
+        self.with_lb_index(|k, ix| {
+            k.lb_index_sync(ix, rd);
+            ix.placements += 1;
+            if ix.idle_util_est != Some(util_est) {
+                ix.idle_util_est = Some(util_est);
+                ix.idle_stale.iter_mut().for_each(|w| *w = u64::MAX);
+            }
+            for w in 0..ix.idle_stale.len() {
+                let mut bits = std::mem::take(&mut ix.idle_stale[w]);
+                while bits != 0 {
+                    let c = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let Some(&(t, p)) = ix.at.get(c) else { continue };
+                    if t == NONE {
+                        continue;
+                    }
+                    let tree = &mut ix.trees[t as usize];
+                    let key = k.idlest_key(tree.pct, util_est, CpuId(c as u16), None);
+                    tree.idle_set(p as usize, idle_rank(key, p));
+                }
+            }
+            Some(())
+        })
+        .is_some()
+    }
+
+    /// `find_idlest_group()`'s choice over domain `dom` (single-CPU groups)
+    /// from its placement ranks, if it has a tree: the positions of the
+    /// local group (`this_cpu`'s, if in the domain) and of the idlest other
+    /// group, as `Kernel::idlest_singleton_walk`'s pass finds them. The
+    /// ranks must be current (`Kernel::idlest_index_sync`). The task's own
+    /// CPU, where it is queued (exec), is ranked here without the task.
+    pub(crate) fn idlest_index_pick(
+        &self,
+        dom: u32,
+        task: &crate::sched::Task,
+        this_cpu: CpuId,
+        util_est: bool,
+    ) -> Option<(Option<usize>, Option<usize>)> {
+        let ix = self.lb_index.as_deref()?;
+        let t = ix.tree_of(dom)?;
+        let tree = &ix.trees[t];
+        let pos_in_tree = |c: CpuId| ix.at.get(c.idx()).filter(|&&(tt, _)| tt == t as u32).map(|&(_, p)| p);
+        let local = pos_in_tree(this_cpu);
+        let own = if task.se.on_rq { pos_in_tree(task.cpu).filter(|&p| Some(p) != local) } else { None };
+        let mut best = tree.idle_best_except(local.unwrap_or(NONE), own.unwrap_or(NONE));
+        if let Some(p) = own {
+            best = best.min(idle_rank(self.idlest_key(tree.pct, util_est, task.cpu, Some(task)), p));
+        }
+        let best = (best != u128::MAX).then(|| idle_rank_pos(best) as usize);
+        Some((local.map(|p| p as usize), best))
+    }
+
     /// Run `f` with the index taken out of the kernel (a pass reads the
     /// runqueues while it updates the index) and put it back whatever `f`
     /// returns.
     fn with_lb_index<R>(&mut self, f: impl FnOnce(&mut Self, &mut LbIndex) -> Option<R>) -> Option<R> {
-        let mut ix = std::mem::take(&mut self.lb_index);
+        let mut ix = self.lb_index.take().expect("the balancing index is in place outside a pass");
         let r = f(self, &mut ix);
-        self.lb_index = ix;
+        self.lb_index = Some(ix);
         r
     }
 
@@ -388,19 +541,12 @@ impl Kernel {
     /// `lb_group_walk`. idle_cpus adds, per group, the CPUs whose pending
     /// wakeup this CPU does not see yet (read only in a group that has such
     /// a CPU) and the balancing CPU itself when newly idle (lb_cpu()'s `idle`).
-    pub(crate) fn lb_cache_walk(
-        &mut self,
-        dom: u32,
-        rd: LbRead,
-        sd: &crate::topology::SchedDomain,
-        pct: u64,
-        local_gi: Option<usize>,
-        env_dst: CpuId,
-    ) -> Option<LbWalk> {
+    pub(crate) fn lb_cache_walk(&mut self, dom: u32, rd: LbRead, pct: u64, local_gi: Option<usize>, env_dst: CpuId) -> Option<LbWalk> {
         self.with_lb_index(|kn, ix| {
             let k = ix.cache_of(dom)?;
             kn.lb_index_sync(ix, rd);
             ix.passes += 1;
+            let sd = &kn.sd.domains[dom as usize];
             // lb_cpu()'s second idle term: the balancing CPU, with no current
             // task and no (counted) task, is idle even when idle_cpu() says not.
             let dst_rq = &kn.rqs[env_dst.idx()];
@@ -476,6 +622,64 @@ mod tests {
         assert_eq!((t.total_load, t.nr_over), (50, 1));
     }
 
+    // The placement tournament's lowest rank without one or two positions
+    // is the lowest of the others (brute force over random ranks, every pair
+    // of exclusions on a small tree, padding positions never chosen).
+    #[test]
+    fn placement_tree_finds_the_lowest_rank_but_two() {
+        let k = Kernel::new(&flat(100), profile("v6.12").unwrap());
+        let mut ix = LbIndex::new(&k.sd);
+        let t = &mut ix.trees[0];
+        assert_eq!(t.idle_best_except(NONE, NONE), u128::MAX, "no rank yet");
+        let mut next = crate::test_topology::xorshift(0x5eed);
+        let mut ranks = vec![u128::MAX; 128];
+        for round in 0..20 {
+            for _ in 0..40 {
+                let p = next(100) as u32;
+                // Few distinct keys: ties are decided by the position.
+                let r = idle_rank(next(4) as u128, p);
+                ranks[p as usize] = r;
+                t.idle_set(p as usize, r);
+            }
+            for a in (0..128).step_by(if round == 0 { 1 } else { 7 }).chain([NONE]) {
+                for b in (0..128).step_by(if round == 0 { 1 } else { 11 }).chain([NONE]) {
+                    let want = (0..128u32).filter(|&q| q != a && q != b).map(|q| ranks[q as usize]).min().unwrap();
+                    assert_eq!(t.idle_best_except(a, b), want, "round {round} without {a} and {b}");
+                }
+            }
+        }
+        assert_eq!(idle_rank_pos(t.idle_best_except(NONE, NONE)), (0..100).min_by_key(|&q| ranks[q]).unwrap() as u32);
+    }
+
+    // Forks (find_idlest_cpu() over the flat LLC's placement ranks) between
+    // the blocks, wakeups and ticks of a random run, from random CPUs:
+    // every placement from the index is checked against the pass over every
+    // CPU (`lb_index_check`), and the index answers them all.
+    #[test]
+    fn placement_index_equals_the_pass_between_forks() {
+        for kernel in ["v6.12", "v6.6", "v5.13"] {
+            let mut k = Kernel::new(&flat(128), profile(kernel).unwrap());
+            assert!(k.lb_index_check);
+            let mut next = crate::test_topology::xorshift(0x0dd5_eed5);
+            let mut churn = crate::test_topology::Churn::new(128, 5, 3);
+            let mut now = 0u64;
+            let mut forks = 0;
+            for i in 0..3000u32 {
+                now += next(30_000);
+                if i % 5 == 0 && forks < 400 {
+                    let c = CpuId(next(128) as u16);
+                    let parent = k.rqs[c.idx()].curr;
+                    let p = k.sched_fork(&TaskParams { nice: (i % 3) as i8, ..Default::default() }, parent, c, now);
+                    k.wake_up_new_task(p, c, now, &mut churn.fx);
+                    forks += 1;
+                } else {
+                    churn.step(&mut k, &mut next, now, |k, p, c, fx| k.try_to_wake_up(p, c, k.rqs[c.idx()].curr, WakeFlags::TTWU, now, fx));
+                }
+            }
+            assert_eq!(k.lb_index.as_deref().unwrap().placements, forks, "{kernel}: every fork placed from the index");
+        }
+    }
+
     /// 128 CPUs, two threads per core, two LLCs of 64 in one node: the LLC
     /// domains' groups are cores, the node's are LLCs (three caches).
     fn smt_two_llcs() -> CpuTopology {
@@ -504,8 +708,9 @@ mod tests {
             let mut k = Kernel::new(&topo, prof);
             k.ttwu_pending_window_ns = 20_000;
             assert!(k.lb_index_check);
-            let cached = !k.lb_index.caches.is_empty();
-            assert_eq!((k.lb_index.trees.len(), k.lb_index.caches.len()), if cached { (0, 3) } else { (1, 0) });
+            let ix = k.lb_index.as_deref().unwrap();
+            let cached = !ix.caches.is_empty();
+            assert_eq!((ix.trees.len(), ix.caches.len()), if cached { (0, 3) } else { (1, 0) });
             let mut next = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
             let mut churn = crate::test_topology::Churn::new(128, 5, 3);
             let mut now = 0u64;
@@ -520,7 +725,8 @@ mod tests {
                 now += next(30_000);
                 churn.step(&mut k, &mut next, now, |k, p, c, fx| k.try_to_wake_up(p, c, k.rqs[c.idx()].curr, WakeFlags::TTWU, now, fx));
             }
-            assert!(k.lb_index.passes > 500, "{kernel} (cached {cached}): {} indexed passes", k.lb_index.passes);
+            let passes = k.lb_index.as_deref().unwrap().passes;
+            assert!(passes > 500, "{kernel} (cached {cached}): {passes} indexed passes");
         }
     }
 }

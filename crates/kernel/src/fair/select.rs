@@ -1113,7 +1113,12 @@ impl Kernel {
 
     /// `find_idlest_cpu()` / `sched_balance_find_dst_cpu()` (v2.6.x..v6.12): descend
     /// from `sd` through the idlest groups to the idlest CPU.
-    fn find_idlest_cpu(&self, sd_id: u32, p: TaskId, mut cpu: CpuId, prev_cpu: CpuId, sd_flag: u32) -> CpuId {
+    fn find_idlest_cpu(&mut self, sd_id: u32, p: TaskId, mut cpu: CpuId, prev_cpu: CpuId, sd_flag: u32) -> CpuId {
+        // The placement ranks of the wide single-CPU-group domains, current
+        // for the whole descent (it writes no runqueue).
+        let indexed = self.profile.find_idlest == FindIdlestVariant::GroupType
+            && self.tasks[p.idx()].cpus_allowed.is_none()
+            && self.idlest_index_sync();
         let task = &self.tasks[p.idx()];
         let sd0 = &self.sd.domains[sd_id as usize];
         let lvl0 = self.sd.per_cpu[cpu.idx()].iter().position(|&x| x == sd_id).map_or(NO_LEVEL, |l| l as u8);
@@ -1137,7 +1142,7 @@ impl Kernel {
                 level = l.checked_sub(1);
                 continue;
             }
-            let Some(group) = self.find_idlest_group(sd, p, cpu) else {
+            let Some(group) = self.find_idlest_group(self.sd.per_cpu[cpu.idx()][l], sd, p, cpu, indexed) else {
                 level = l.checked_sub(1);
                 continue;
             };
@@ -1187,14 +1192,16 @@ impl Kernel {
     /// first: the group type, then the load (overloaded, fully busy; a
     /// one-CPU group's avg_load is its load) or, with spare capacity, idle
     /// before busy and then the lower utilization.
+    /// (`task`: the task placed, whose own contribution to its CPU does not
+    /// count; None: every task counts, the placement index's rank.)
     #[inline(always)]
-    fn idlest_key(&self, pct: u64, util_est: bool, c: CpuId, task: &crate::sched::Task) -> u128 {
+    pub(crate) fn idlest_key(&self, pct: u64, util_est: bool, c: CpuId, task: Option<&crate::sched::Task>) -> u128 {
         let rq = &self.rqs[c.idx()];
         let cfs = &rq.cfs;
         let mut l = cfs.avg.load_avg;
         let mut u = if util_est { cfs.avg.util_avg.max(cfs.util_est_enqueued) } else { cfs.avg.util_avg }.min(1024);
         let mut n = cfs.h_nr_running;
-        if task.cpu == c && task.se.on_rq {
+        if let Some(task) = task.filter(|t| t.cpu == c && t.se.on_rq) {
             l = l.saturating_sub(task.se.avg.load_avg);
             u = u.saturating_sub(task.se.avg.util_avg);
             n = n.saturating_sub(1);
@@ -1310,11 +1317,38 @@ impl Kernel {
     /// ([`Self::idlest_key`]), the first of equal keys kept as the walk
     /// keeps it; the local and the idlest group's statistics are read again
     /// at the end (nothing changed meanwhile).
-    fn idlest_singleton_walk<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> IdlestWalk<'a> {
+    ///
+    /// `indexed`: the placement ranks are current (`idlest_index_sync`); a
+    /// domain with a tree then takes its choice from the tree instead of the
+    /// pass (`idlest_index_pick`, checked against the pass in tests).
+    fn idlest_singleton_walk<'a>(&self, dom: u32, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId, indexed: bool) -> IdlestWalk<'a> {
         let task = &self.tasks[p.idx()];
+        let util_est = self.feats.has(UTIL_EST);
+        let pick = indexed.then(|| self.idlest_index_pick(dom, task, this_cpu, util_est)).flatten();
+        let (local_gi, best) = match pick {
+            Some(r) => {
+                if self.lb_index_check {
+                    assert_eq!(r, self.idlest_singleton_pass(sd, task, this_cpu, util_est), "idlest_index_pick != idlest_singleton_pass");
+                }
+                r
+            }
+            None => self.idlest_singleton_pass(sd, task, this_cpu, util_est),
+        };
+        let group = |gi: usize| (&sd.groups[gi], self.group_stats(sd, sd.group_cpus(gi), p));
+        (local_gi.map(group), best.map(group))
+    }
+
+    /// [`Self::idlest_singleton_walk`]'s pass: the positions of the local
+    /// group and of the idlest other group.
+    fn idlest_singleton_pass(
+        &self,
+        sd: &SchedDomain,
+        task: &crate::sched::Task,
+        this_cpu: CpuId,
+        util_est: bool,
+    ) -> (Option<usize>, Option<usize>) {
         let list = sd.group_cpus_from(0);
         let pct = sd.imbalance_pct as u64;
-        let util_est = self.feats.has(UTIL_EST);
         let (mut best, mut best_key, mut local_gi) = (usize::MAX, u128::MAX, None);
         for (gi, &c) in list.iter().enumerate() {
             if let Some(&n) = list.get(gi + crate::fair::balance::LB_PREFETCH_AHEAD) {
@@ -1324,21 +1358,21 @@ impl Kernel {
                 local_gi = Some(gi);
                 continue;
             }
-            let key = self.idlest_key(pct, util_est, c, task);
+            let key = self.idlest_key(pct, util_est, c, Some(task));
             if key < best_key {
                 (best, best_key) = (gi, key);
             }
         }
-        let group = |gi: usize| (&sd.groups[gi], self.group_stats(sd, sd.group_cpus(gi), p));
-        (local_gi.map(group), (best != usize::MAX).then(|| group(best)))
+        (local_gi, (best != usize::MAX).then_some(best))
     }
 
     /// `find_idlest_group()`: v5.5+ group-type form or the pre-v5.5 load form.
-    fn find_idlest_group<'a>(&self, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId) -> Option<&'a CpuMask> {
+    /// (`dom`: `sd`'s index; `indexed`: as [`Self::idlest_singleton_walk`].)
+    fn find_idlest_group<'a>(&self, dom: u32, sd: &'a SchedDomain, p: TaskId, this_cpu: CpuId, indexed: bool) -> Option<&'a CpuMask> {
         let single =
             sd.singleton_groups() && self.tasks[p.idx()].cpus_allowed.is_none() && self.profile.find_idlest == FindIdlestVariant::GroupType;
         let (local, idlest) = if single {
-            let r = self.idlest_singleton_walk(sd, p, this_cpu);
+            let r = self.idlest_singleton_walk(dom, sd, p, this_cpu, indexed);
             if self.lb_index_check {
                 assert_eq!(r, self.idlest_group_walk(sd, p, this_cpu), "idlest_singleton_walk != idlest_group_walk");
             }
