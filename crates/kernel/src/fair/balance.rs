@@ -746,20 +746,29 @@ impl Kernel {
     }
 
     /// The v3.10 pass ([`Self::find_busiest_group_v3`]) of domain `sd_id`,
-    /// run as it always has with the domain taken out of the arena (a
-    /// placeholder in its place): its cpu_power_v3() reads the smt_gain of
-    /// each CPU's first domain, and while the SMT domain itself is balanced
-    /// that read finds the placeholder's 0. Reading the domain in place
-    /// would change v3.10 results on SMT machines (a fidelity fix of its
-    /// own, not part of a speed change). (Out of line: the v5.5+ pass's
-    /// caller stays as small as without it.)
-    // FIDELITY(F-651): v3.10 SMT-level balancing sees cpu_power without smt_gain on the balanced domain's CPUs.
+    /// run with the domain taken out of the arena and a placeholder in its
+    /// place. The placeholder carries the domain's smt_gain: cpu_power_v3()
+    /// reads the smt_gain of each CPU's first domain, which is this one
+    /// while the SMT level is balanced (v3.10 update_cpu_power() scales
+    /// rq->cpu_power by sd->smt_gain / span_weight; until session 27 the
+    /// placeholder's 0 gave those CPUs 1024, F-651). (Out of line: the v5.5+
+    /// pass's caller stays as small as without it.)
     #[inline(never)]
     fn find_busiest_group_v3_out(&mut self, sd_id: usize, env: &mut LbEnv, out: &mut BalanceResult) -> Option<usize> {
-        let sd = std::mem::replace(&mut self.sd.domains[sd_id], crate::topology::SchedDomain::placeholder());
+        let stand_in = self.v3_stand_in(sd_id);
+        let sd = std::mem::replace(&mut self.sd.domains[sd_id], stand_in);
         let r = self.find_busiest_group_v3(&sd, env, out);
         self.sd.domains[sd_id] = sd;
         r
+    }
+
+    /// What stands in the arena for domain `sd_id` while the v3.10 pass
+    /// holds it: an empty domain with its smt_gain, the one field the pass
+    /// reads through the arena (cpu_power_v3()).
+    fn v3_stand_in(&self, sd_id: usize) -> crate::topology::SchedDomain {
+        let mut stand_in = crate::topology::SchedDomain::placeholder();
+        stand_in.smt_gain = self.sd.domains[sd_id].smt_gain;
+        stand_in
     }
 
     /// The v5.5+ `find_busiest_group()` of domain `sd_id`. (The domain is
@@ -1690,6 +1699,14 @@ mod tests {
         assert_eq!((smt.min_interval, smt.max_interval, smt.busy_factor, smt.imbalance_pct, smt.smt_gain), (1, 2, 64, 110, 1178));
         assert_eq!((mc.min_interval, mc.max_interval, mc.busy_factor, mc.imbalance_pct, mc.load_idx), (1, 4, 64, 125, [2, 0, 0]));
         assert_eq!(k.cpu_power_v3(CpuId(0)), 589);
+        // F-651: while the SMT level itself is balanced (the domain out of
+        // the arena, its stand-in in place) its threads still weigh 589.
+        let mut k = k;
+        let smt_id = k.sd.per_cpu[0][0] as usize;
+        let stand_in = k.v3_stand_in(smt_id);
+        let held = std::mem::replace(&mut k.sd.domains[smt_id], stand_in);
+        assert_eq!((k.cpu_power_v3(CpuId(0)), k.cpu_power_v3(CpuId(1))), (589, 589));
+        k.sd.domains[smt_id] = held;
         // sd_init() (v3.16+): span-sized intervals.
         let k6 = Kernel::new(&topo, profile("v6.6").unwrap());
         let mc6 = &k6.sd.domains[k6.sd.per_cpu[0][1] as usize];
