@@ -46,15 +46,35 @@ const TOL: f64 = 0.1;
 /// X = 28 run; uniform +-3 % has 1.7 %.
 const JITTER_PCT: u32 = 3;
 
+/// The data lines of tests/data/`file` (comments and blank lines left
+/// out), each as its `key=value` fields.
+fn data_lines(file: &str) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(format!("{DATA}{file}")).unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().filter_map(|f| f.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        .collect()
+}
+
+/// Print one figure of configuration `what`, real against model, with its
+/// reason if `open` lists it, and record in `bad` a figure outside
+/// [`TOL`] that is not listed, or listed in `list` but agreeing now.
+fn judge(what: &str, fig: &str, real: f64, model: f64, open: Option<&str>, list: &str, bad: &mut Vec<String>) {
+    eprintln!("  {fig:13} {real:.3} / {model:.3}{}", open.map_or(String::new(), |o| format!("  open: {o}")));
+    match ((model - real).abs() <= TOL, open) {
+        (false, None) => bad.push(format!("{what} {fig}: real {real:.3}, model {model:.3} (tolerance {TOL})")),
+        (true, Some(_)) => bad.push(format!("{what} {fig}: listed in {list} but agrees now (real {real:.3}, model {model:.3})")),
+        _ => {}
+    }
+}
+
 /// Configurations (server nice, servers, x_us) the model does not meet, with the reason.
 const OPEN: &[(i32, u32, u64, &str)] = &[];
 
 /// Mean nivcsw per write and writes per second of the recorded repeats, by (server nice, servers, x_us).
 fn load_real() -> BTreeMap<(i32, u32, u64), (f64, f64, usize)> {
-    let text = std::fs::read_to_string(format!("{DATA}wakepreempt-local.txt")).unwrap();
     let mut acc: BTreeMap<(i32, u32, u64), (f64, f64, usize)> = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-        let kv: BTreeMap<&str, &str> = line.split_whitespace().filter_map(|f| f.split_once('=')).collect();
+    for kv in data_lines("wakepreempt-local.txt") {
         let key = (kv["server_nice"].parse().unwrap(), kv["servers"].parse().unwrap(), kv["x_us"].parse().unwrap());
         let e = acc.entry(key).or_default();
         e.0 += kv["nivcsw_per_write"].parse::<f64>().unwrap();
@@ -146,16 +166,14 @@ const MEMCACHED_OPEN: &[(u32, u32, &str, &str)] = &[(
 /// compared is which side a wakeup preempts.
 #[test]
 fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
-    let text = std::fs::read_to_string(format!("{DATA}memcached-pinned-local.txt")).unwrap();
     let mut real: BTreeMap<(u32, u32), (Vec<f64>, f64, usize)> = BTreeMap::new();
     // Each side's CPU per request, where recorded (sum, count): shown, not checked.
     let mut real_cpu: BTreeMap<(u32, u32), (f64, f64, usize)> = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-        let kv: BTreeMap<&str, &str> = line.split_whitespace().filter_map(|f| f.split_once('=')).collect();
+    for kv in data_lines("memcached-pinned-local.txt") {
         let key = (kv["client_threads"].parse().unwrap(), kv["connections"].parse().unwrap());
         let e = real.entry(key).or_insert((vec![0.0; 4], 0.0, 0));
         for (i, f) in MC_FIGURES.iter().enumerate() {
-            e.0[i] += kv[f].parse::<f64>().unwrap();
+            e.0[i] += kv[*f].parse::<f64>().unwrap();
         }
         e.1 += kv["req_per_s"].parse::<f64>().unwrap();
         e.2 += 1;
@@ -211,16 +229,8 @@ fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
             );
         }
         for (i, f) in MC_FIGURES.iter().enumerate() {
-            let (a, b) = (sums[i] / n, model[i]);
-            let open = MEMCACHED_OPEN.iter().find(|o| o.0 == ct && o.1 == conns && o.2 == *f);
-            eprintln!("  {f:13} {a:.3} / {b:.3}{}", open.map_or(String::new(), |o| format!("  open: {}", o.3)));
-            match ((b - a).abs() <= TOL, open) {
-                (false, None) => bad.push(format!("{ct} x {conns} {f}: real {a:.3}, model {b:.3} (tolerance {TOL})")),
-                (true, Some(_)) => {
-                    bad.push(format!("{ct} x {conns} {f}: listed in MEMCACHED_OPEN but agrees now (real {a:.3}, model {b:.3})"))
-                }
-                _ => {}
-            }
+            let open = MEMCACHED_OPEN.iter().find(|o| o.0 == ct && o.1 == conns && o.2 == *f).map(|o| o.3);
+            judge(&format!("{ct} x {conns}"), f, sums[i] / n, model[i], open, "MEMCACHED_OPEN", &mut bad);
         }
     }
     assert!(bad.is_empty(), "memcached-pinned-local.txt:\n{}", bad.join("\n"));
@@ -266,14 +276,12 @@ const HOGWAKE_OPEN: &[(u32, u64, u64, &str, &str)] = &[];
 /// within 0.1 of the mean of the three recorded rounds.
 #[test]
 fn a_waker_and_its_wakee_among_hogs_switch_as_on_the_guest() {
-    let text = std::fs::read_to_string(format!("{DATA}hogwake-local.txt")).unwrap();
     let mut real: HogwakeSums = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-        let kv: BTreeMap<&str, &str> = line.split_whitespace().filter_map(|f| f.split_once('=')).collect();
+    for kv in data_lines("hogwake-local.txt") {
         let key = (kv["hogs"].parse().unwrap(), kv["a_us"].parse().unwrap(), kv["b_us"].parse().unwrap());
         let e = real.entry(key).or_insert((vec![0.0; 4], 0.0, 0));
         for (i, f) in HW_FIGURES.iter().enumerate() {
-            e.0[i] += kv[f].parse::<f64>().unwrap();
+            e.0[i] += kv[*f].parse::<f64>().unwrap();
         }
         e.1 += kv["rounds_per_s"].parse::<f64>().unwrap();
         e.2 += 1;
@@ -301,15 +309,8 @@ fn a_waker_and_its_wakee_among_hogs_switch_as_on_the_guest() {
         }
         eprintln!("{hogs} {a:4} {b:4}: rounds/s {:.0} / {model_rate:.0} (not checked)", rate / n);
         for (i, f) in HW_FIGURES.iter().enumerate() {
-            let (x, y) = (sums[i] / n, model[i]);
-            let open = HOGWAKE_OPEN.iter().find(|o| (o.0, o.1, o.2) == (hogs, a, b) && o.3 == *f);
-            eprintln!("  {f:13} {x:.3} / {y:.3}{}", open.map_or(String::new(), |o| format!("  open: {}", o.4)));
-            match ((y - x).abs() <= TOL, open) {
-                (false, None) => bad.push(format!("hogs={hogs} a_us={a} b_us={b} {f}: real {x:.3}, model {y:.3} (tolerance {TOL})")),
-                (true, Some(_)) => bad
-                    .push(format!("hogs={hogs} a_us={a} b_us={b} {f}: listed in HOGWAKE_OPEN but agrees now (real {x:.3}, model {y:.3})")),
-                _ => {}
-            }
+            let open = HOGWAKE_OPEN.iter().find(|o| (o.0, o.1, o.2) == (hogs, a, b) && o.3 == *f).map(|o| o.4);
+            judge(&format!("hogs={hogs} a_us={a} b_us={b}"), f, sums[i] / n, model[i], open, "HOGWAKE_OPEN", &mut bad);
         }
     }
     assert!(bad.is_empty(), "hogwake-local.txt:\n{}", bad.join("\n"));
@@ -409,14 +410,12 @@ const BIMODAL: &str =
 /// first runs within 0.1 of the mean of the three recorded rounds.
 #[test]
 fn the_wakee_that_runs_first_is_the_guests() {
-    let text = std::fs::read_to_string(format!("{DATA}fanout-local.txt")).unwrap();
     let mut real: FanoutSums = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-        let kv: BTreeMap<&str, &str> = line.split_whitespace().filter_map(|f| f.split_once('=')).collect();
+    for kv in data_lines("fanout-local.txt") {
         let key = (kv["k"].parse().unwrap(), kv["hogs"].parse().unwrap(), kv["a_us"].parse().unwrap(), kv["b_us"].parse().unwrap());
         let mut figs = vec![kv["waker_vol"].parse::<f64>().unwrap(), kv["waker_invol"].parse::<f64>().unwrap()];
         figs.extend(kv["first"].split(',').map(|f| f.parse::<f64>().unwrap()));
-        assert_eq!(figs.len(), 2 + key.0 as usize, "{line}");
+        assert_eq!(figs.len(), 2 + key.0 as usize, "{kv:?}");
         let e = real.entry(key).or_insert((vec![0.0; figs.len()], 0.0, 0));
         e.0.iter_mut().zip(&figs).for_each(|(a, b)| *a += b);
         e.1 += kv["rounds_per_s"].parse::<f64>().unwrap();
@@ -445,21 +444,13 @@ fn the_wakee_that_runs_first_is_the_guests() {
         }
         eprintln!("{k} {hogs} {a:3} {b:3}: rounds/s {:.0} / {model_rate:.0} (not checked)", rate / n);
         for (i, (&s, &y)) in sums.iter().zip(&model).enumerate() {
-            let x = s / n;
             let f = match i {
                 0 => "waker_vol".to_string(),
                 1 => "waker_invol".to_string(),
                 _ => format!("first[{}]", i - 2),
             };
-            let open = FANOUT_OPEN.iter().find(|o| (o.0, o.1, o.2, o.3) == (k, hogs, a, b) && o.4 == f);
-            eprintln!("  {f:12} {x:.3} / {y:.3}{}", open.map_or(String::new(), |o| format!("  open: {}", o.5)));
-            match ((y - x).abs() <= TOL, open) {
-                (false, None) => bad.push(format!("k={k} hogs={hogs} a_us={a} b_us={b} {f}: real {x:.3}, model {y:.3} (tolerance {TOL})")),
-                (true, Some(_)) => bad.push(format!(
-                    "k={k} hogs={hogs} a_us={a} b_us={b} {f}: listed in FANOUT_OPEN but agrees now (real {x:.3}, model {y:.3})"
-                )),
-                _ => {}
-            }
+            let open = FANOUT_OPEN.iter().find(|o| (o.0, o.1, o.2, o.3) == (k, hogs, a, b) && o.4 == f).map(|o| o.5);
+            judge(&format!("k={k} hogs={hogs} a_us={a} b_us={b}"), &f, s / n, y, open, "FANOUT_OPEN", &mut bad);
         }
     }
     assert!(bad.is_empty(), "fanout-local.txt:\n{}", bad.join("\n"));

@@ -120,47 +120,40 @@ pub(crate) fn idle_rank_pos(r: u128) -> u32 {
     r as u32
 }
 
+/// Put rank `r` at leaf `i` of a tournament (`nodes[1]` the root, node `j`'s
+/// children `2j` and `2j + 1`) and replay its matches up to the root, each
+/// won by `win` (`u128::max` for the balancing tree, `u128::min` for the
+/// placement one).
+#[inline(always)]
+fn replay(nodes: &mut [u128], mut i: usize, r: u128, win: impl Fn(u128, u128) -> u128) {
+    if nodes[i] == r {
+        return;
+    }
+    nodes[i] = r;
+    while i > 1 {
+        // Ranks are unique: a parent whose match gives what it holds
+        // keeps every ancestor as it is.
+        let b = win(nodes[i], nodes[i ^ 1]);
+        i /= 2;
+        if nodes[i] == b {
+            break;
+        }
+        nodes[i] = b;
+    }
+}
+
 impl LbTree {
     fn set(&mut self, pos: usize, key: u128, load: u64, over: bool) {
         self.total_load = self.total_load - self.load[pos] + load;
         self.nr_over = self.nr_over - self.over[pos] as u32 + over as u32;
         self.load[pos] = load;
         self.over[pos] = over;
-        let mut i = self.size + pos;
-        let r = rank(key, pos);
-        if self.node[i] == r {
-            return;
-        }
-        self.node[i] = r;
-        while i > 1 {
-            // Ranks are unique: a parent whose match gives what it holds
-            // keeps every ancestor as it is.
-            let b = self.node[i].max(self.node[i ^ 1]);
-            i /= 2;
-            if self.node[i] == b {
-                break;
-            }
-            self.node[i] = b;
-        }
+        replay(&mut self.node, self.size + pos, rank(key, pos), u128::max);
     }
 
     /// Set position `pos`'s placement rank and replay its matches up to the root.
     fn idle_set(&mut self, pos: usize, r: u128) {
-        let mut i = self.size + pos;
-        if self.idle[i] == r {
-            return;
-        }
-        self.idle[i] = r;
-        while i > 1 {
-            // Ranks are unique: a parent whose match gives what it holds
-            // keeps every ancestor as it is.
-            let b = self.idle[i].min(self.idle[i ^ 1]);
-            i /= 2;
-            if self.idle[i] == b {
-                break;
-            }
-            self.idle[i] = b;
-        }
+        replay(&mut self.idle, self.size + pos, r, u128::min);
     }
 
     /// The lowest placement rank of the positions other than `a` and `b`
