@@ -16,14 +16,17 @@
 //!   activation that finds the thread still runnable is folded into it (a
 //!   kworker drains its queue in one run).
 //!
-//! - One unbound background task for the machine (the RCU grace-period
-//!   kthread, a daemon's timer thread, an unbound kworker): a Poisson process of
-//!   `unbound_per_s` per CPU wakes it from that CPU's interrupt with the task
-//!   running there as `current`, not WF_SYNC. Unlike the per-CPU threads it goes
-//!   through select_task_rq_fair(), whose record_wakee() counts it in the
-//!   interrupted task's wakee_flips, as the kernel does; it runs an
-//!   exponentially distributed time (mean `unbound_run_ns`) and sleeps. An
-//!   activation that finds it still runnable is folded into it.
+//! - `unbound_tasks` unbound background tasks for the machine (the RCU
+//!   grace-period kthread, a daemon's timer thread, an unbound kworker): a
+//!   Poisson process of `unbound_per_s` per CPU wakes one of them, task i with
+//!   a share proportional to 2^-i, from that CPU's interrupt with the task
+//!   running there as `current`, not WF_SYNC. Unlike the per-CPU threads they
+//!   go through select_task_rq_fair(), whose record_wakee() counts them in the
+//!   interrupted task's wakee_flips, as the kernel does: a flip each time the
+//!   wakee differs from that task's last one, so how many distinct tasks there
+//!   are matters, not only the rate. Each runs an exponentially distributed
+//!   time (mean `unbound_run_ns`) and sleeps. An activation that finds its task
+//!   still runnable is folded into it.
 //!
 //! Draws come from a stream of their own, so the workload's jitter draws are
 //! the same with and without noise. The kernel threads are not the workload's:
@@ -41,8 +44,9 @@ use crate::{EvKind, LoopStack, Sim, SimConfig, TaskRt};
 
 /// `TaskRt::program` of a kernel thread (it has no ops; `kthread_step` runs it).
 pub(crate) const KTHREAD_PROGRAM: u32 = u32::MAX;
-/// Name of the unbound background task in results and traces (the per-CPU
-/// kernel threads are `kthread/CPU`).
+/// Name of the first unbound background task in results and traces; the
+/// others are `kthread/unbound1`, `kthread/unbound2`, ... (the per-CPU kernel
+/// threads are `kthread/CPU`).
 pub(crate) const UNBOUND_NAME: &str = "kthread/unbound";
 /// `TaskParams::mm` of a kernel thread: no mm, the CPU keeps the last one (lazy TLB).
 pub(crate) const KTHREAD_MM: u32 = u32::MAX;
@@ -83,10 +87,11 @@ pub(crate) struct NoiseRt {
     active: Vec<bool>,
     unbound_gap_ns: u64,
     unbound_run_ns: u64,
-    /// The unbound background task, once created (at its first activation).
-    pub(crate) unbound: Option<TaskId>,
-    /// It is runnable or running.
-    unbound_active: bool,
+    /// The unbound background tasks, each once created (at its first
+    /// activation).
+    pub(crate) unbound: Vec<Option<TaskId>>,
+    /// Each is runnable or running.
+    unbound_active: Vec<bool>,
     pub(crate) stats: NoiseStats,
     /// Event slots the background keeps armed (one per source and CPU).
     pub(crate) armed: usize,
@@ -116,11 +121,41 @@ impl NoiseRt {
             active: vec![false; cpus],
             unbound_gap_ns: if n.unbound_run_ns > 0 { gap_ns(n.unbound_per_s) } else { 0 },
             unbound_run_ns: n.unbound_run_ns,
-            unbound: None,
-            unbound_active: false,
+            unbound: vec![None; n.unbound_tasks.max(1) as usize],
+            unbound_active: vec![false; n.unbound_tasks.max(1) as usize],
             stats: NoiseStats::default(),
             armed: 0,
         }
+    }
+
+    /// Which unbound task an activation wakes: task i with probability
+    /// 2^(n-1-i) / (2^n - 1). With one task, no draw (the stream stays as it
+    /// was).
+    fn pick_unbound(&mut self) -> usize {
+        let n = self.unbound.len() as u32;
+        if n <= 1 {
+            return 0;
+        }
+        let total = (1u64 << n) - 1;
+        let mut u = (self.rng.next_u32() as u64 * total) >> 32;
+        for i in 0..n as usize {
+            let w = 1u64 << (n as usize - 1 - i);
+            if u < w {
+                return i;
+            }
+            u -= w;
+        }
+        n as usize - 1
+    }
+
+    /// The index of `t` among the unbound background tasks, if it is one.
+    pub(crate) fn unbound_index(&self, t: TaskId) -> Option<usize> {
+        self.unbound.iter().position(|&u| u == Some(t))
+    }
+
+    /// Name of `t` in results and traces if it is an unbound background task.
+    pub(crate) fn unbound_name(&self, t: TaskId) -> Option<String> {
+        self.unbound_index(t).map(|i| if i == 0 { UNBOUND_NAME.to_string() } else { format!("{UNBOUND_NAME}{i}") })
     }
 
     /// An exponentially distributed duration of mean `mean` ns (at least 1 ns).
@@ -210,31 +245,34 @@ impl Sim<'_> {
     pub(crate) fn noise_unbound(&mut self, c: CpuId) {
         let gap = self.noise.exp(self.noise.unbound_gap_ns);
         self.push(self.now + gap, EvKind::Unbound { cpu: c.0 });
-        if self.noise.unbound_active {
+        let i = self.noise.pick_unbound();
+        if self.noise.unbound_active[i] {
             return; // still runnable: this work is done in the same run
         }
-        self.noise.unbound_active = true;
+        self.noise.unbound_active[i] = true;
         self.noise.stats.kthread_wakeups += 1;
         self.noise.stats.unbound_wakeups += 1;
-        match self.noise.unbound {
+        match self.noise.unbound[i] {
             Some(k) => {
                 let current = self.cpus[c.idx()].running;
                 self.wake(k, c, current, WakeFlags::default());
                 self.irq_exit_preempt(c);
             }
-            None => self.create_bg_task(c, None),
+            None => self.create_bg_task(c, Err(i)),
         }
     }
 
     /// Create the kernel thread of `c` (pinned there, no mm) and wake it as new.
     fn create_kthread(&mut self, c: CpuId) {
-        self.create_bg_task(c, Some(c));
+        self.create_bg_task(c, Ok(c));
     }
 
-    /// Create a background task (no mm) from `c`'s interrupt, pinned to `pin`
-    /// (a per-CPU kernel thread) or unbound, and wake it as new.
-    fn create_bg_task(&mut self, c: CpuId, pin: Option<CpuId>) {
-        let params = TaskParams { nice: 0, policy: Default::default(), mm: KTHREAD_MM, cpus_allowed: pin.map(|p| vec![p]), group: 0 };
+    /// Create a background task (no mm) from `c`'s interrupt, pinned to the
+    /// CPU `Ok(pin)` (a per-CPU kernel thread) or the unbound task `Err(i)`,
+    /// and wake it as new.
+    fn create_bg_task(&mut self, c: CpuId, which: Result<CpuId, usize>) {
+        let params =
+            TaskParams { nice: 0, policy: Default::default(), mm: KTHREAD_MM, cpus_allowed: which.ok().map(|p| vec![p]), group: 0 };
         let p = self.kernel.sched_fork(&params, None, c, self.now);
         debug_assert_eq!(p.idx(), self.rt.len());
         self.mem.push(TaskMem::default());
@@ -262,9 +300,9 @@ impl Sim<'_> {
             timer_slack: 0,
             cpu_lock: crate::interp::NO_CPU_LOCK,
         });
-        match pin {
-            Some(_) => self.noise.kthread[c.idx()] = Some(p),
-            None => self.noise.unbound = Some(p),
+        match which {
+            Ok(_) => self.noise.kthread[c.idx()] = Some(p),
+            Err(i) => self.noise.unbound[i] = Some(p),
         }
         self.kthread_ids.push(p);
         let r = self.kernel.wake_up_new_task(p, c, self.now, &mut self.fx);
@@ -278,9 +316,9 @@ impl Sim<'_> {
     /// The kernel thread `t`'s program on `c`: run one activation, then sleep.
     /// Returns whether the caller should continue (a segment to run).
     pub(crate) fn kthread_step(&mut self, c: CpuId, t: TaskId) -> bool {
-        let unbound = self.noise.unbound == Some(t);
+        let unbound = self.noise.unbound_index(t);
         if self.rt[t.idx()].stage == 0 {
-            let mean = if unbound { self.noise.unbound_run_ns } else { self.noise.kthread_run_ns };
+            let mean = if unbound.is_some() { self.noise.unbound_run_ns } else { self.noise.kthread_run_ns };
             let d = self.noise.exp(mean);
             self.noise.stats.kthread_ns += d;
             let r = &mut self.rt[t.idx()];
@@ -289,8 +327,8 @@ impl Sim<'_> {
             true
         } else {
             self.rt[t.idx()].stage = 0;
-            if unbound {
-                self.noise.unbound_active = false;
+            if let Some(i) = unbound {
+                self.noise.unbound_active[i] = false;
             } else {
                 self.noise.active[c.idx()] = false;
             }
@@ -354,8 +392,58 @@ mod tests {
         assert_eq!(q.groups.iter().map(|g| g.runtime_ns).sum::<u64>(), total);
         // The kernel threads are not the workload's.
         assert_eq!(r.tasks_created, q.tasks_created);
+        // 12 per-CPU threads and the unbound one.
         assert_eq!(r.task_names.iter().filter(|(n, _)| n.starts_with("kthread/")).count(), 13);
         assert_eq!(r.task_names.iter().filter(|(n, _)| n == UNBOUND_NAME).count(), 1);
+    }
+
+    /// The unbound wakeups are shared by `unbound_tasks` tasks with halving
+    /// shares, and what record_wakee() counts is a change of wakee: one hog
+    /// interrupted by wakeups of several distinct tasks gathers flips, where
+    /// repeated wakeups of one task leave it at 1.
+    #[test]
+    fn distinct_unbound_wakees_give_the_interrupted_task_flips() {
+        let m = schedlab_machine::load("x86-12").unwrap();
+        let p = schedlab_workload::params::Params::parse("tasks=12").unwrap();
+        let w = schedlab_workload::build("soaker", &p, 12, &m.topology.core_groups()).unwrap();
+        let run = |tasks: u32| {
+            let mut m = m.clone();
+            m.noise.unbound_tasks = tasks;
+            // Ten times the rate, so that every hog sees several within a
+            // flip-decay second.
+            m.noise.unbound_per_s *= 10.0;
+            let c = cfg(5, true);
+            let k = schedlab_kernel::Kernel::new(&m.topology, schedlab_kernel::profile::profile("v6.12").unwrap());
+            let (r, k) = crate::Sim::new(&m, k, &w, &c).run_keep_kernel(&c);
+            let hogs: Vec<usize> = (0..k.tasks.len()).filter(|&i| r.task_names[i].0.starts_with("cpu-soaker")).collect();
+            let flips: u32 = hogs.iter().map(|&i| k.tasks[i].wakee_flips).sum();
+            let unbound = r.task_names.iter().filter(|(n, _)| n.starts_with(UNBOUND_NAME)).count();
+            (flips, unbound, r.noise.unbound_wakeups)
+        };
+        let (one, n1, w1) = run(1);
+        let (three, n3, w3) = run(3);
+        assert_eq!((n1, n3), (1, 3));
+        assert!(w1 > 1_000 && w3 > 1_000, "unbound wakeups {w1} / {w3}");
+        // One wakee: at most one flip per hog (its first wakeup).
+        assert!(one <= 12, "one unbound task: {one} flips over 12 hogs");
+        assert!(three > 5 * 12, "three unbound tasks: {three} flips over 12 hogs");
+    }
+
+    /// Task i of n gets 2^(n-1-i) / (2^n - 1) of the draws.
+    #[test]
+    fn unbound_shares_halve() {
+        let mut m = schedlab_machine::load("x86-12").unwrap();
+        assert_eq!(NoiseRt::new(&m, &cfg(9, true)).unbound.len(), 1, "one unbound task by default");
+        m.noise.unbound_tasks = schedlab_machine::UNBOUND_TASKS_MEASURED;
+        let mut n = NoiseRt::new(&m, &cfg(9, true));
+        assert_eq!(n.unbound.len(), 3);
+        let mut count = [0u32; 3];
+        for _ in 0..70_000 {
+            count[n.pick_unbound()] += 1;
+        }
+        for (i, want) in [40_000u32, 20_000, 10_000].iter().enumerate() {
+            assert!(count[i].abs_diff(*want) < 800, "task {i}: {} draws, {want} expected", count[i]);
+        }
     }
 
     /// The unbound task's wakeups go through select_task_rq_fair() from the

@@ -314,7 +314,7 @@ impl Sim<'_> {
                 .zip(&self.kernel.tasks)
                 .map(|(rt, t)| match self.wl.tasks.get(rt.spec as usize) {
                     Some(ts) => (ts.name.clone(), t.group),
-                    None if self.noise.unbound == Some(t.id) => (crate::noise::UNBOUND_NAME.to_string(), t.group),
+                    None if self.noise.unbound_index(t.id).is_some() => (self.noise.unbound_name(t.id).unwrap_or_default(), t.group),
                     None => (format!("kthread/{}", t.cpu.0), t.group),
                 })
                 .collect(),

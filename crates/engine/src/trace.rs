@@ -225,7 +225,7 @@ impl Sim<'_> {
         let Some(tr) = self.trace.as_deref_mut() else { return };
         let pid = PID_BASE + p.0;
         debug_assert_eq!(tr.tasks.len(), p.idx());
-        let name = if self.noise.unbound == Some(p) { crate::noise::UNBOUND_NAME.to_string() } else { format!("kthread/{}", cpu.0) };
+        let name = self.noise.unbound_name(p).unwrap_or_else(|| format!("kthread/{}", cpu.0));
         tr.tasks.push(TraceTask { pid, tgid: pid, ppid: 0, comm: comm_of(&name), prio: 120 });
         // Woken from the timer softirq, in the context of what runs on `cpu`.
         let current = self.cpus[cpu.idx()].running;

@@ -459,6 +459,10 @@ pub(crate) fn to_toml(m: &Machine) -> String {
         "tick_ns = {}\nirq_per_s = {:?}\nirq_ns = {}\nkthread_per_s = {:?}\nkthread_run_ns = {}\nunbound_per_s = {:?}\nunbound_run_ns = {}",
         n.tick_ns, n.irq_per_s, n.irq_ns, n.kthread_per_s, n.kthread_run_ns, n.unbound_per_s, n.unbound_run_ns
     );
+    // Optional, written only when not the default (files stay as they were).
+    if n.unbound_tasks != crate::UNBOUND_TASKS {
+        let _ = writeln!(s, "unbound_tasks = {}", n.unbound_tasks);
+    }
     for st in &m.idle_states {
         let _ = writeln!(
             s,
@@ -526,6 +530,16 @@ mod tests {
         assert!(e.contains("noise.tick_ns") && e.contains("1 ms"), "{e}");
         let e = err(&text.replace("irq_ns = 5000", "irq_ns = 5000\njitter = 1"));
         assert!(e.contains("unknown field `jitter`"), "{e}");
+        // The number of distinct unbound tasks: 1 unless given, written only
+        // when not 1, checked.
+        assert_eq!(m.noise.unbound_tasks, 1);
+        assert!(!m.to_toml().contains("unbound_tasks"));
+        let three = from_toml_str(&format!("{text}unbound_tasks = 3\n"), "t").unwrap();
+        assert_eq!(three.noise.unbound_tasks, 3);
+        assert!(three.to_toml().contains("unbound_tasks = 3"));
+        assert_eq!(from_toml_str(&three.to_toml(), "t").unwrap(), three);
+        let e = err(&format!("{text}unbound_tasks = 0\n"));
+        assert!(e.contains("noise.unbound_tasks") && e.contains("1 to 16"), "{e}");
     }
 
     #[test]
