@@ -435,4 +435,54 @@ mod delayed_group_tests {
             }
         }
     }
+
+    // Why autogroups change the wakeup path (docs/CALIBRATION.md "pgbench
+    // placement: autogroups"): in its group's cfs_rq a task alone is always
+    // eligible (V is its own vruntime), so dequeue_entities() dequeues the task
+    // itself and only its group entity can stay delayed. Its next wakeup then
+    // finds it off the runqueue and takes the full path (select_task_rq(), the
+    // waker's record_wakee()); flat, the same ineligible sleeper stays queued
+    // as delayed and the wakeup is ttwu_runnable(), which records nothing.
+    #[test]
+    fn a_task_alone_in_its_group_is_dequeued_at_sleep_and_woken_in_full() {
+        for grouped in [false, true] {
+            let infos = (0..2).map(|c| CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect();
+            let t = CpuTopology::new(infos, vec![vec![10]]).unwrap();
+            let mut k = Kernel::new(&t, profile("v6.18").unwrap());
+            let (ga, gb) = if grouped { (k.create_group("A", 0, 1024).unwrap(), k.create_group("B", 0, 1024).unwrap()) } else { (0, 0) };
+            // Both start on CPU 0 (pinned there for the fork, so that the fork
+            // balancer does not spread them), then may run on both CPUs, so
+            // that a wakeup goes through select_task_rq().
+            let pinned = |group| TaskParams { group, cpus_allowed: Some(vec![C0]), ..Default::default() };
+            let a = k.sched_fork(&pinned(ga), None, C0, 0);
+            k.wake_up_new_task(a, C0, 0, &mut Effects::default());
+            let b = k.sched_fork(&pinned(gb), None, C0, 0);
+            k.wake_up_new_task(b, C0, 0, &mut Effects::default());
+            for p in [a, b] {
+                k.tasks[p.idx()].cpus_allowed = None;
+            }
+            let cpu = C0;
+            k.schedule(cpu, SwitchReason::Preempt, 0, &mut Effects::default());
+            let runner = k.rqs[cpu.idx()].curr.unwrap();
+            let other = if runner == a { b } else { a };
+            // The runner runs 1 ms ahead of the other, then blocks while ineligible.
+            k.schedule(cpu, SwitchReason::Block, MS, &mut Effects::default());
+            let se = &k.tasks[runner.idx()].se;
+            assert_eq!(
+                (se.on_rq, se.sched_delayed),
+                (!grouped, !grouped),
+                "grouped={grouped}: the task itself stays queued as delayed only when flat"
+            );
+            if grouped {
+                let g = Ent::group(k.tg_cfs(k.tasks[runner.idx()].group, cpu).slot().unwrap());
+                assert!(k.se(g).sched_delayed, "its group entity is the delayed one");
+            }
+            k.try_to_wake_up(runner, cpu, Some(other), WakeFlags::default(), MS + 10_000, &mut Effects::default());
+            assert_eq!(
+                k.tasks[other.idx()].last_wakee == Some(runner),
+                grouped,
+                "grouped={grouped}: only the full wakeup reaches select_task_rq_fair()'s record_wakee()"
+            );
+        }
+    }
 }
