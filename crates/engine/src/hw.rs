@@ -231,9 +231,20 @@ impl Sim<'_> {
     /// lock sections of its load-balance passes (each detach held the busiest
     /// rq's lock, after waiting for it), then its `tg->load_avg` accesses
     /// ([`Self::tg_lines`]). Returns the time `c` spent waiting and holding.
+    /// (The usual case, an entry point that locked nothing and touched no
+    /// group line, is two tests inlined at the call; the rest is out of line.)
+    #[inline(always)]
     pub(crate) fn entry_lock_time(&mut self, c: CpuId) -> u64 {
+        if self.fx.locked.is_empty() && self.fx.tg_lines.is_empty() {
+            return 0;
+        }
+        self.entry_lock_time_slow(c)
+    }
+
+    #[inline(never)]
+    fn entry_lock_time_slow(&mut self, c: CpuId) -> u64 {
         if self.fx.locked.is_empty() {
-            return self.tg_lines(c, self.now);
+            return self.tg_lines_slow(c, self.now);
         }
         let mut spent = 0;
         let locked = std::mem::take(&mut self.fx.locked);
@@ -254,11 +265,18 @@ impl Sim<'_> {
     /// The `tg->load_avg` accesses of the entry point `c` just ran
     /// (`Effects::tg_lines`), from `at` on, one after the other: the time `c`
     /// spent waiting for and moving the group lines. Counted with the rq-lock
-    /// wait in `rq_lock_wait_ns`'s sibling `tg_line_ns`.
+    /// wait in `rq_lock_wait_ns`'s sibling `tg_line_ns`. (None, the usual
+    /// case without task groups: one test inlined at the call.)
+    #[inline(always)]
     pub(crate) fn tg_lines(&mut self, c: CpuId, at: u64) -> u64 {
         if self.fx.tg_lines.is_empty() {
             return 0;
         }
+        self.tg_lines_slow(c, at)
+    }
+
+    #[inline(never)]
+    fn tg_lines_slow(&mut self, c: CpuId, at: u64) -> u64 {
         let mut spent = 0;
         for i in 0..self.fx.tg_lines.len() {
             let (g, write) = self.fx.tg_lines[i];

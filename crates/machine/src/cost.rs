@@ -833,6 +833,18 @@ impl CostModel {
     pub fn rq_lock(&mut self, cpu: CpuId, who: CpuId, now: u64, section: u64) -> LockSection {
         let i = cpu.idx();
         let last = self.locks[i].owner;
+        if last == who.0 {
+            // The CPU that took the lock last takes it again (a CPU's own
+            // switch after its wake-list activation, most sections): the
+            // line is in its cache (`c2c_ns(who, who)` is 0) and it does
+            // not wait for its own earlier section. What the general path
+            // below gives then, without the distance lookup.
+            if !self.sw.on(Component::LOCKS) {
+                return LockSection { wait: 0, hold: section };
+            }
+            self.lock_section(i, who, now, section);
+            return LockSection { wait: 0, hold: section };
+        }
         let from = if last == u16::MAX { cpu } else { CpuId(last) };
         let mut transfer = self.c2c_ns(from, who);
         self.locks[i].owner = who.0;
@@ -843,7 +855,7 @@ impl CostModel {
         // time the engine does not charge) cannot start spinning for this
         // one before it ends: without this an idle CPU could queue sections
         // faster than any lock serves them.
-        let wait = if last == who.0 { 0 } else { now.max(self.locks[who.idx()].cpu_until).max(self.locks[i].free_at) - now };
+        let wait = now.max(self.locks[who.idx()].cpu_until).max(self.locks[i].free_at) - now;
         let l = &mut self.locks[i];
         if wait > 0 && self.spinlock == SpinlockKind::Ticket {
             // CPUs queued ahead of this one that have not got the lock yet:
@@ -852,15 +864,22 @@ impl CostModel {
             let others = l.starts.iter().zip(&l.by).filter(|&(&s, &c)| s > now && c != who.0).count() as u64;
             transfer += transfer * others / 2;
         }
-        let start = now + wait;
         let hold = section + transfer;
+        self.lock_section(i, who, now + wait, hold);
+        LockSection { wait, hold }
+    }
+
+    /// Record that `who` holds lock `i` from `start` for `hold` ns (the
+    /// lock's free time, its ring of section starts, `who`'s own busy time).
+    #[inline(always)]
+    fn lock_section(&mut self, i: usize, who: CpuId, start: u64, hold: u64) {
+        let l = &mut self.locks[i];
         l.free_at = start + hold;
         let slot = l.slot as usize;
         l.starts[slot] = start;
         l.by[slot] = who.0;
         l.slot = ((slot + 1) % LOCK_RING) as u8;
         self.locks[who.idx()].cpu_until = start + hold;
-        LockSection { wait, hold }
     }
 
     /// `cpu` reads (`write` false: `calc_group_shares()`) or atomically
@@ -1301,6 +1320,25 @@ mod tests {
         let mut off = CostModel::new(&crate::load("spr-112").unwrap(), ModelSwitches::parse("NO_LOCKS").unwrap());
         off.rq_lock(c, a, 0, 300);
         assert_eq!(off.rq_lock(c, b, 0, 300), LockSection { wait: 0, hold: 300 + ab }, "NO_LOCKS: no waiting, the line still moves");
+    }
+
+    // A CPU taking again the lock it took last (its own switch after its
+    // wake-list activation) neither waits nor moves the line, and its
+    // section still holds off the next CPU.
+    #[test]
+    fn rq_lock_retaken_by_its_last_owner() {
+        let mut cm = model("spr-112");
+        let (a, b, c) = (CpuId(1), CpuId(2), CpuId(3));
+        let x = cm.c2c_ns(c, a);
+        assert_eq!(cm.rq_lock(c, a, 1000, 300), LockSection { wait: 0, hold: 300 + x });
+        // a again before its first section ends: no wait for its own section.
+        assert_eq!(cm.rq_lock(c, a, 1100, 300), LockSection { wait: 0, hold: 300 });
+        assert_eq!(cm.lock_busy_until(a), 1400);
+        // b waits for a's second section and fetches the line from a.
+        assert_eq!(cm.rq_lock(c, b, 1200, 300), LockSection { wait: 200, hold: 300 + cm.c2c_ns(a, b) });
+        let mut off = CostModel::new(&crate::load("spr-112").unwrap(), ModelSwitches::parse("NO_LOCKS").unwrap());
+        off.rq_lock(c, a, 0, 300);
+        assert_eq!(off.rq_lock(c, a, 0, 300), LockSection { wait: 0, hold: 300 }, "NO_LOCKS: no transfer either");
     }
 
     // A CPU spins on one lock at a time: a request it makes while an earlier
