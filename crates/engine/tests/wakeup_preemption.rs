@@ -388,6 +388,8 @@ const FANOUT_OPEN: &[(u32, u32, u64, u64, &str, &str)] = &[
     (4, 1, 20, 10, "waker_vol", PHASES),
     (4, 1, 20, 10, "waker_invol", PHASES),
     (4, 1, 50, 20, "waker_vol", PHASES),
+    // 1.763 over seeds 1-3 passed by their luck: 1.800 over seeds 4-6 (session 28).
+    (4, 2, 20, 10, "waker_vol", PHASES),
     (8, 0, 20, 10, "first[5]", BIMODAL),
     (8, 0, 20, 10, "first[7]", BIMODAL),
     (8, 1, 20, 10, "waker_vol", PHASES),
@@ -431,7 +433,9 @@ fn the_wakee_that_runs_first_is_the_guests() {
         let w = schedlab_workload::file::from_toml_str(&fanout_workload(k, hogs, a, b), "fanout.toml").unwrap();
         let mut model = vec![0.0; 2 + k as usize];
         let mut model_rate = 0.0;
-        let seeds = [1u64, 2, 3];
+        // Six seeds: over three, a figure at the tolerance's edge passed or
+        // failed with the seeds (k=4, 2 hogs: 1.763 over 1-3, 1.800 over 4-6).
+        let seeds = [1u64, 2, 3, 4, 5, 6];
         for seed in seeds {
             let (r, kern) = run_on_guest_with(&m, &w, seed, Some(2_000_000_000), true);
             let rounds = r.metric_value * r.simulated_ns as f64 / 1e9;
