@@ -382,6 +382,12 @@ impl Kernel {
         se.avg.last_update_time = now;
         // init_entity_runnable_average(): a new task starts at its full weight.
         se.avg.load_avg = weight;
+        // dup_task_struct() copies the parent and __sched_fork() (v2.6.x-v6.x)
+        // does not reset the wakee history: a child starts with its parent's
+        // wakee_flips, their decay stamp and last_wakee.
+        let (wakee_flips, wakee_flip_decay_ts, last_wakee) = parent.map_or((0, 0, None), |q| {
+            (self.tasks[q.idx()].wakee_flips, self.tasks[q.idx()].wakee_flip_decay_ts, self.tasks[q.idx()].last_wakee)
+        });
         self.tasks.push(Task {
             id,
             se,
@@ -392,9 +398,9 @@ impl Kernel {
             cpus_allowed,
             mm: params.mm,
             group: params.group,
-            wakee_flips: 0,
-            wakee_flip_decay_ts: 0,
-            last_wakee: None,
+            wakee_flips,
+            wakee_flip_decay_ts,
+            last_wakee,
             recent_used_cpu: cpu,
             nvcsw: 0,
             nivcsw: 0,

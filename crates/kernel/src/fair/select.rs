@@ -1834,6 +1834,23 @@ mod placement_tests {
     // record_wakee() (v3.12 reset / v4.5+ halving): counts switches of wakee; the once-per-second
     // decay resets to 0 in v3.11 and halves from v4.5.
     #[test]
+    fn a_child_inherits_its_parents_wakee_history() {
+        // dup_task_struct() copies wakee_flips, their decay stamp and
+        // last_wakee; __sched_fork() leaves them.
+        let mut k = Kernel::new(&flat_llc(4), profile("v6.6").unwrap());
+        let w = occupy(&mut k, 0);
+        let (a, b) = (sleeper_on(&mut k, 1), sleeper_on(&mut k, 2));
+        k.record_wakee(w, a, 0);
+        k.record_wakee(w, b, 1_000);
+        let child = k.sched_fork(&TaskParams::default(), Some(w), CpuId(0), 2_000);
+        let (c, p) = (&k.tasks[child.idx()], &k.tasks[w.idx()]);
+        assert_eq!((c.wakee_flips, c.wakee_flip_decay_ts, c.last_wakee), (2, p.wakee_flip_decay_ts, Some(b)));
+        // A task created without a parent (a built-in's task at time 0) has none.
+        let orphan = k.sched_fork(&TaskParams::default(), None, CpuId(0), 2_000);
+        assert_eq!((k.tasks[orphan.idx()].wakee_flips, k.tasks[orphan.idx()].last_wakee), (0, None));
+    }
+
+    #[test]
     fn record_wakee_decay_forms() {
         for (kernel, after) in [("v3.11", 1u32), ("v6.6", 41)] {
             let mut k = Kernel::new(&flat_llc(6), profile(kernel).unwrap());
