@@ -30,7 +30,7 @@
 
 use super::{pick_metric, start_task, Builtin, COUNTER_OPS, HIST_REQUEST};
 use crate::params::{ParamDoc, Params};
-use crate::{Arrivals, ChannelKind, ChannelSpec, MetricSpec, Op, SemSpec, Workload, WorkloadError};
+use crate::{Arrivals, ChannelKind, ChannelSpec, GroupSpec, MetricSpec, Op, SemSpec, Workload, WorkloadError};
 
 pub const BUILTIN: Builtin = Builtin {
     name: "pgbench",
@@ -51,6 +51,11 @@ pub const BUILTIN: Builtin = Builtin {
         },
         ParamDoc { key: "rx_queues", default: "all CPUs", help: "open loop: NIC receive queues, their interrupts on CPUs 0..rx_queues" },
         ParamDoc { key: "metric", default: "tps", help: "reported figure: tps or latency_{avg,p50,p90,p95,p99,p99.9}" },
+        ParamDoc {
+            key: "autogroup",
+            default: "0",
+            help: "1: each backend in a task group of its own and pgbench's threads in another, as the kernel's autogroups make them (sched_autogroup_enabled=1; the postmaster's children call setsid()); 0: every task in the root group",
+        },
     ],
     build,
 };
@@ -297,6 +302,11 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
             )))
         }
     };
+    // FIDELITY(F-665): the guest's calibration runs stay flat; autogroup=1 is its real setup.
+    let autogroup = p.flag("autogroup", false)?;
+    if autogroup && p.get("cgroups").is_some() {
+        return Err(WorkloadError("pgbench: autogroup=1 places the tasks in groups itself; drop cgroups= (or autogroup)".into()));
+    }
     let cpu = p.get("cpu").unwrap_or("x5650");
     let sc = select_costs(cpu)?;
     let tc = tpcb_costs(cpu)?;
@@ -327,6 +337,18 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         .collect();
     if p.get("metric").is_none() {
         w.params.retain(|(k, _)| k != "metric");
+    }
+    if autogroup {
+        // One autogroup per session: every backend (setsid() in the
+        // postmaster's child), then pgbench's process with all its threads.
+        // An autogroup's weight at nice 0 is 1024 (sched_autogroup_create_attach()).
+        for i in 0..clients {
+            w.groups.push(GroupSpec { name: format!("autogroup-postgres-{i}"), parent: 0, shares: 1024 });
+        }
+        if threads > 0 {
+            w.groups.push(GroupSpec { name: "autogroup-pgbench".into(), parent: 0, shares: 1024 });
+        }
+        w.params.push(("autogroup".into(), "1".into()));
     }
     if open {
         w.params.retain(|(k, _)| k != "threads");
@@ -451,6 +473,9 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         prog.push(Op::EndLoop);
         w.programs.push(prog);
         w.tasks.push(start_task(format!("postgres-{i}"), w.programs.len() as u32 - 1, 1 + i));
+        if autogroup {
+            w.tasks.last_mut().unwrap().group = 1 + i;
+        }
     }
     // Client threads: send the first statement on each own connection, then
     // for every reply: parse it and send the next statement on that connection.
@@ -475,6 +500,9 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         ]);
         w.programs.push(prog);
         w.tasks.push(start_task(format!("pgbench-{t}"), w.programs.len() as u32 - 1, 0));
+        if autogroup {
+            w.tasks.last_mut().unwrap().group = 1 + clients;
+        }
     }
     if open {
         // RSS: a hash of the connection's 4-tuple picks its receive queue;
@@ -490,6 +518,27 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// autogroup=1: a group per backend and one for pgbench's threads; the
+    /// generic cgroups= is refused with it.
+    #[test]
+    fn autogroups_give_each_backend_a_group_and_pgbench_one() {
+        let w = crate::build("pgbench", &Params::parse("clients=3,threads=2,autogroup=1").unwrap(), 2, &[]).unwrap();
+        assert_eq!(w.groups.len(), 4);
+        assert!(w.groups.iter().all(|g| g.parent == 0 && g.shares == 1024));
+        let groups: Vec<(String, u32)> = w.tasks.iter().map(|t| (t.name.clone(), t.group)).collect();
+        assert_eq!(
+            groups,
+            [("postgres-0", 1), ("postgres-1", 2), ("postgres-2", 3), ("pgbench-0", 4), ("pgbench-1", 4)].map(|(n, g)| (n.to_string(), g))
+        );
+        let flat = crate::build("pgbench", &Params::parse("clients=3,threads=2").unwrap(), 2, &[]).unwrap();
+        assert!(flat.groups.is_empty() && flat.tasks.iter().all(|t| t.group == 0));
+        let e = crate::build("pgbench", &Params::parse("clients=3,autogroup=1,cgroups=2").unwrap(), 2, &[]).unwrap_err();
+        assert!(e.0.contains("drop cgroups="), "{}", e.0);
+        let e = crate::build("pgbench", &Params::parse("clients=3,autogroup=2").unwrap(), 2, &[]).unwrap_err();
+        assert!(e.0.contains("autogroup"), "{}", e.0);
+    }
+
     #[test]
     fn task_graph() {
         let w = crate::build("pgbench", &Params::parse("clients=4,threads=2").unwrap(), 12, &[]).unwrap();
