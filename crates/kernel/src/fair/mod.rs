@@ -1208,7 +1208,23 @@ impl Kernel {
     /// picking at each level; completes delayed dequeues of picked tasks
     /// (v6.12). Returns the next task, or None to go idle; `prev` has been put
     /// and `next` set.
+    #[inline(always)]
     pub(crate) fn pick_next_task_fair(&mut self, cpu: CpuId, now: u64) -> Option<TaskId> {
+        // Nothing queued (v3.15+, the first test of the loop below): put
+        // prev and go idle without the call (half the picks of a CPU pair
+        // that hands one task back and forth).
+        if (self.eevdf() || self.profile.version >= (3, 15)) && self.rqs[cpu.idx()].cfs.nr_running == 0 {
+            let prev = self.rqs[cpu.idx()].curr.filter(|&p| self.task_is_cfs_curr(p));
+            if let Some(pv) = prev {
+                self.put_prev_task_fair(pv, now);
+            }
+            return None;
+        }
+        self.pick_next_task_fair_queued(cpu, now)
+    }
+
+    /// [`Kernel::pick_next_task_fair`] past its empty-runqueue test (out of line).
+    fn pick_next_task_fair_queued(&mut self, cpu: CpuId, now: u64) -> Option<TaskId> {
         // prev's entities are still curr of their cfs_rqs unless an earlier
         // pick of this schedule() (before newly idle balancing) put them.
         let prev = self.rqs[cpu.idx()].curr.filter(|&p| self.task_is_cfs_curr(p));
