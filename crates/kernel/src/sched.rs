@@ -26,9 +26,14 @@ pub struct Ent(u32);
 const GROUP_BIT: u32 = 1 << 31;
 
 impl Ent {
+    /// A task's entity. Task ids are indices into the task table, far below
+    /// 2^31: the group bit is cleared (a no-op on every valid id) so that the
+    /// compiler knows the entity is a task and drops the task-or-group test
+    /// of `se()`/`cfs_of()` where the entity comes from a task id.
     #[inline]
     pub fn task(p: TaskId) -> Ent {
-        Ent(p.0)
+        debug_assert!(p.0 & GROUP_BIT == 0, "task id {} has the group bit", p.0);
+        Ent(p.0 & !GROUP_BIT)
     }
     #[inline]
     pub fn group(slot: usize) -> Ent {

@@ -86,7 +86,7 @@ impl Kernel {
     }
 
     /// `update_cfs_group()`: re-derive a group entity's weight from its cfs_rq.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn update_cfs_group(&mut self, e: Ent, now: u64) {
         // A task entity owns no cfs_rq: nothing to do, without a call.
         if let Some(gq) = self.group_cfs_rq(e) {

@@ -21,7 +21,7 @@ pub mod tree;
 use crate::core::Kernel;
 use crate::features::SchedFeat::*;
 use crate::profile::PickAlgo;
-use crate::sched::{CfsId, CfsRq, Ent, Policy, SchedEntity, TaskId, NICE_0_LOAD};
+use crate::sched::{CfsId, CfsRq, Ent, Policy, Rqs, SchedEntity, Task, TaskId, NICE_0_LOAD};
 use schedlab_topology::CpuId;
 
 /// `ENQUEUE_*` / `DEQUEUE_*` flags.
@@ -54,6 +54,39 @@ pub fn vdiff(a: u64, b: u64) -> i64 {
     a.wrapping_sub(b) as i64
 }
 
+/// The cfs_rq `q` among the runqueues and the group cfs_rqs, mutably: the
+/// lookup of [`Kernel::cfs_mut`] on the two fields alone, so that a caller
+/// can hold it beside an entity ([`se_in`]) and write both without looking
+/// either up again (a write through one would otherwise reload the other's
+/// vector).
+#[inline(always)]
+fn cfs_in<'a>(rqs: &'a mut Rqs, grq: &'a mut [CfsRq], q: CfsId) -> &'a mut CfsRq {
+    match q.root_cpu() {
+        Some(c) => &mut rqs[c.idx()].cfs,
+        None => &mut grq[q.slot().unwrap()],
+    }
+}
+
+/// The entity `e` among the tasks and the group entities, mutably (the
+/// lookup of [`Kernel::se_mut`] on the two fields alone; see [`cfs_in`]).
+#[inline(always)]
+fn se_in<'a>(tasks: &'a mut [Task], gse: &'a mut [SchedEntity], e: Ent) -> &'a mut SchedEntity {
+    match e.task_id() {
+        Some(p) => &mut tasks[p.idx()].se,
+        None => &mut gse[e.slot().unwrap()],
+    }
+}
+
+/// The entity `e`, shared (the lookup of [`Kernel::se`] on the two fields
+/// alone, to read an entity while a cfs_rq from [`cfs_in`] is held).
+#[inline(always)]
+fn se_of<'a>(tasks: &'a [Task], gse: &'a [SchedEntity], e: Ent) -> &'a SchedEntity {
+    match e.task_id() {
+        Some(p) => &tasks[p.idx()].se,
+        None => &gse[e.slot().unwrap()],
+    }
+}
+
 impl Kernel {
     #[inline]
     pub(crate) fn eevdf(&self) -> bool {
@@ -73,10 +106,13 @@ impl Kernel {
 
     #[inline]
     pub(crate) fn cfs_mut(&mut self, q: CfsId) -> &mut CfsRq {
-        match q.root_cpu() {
-            Some(c) => &mut self.rqs[c.idx()].cfs,
-            None => &mut self.grq[q.slot().unwrap()],
-        }
+        cfs_in(&mut self.rqs, &mut self.grq, q)
+    }
+
+    /// The cfs_rq `q` and the entity `e`, mutably, each looked up once.
+    #[inline(always)]
+    fn cfs_se_mut(&mut self, q: CfsId, e: Ent) -> (&mut CfsRq, &mut SchedEntity) {
+        (cfs_in(&mut self.rqs, &mut self.grq, q), se_in(&mut self.tasks, &mut self.gse, e))
     }
 
     /// The entity `e`.
@@ -90,10 +126,7 @@ impl Kernel {
 
     #[inline]
     pub(crate) fn se_mut(&mut self, e: Ent) -> &mut SchedEntity {
-        match e.task_id() {
-            Some(p) => &mut self.tasks[p.idx()].se,
-            None => &mut self.gse[e.slot().unwrap()],
-        }
+        se_in(&mut self.tasks, &mut self.gse, e)
     }
 
     /// `tg->cfs_rq[cpu]` (the root group's is `rq->cfs`).
@@ -165,25 +198,26 @@ impl Kernel {
 
     // ---------------------------------------------------------------- EEVDF math
 
-    #[inline]
-    fn entity_key(&self, q: CfsId, e: Ent) -> i64 {
-        vdiff(self.se(e).vruntime, self.cfs(q).min_vruntime)
+    /// `entity_key()`: the entity's vruntime relative to the cfs_rq's min_vruntime.
+    #[inline(always)]
+    fn entity_key(cfs: &CfsRq, se: &SchedEntity) -> i64 {
+        vdiff(se.vruntime, cfs.min_vruntime)
     }
 
+    /// `avg_vruntime_add()`: the entity's key times its weight into the sums of `cfs`.
     #[inline(always)]
-    fn avg_vruntime_add(&mut self, q: CfsId, e: Ent) {
-        let key = self.entity_key(q, e);
-        let w = self.se(e).weight as i64;
-        let cfs = self.cfs_mut(q);
+    fn avg_vruntime_add(cfs: &mut CfsRq, se: &SchedEntity) {
+        let key = Self::entity_key(cfs, se);
+        let w = se.weight as i64;
         cfs.avg_vruntime += key * w;
         cfs.avg_load += w;
     }
 
+    /// `avg_vruntime_sub()`: the inverse of [`Kernel::avg_vruntime_add`].
     #[inline(always)]
-    fn avg_vruntime_sub(&mut self, q: CfsId, e: Ent) {
-        let key = self.entity_key(q, e);
-        let w = self.se(e).weight as i64;
-        let cfs = self.cfs_mut(q);
+    fn avg_vruntime_sub(cfs: &mut CfsRq, se: &SchedEntity) {
+        let key = Self::entity_key(cfs, se);
+        let w = se.weight as i64;
         cfs.avg_vruntime -= key * w;
         cfs.avg_load -= w;
     }
@@ -238,11 +272,13 @@ impl Kernel {
     /// `update_min_vruntime()`: monotonic, from curr and the leftmost entity.
     #[inline(always)]
     fn update_min_vruntime(&mut self, q: CfsId) {
-        let cfs = self.cfs(q);
+        // The cfs_rq is looked up once (the write below reuses it).
+        let cfs = cfs_in(&mut self.rqs, &mut self.grq, q);
+        let (tasks, gse) = (&self.tasks[..], &self.gse[..]);
         let mut v = cfs.min_vruntime;
-        let curr = cfs.curr.filter(|&c| self.se(c).on_rq);
+        let curr = cfs.curr.filter(|&c| se_of(tasks, gse, c).on_rq);
         if let Some(c) = curr {
-            v = self.se(c).vruntime;
+            v = se_of(tasks, gse, c).vruntime;
         }
         let left = cfs.queue.first(&self.rq_steps).map(|(_, v)| v);
         if let Some(l) = left {
@@ -250,7 +286,6 @@ impl Kernel {
         }
         let delta = vdiff(v, cfs.min_vruntime);
         if delta > 0 {
-            let cfs = self.cfs_mut(q);
             // avg_vruntime_update(): keys are relative to min_vruntime.
             cfs.avg_vruntime -= cfs.avg_load * delta;
             cfs.min_vruntime = v;
@@ -261,11 +296,16 @@ impl Kernel {
 
     #[inline(always)]
     fn enqueue_tree(&mut self, q: CfsId, e: Ent) {
-        self.avg_vruntime_add(q, e);
-        let (v, d) = (self.se(e).vruntime, self.se(e).deadline);
-        let steps = std::mem::take(&mut self.rq_steps);
-        self.cfs_mut(q).queue.insert(e, v, d, &steps);
-        self.rq_steps = steps;
+        let cfs = cfs_in(&mut self.rqs, &mut self.grq, q);
+        let se = se_in(&mut self.tasks, &mut self.gse, e);
+        Self::enqueue_tree_in(cfs, se, e, &self.rq_steps);
+    }
+
+    /// [`Kernel::enqueue_tree`] on a cfs_rq and entity already looked up.
+    #[inline(always)]
+    fn enqueue_tree_in(cfs: &mut CfsRq, se: &SchedEntity, e: Ent, steps: &std::cell::Cell<u64>) {
+        Self::avg_vruntime_add(cfs, se);
+        cfs.queue.insert(e, se.vruntime, se.deadline, steps);
     }
 
     #[inline(always)]
@@ -276,10 +316,17 @@ impl Kernel {
             // (dequeue_entity() may already have made the deadline relative.)
             assert_eq!(v, self.se(e).vruntime, "{e:?} changed vruntime while in the tree");
         }
-        let removed = self.cfs_mut(q).queue.remove(e, &steps);
+        let (cfs, se) = self.cfs_se_mut(q, e);
+        Self::dequeue_tree_in(cfs, se, e, &steps);
         self.rq_steps = steps;
-        if removed {
-            self.avg_vruntime_sub(q, e);
+    }
+
+    /// [`Kernel::dequeue_tree`] on a cfs_rq and entity already looked up
+    /// (without its debug check of the stored vruntime).
+    #[inline(always)]
+    fn dequeue_tree_in(cfs: &mut CfsRq, se: &SchedEntity, e: Ent, steps: &std::cell::Cell<u64>) {
+        if cfs.queue.remove(e, steps) {
+            Self::avg_vruntime_sub(cfs, se);
         }
     }
 
@@ -296,18 +343,18 @@ impl Kernel {
     // FIDELITY(F-023): the v4.3+ UPDATE_TG call sites on every version.
     #[inline(always)]
     pub(crate) fn update_load_avg(&mut self, q: CfsId, e: Option<Ent>, now: u64, update_tg: bool) {
-        let curr = self.cfs(q).curr;
         // v6.12.0: se_runnable() is on_rq and the cfs_rq's runnable count is
         // h_nr_running, delayed sleepers included; "sched/eevdf: More PELT vs
         // DELAYED_DEQUEUE" (v6.14) leaves them out (v6.18; `--patch
         // delayed-accounting` on v6.12).
         let later = self.delayed_acct;
+        let cfs = cfs_in(&mut self.rqs, &mut self.grq, q);
+        let curr = cfs.curr;
         if let Some(e) = e {
-            let se = self.se_mut(e);
+            let se = se_in(&mut self.tasks, &mut self.gse, e);
             let runnable = se.on_rq && !(later && se.sched_delayed);
             se.avg.update(now, se.on_rq as u64, se.weight, runnable as u64, curr == Some(e));
         }
-        let cfs = self.cfs_mut(q);
         let runnable = (cfs.h_nr_running - if later { cfs.h_nr_delayed } else { 0 }) as u64;
         cfs.avg.update(now, cfs.load_weight, 1, runnable, curr.is_some());
         if update_tg && q.slot().is_some() {
@@ -361,6 +408,8 @@ impl Kernel {
     }
 
     fn update_curr_of(&mut self, q: CfsId, c: Ent, now: u64) {
+        let eevdf = self.eevdf();
+        let base_slice = self.tun.base_slice_ns;
         let se = self.se_mut(c);
         let delta = now.saturating_sub(se.exec_start);
         if delta == 0 {
@@ -369,21 +418,16 @@ impl Kernel {
         se.exec_start = now;
         se.sum_exec_runtime += delta;
         se.vruntime = se.vruntime.wrapping_add(calc_delta_fair(delta, se.weight));
-        if !self.eevdf() {
-            self.update_min_vruntime(q);
-            return;
-        }
-        // update_deadline(): the request is consumed when vruntime passes the deadline.
-        let base_slice = self.tun.base_slice_ns;
-        let se = self.se_mut(c);
+        // update_deadline() (EEVDF): the request is consumed when vruntime
+        // passes the deadline.
         let mut resched = false;
-        if vdiff(se.vruntime, se.deadline) >= 0 {
+        if eevdf && vdiff(se.vruntime, se.deadline) >= 0 {
             se.slice = base_slice;
             se.deadline = se.vruntime.wrapping_add(calc_delta_fair(se.slice, se.weight));
             resched = true;
         }
         self.update_min_vruntime(q);
-        if self.cfs(q).nr_running <= 1 {
+        if !eevdf || self.cfs(q).nr_running <= 1 {
             return;
         }
         let short = if self.profile.version >= (6, 17) {
@@ -401,20 +445,13 @@ impl Kernel {
         }
     }
 
+    /// `account_entity_enqueue()` (the CFS path; EEVDF's enqueue_entity()
+    /// does it on the cfs_rq and entity it holds).
     #[inline]
     fn account_entity_enqueue(&mut self, q: CfsId, e: Ent) {
-        let w = self.se(e).weight;
-        let cfs = self.cfs_mut(q);
-        cfs.load_weight += w;
+        let (cfs, se) = self.cfs_se_mut(q, e);
+        cfs.load_weight += se.weight;
         cfs.nr_running += 1;
-    }
-
-    #[inline]
-    fn account_entity_dequeue(&mut self, q: CfsId, e: Ent) {
-        let w = self.se(e).weight;
-        let cfs = self.cfs_mut(q);
-        cfs.load_weight -= w;
-        cfs.nr_running -= 1;
     }
 
     // ---------------------------------------------------------------- placement
@@ -583,12 +620,19 @@ impl Kernel {
     /// when that slice is below the entity's own; with NO_RUN_TO_PARITY the
     /// normalized base slice (0.70 ms) instead of the queue's minimum. Called
     /// after the entity left the tree and before it becomes curr.
+    #[inline(always)]
     fn set_protect_slice(&mut self, q: CfsId, e: Ent) {
         if self.profile.version < (6, 17) {
             let se = self.se_mut(e);
             se.vlag = se.deadline as i64;
             return;
         }
+        self.set_protect_slice_vprot(q, e);
+    }
+
+    /// The v6.17+ part of [`Kernel::set_protect_slice`] (out of line: it
+    /// walks the tree).
+    fn set_protect_slice_vprot(&mut self, q: CfsId, e: Ent) {
         let cfs = self.cfs(q);
         // cfs_rq->curr is not set yet at this point (the kernel's
         // set_next_entity() sets it after set_protect_slice()).
@@ -634,7 +678,8 @@ impl Kernel {
     #[inline(always)]
     pub(crate) fn enqueue_entity(&mut self, q: CfsId, e: Ent, flags: u32, now: u64) {
         let is_curr = self.cfs(q).curr == Some(e);
-        if !self.eevdf() {
+        let eevdf = self.eevdf();
+        if !eevdf {
             if self.se(e).vruntime_relative {
                 let min = self.cfs(q).min_vruntime;
                 let se = self.se_mut(e);
@@ -658,18 +703,26 @@ impl Kernel {
             if !is_curr {
                 self.place_entity(q, e, flags);
             }
-            self.account_entity_enqueue(q, e);
+        }
+        // The cfs_rq and the entity looked up once for the accounting, the
+        // tree and on_rq.
+        let cfs = cfs_in(&mut self.rqs, &mut self.grq, q);
+        let se = se_in(&mut self.tasks, &mut self.gse, e);
+        if eevdf {
+            // account_entity_enqueue()
+            cfs.load_weight += se.weight;
+            cfs.nr_running += 1;
         }
         if !is_curr {
-            self.enqueue_tree(q, e);
+            Self::enqueue_tree_in(cfs, se, e, &self.rq_steps);
         }
-        self.se_mut(e).on_rq = true;
+        se.on_rq = true;
         if let Some(p) = e.task_id() {
             self.mru_seq += 1;
             self.tasks[p.idx()].mru = self.mru_seq;
             self.cfs_tasks_list(p);
         }
-        if !self.eevdf() {
+        if !eevdf {
             self.update_min_vruntime(q);
         }
     }
@@ -721,24 +774,28 @@ impl Kernel {
         if !is_curr {
             self.dequeue_tree(q, e);
         }
-        self.account_entity_dequeue(q, e);
-        self.se_mut(e).on_rq = false;
+        // The cfs_rq and the entity looked up once for the accounting,
+        // on_rq, sched_delayed and the CFS relative vruntime (none of which
+        // the cfs_tasks list or the h_nr_delayed walk below reads).
+        let cfs_vruntime_relative = !self.eevdf() && !sleep;
+        let cfs = cfs_in(&mut self.rqs, &mut self.grq, q);
+        let se = se_in(&mut self.tasks, &mut self.gse, e);
+        // account_entity_dequeue()
+        cfs.load_weight -= se.weight;
+        cfs.nr_running -= 1;
+        se.on_rq = false;
+        let was_delayed = std::mem::take(&mut se.sched_delayed);
+        if cfs_vruntime_relative {
+            se.vruntime = se.vruntime.wrapping_sub(cfs.min_vruntime);
+            se.vruntime_relative = true;
+        }
         if let Some(p) = e.task_id() {
             if let Some(c) = self.tasks[p.idx()].mru_listed.take() {
                 self.rqs[c.idx()].cfs_tasks.remove(&mut self.tasks, p);
             }
-        }
-        if self.se(e).sched_delayed {
-            self.se_mut(e).sched_delayed = false;
-            if e.is_task() {
+            if was_delayed {
                 self.walk_h_nr_delayed(e, false);
             }
-        }
-        if !self.eevdf() && !sleep {
-            let min = self.cfs(q).min_vruntime;
-            let se = self.se_mut(e);
-            se.vruntime = se.vruntime.wrapping_sub(min);
-            se.vruntime_relative = true;
         }
         self.update_cfs_group(e, now);
         self.update_min_vruntime(q);
@@ -828,7 +885,9 @@ impl Kernel {
     /// `set_next_entity()`: `e` becomes curr of `q` and leaves the tree.
     #[inline(always)]
     pub(crate) fn set_next_entity(&mut self, q: CfsId, e: Ent, now: u64) {
-        if self.se(e).on_rq {
+        // (Neither the tree nor the PELT update changes on_rq: read once.)
+        let on_rq = self.se(e).on_rq;
+        if on_rq {
             self.dequeue_tree(q, e);
             self.update_load_avg(q, Some(e), now, true);
         }
@@ -836,7 +895,7 @@ impl Kernel {
         if let Some(p) = e.task_id() {
             self.mru_seq += 1;
             self.tasks[p.idx()].mru = self.mru_seq;
-            if self.se(e).on_rq {
+            if on_rq {
                 self.cfs_tasks_list(p);
             }
         }
@@ -1149,7 +1208,23 @@ impl Kernel {
     /// picking at each level; completes delayed dequeues of picked tasks
     /// (v6.12). Returns the next task, or None to go idle; `prev` has been put
     /// and `next` set.
+    #[inline(always)]
     pub(crate) fn pick_next_task_fair(&mut self, cpu: CpuId, now: u64) -> Option<TaskId> {
+        // Nothing queued (v3.15+, the first test of the loop below): put
+        // prev and go idle without the call (half the picks of a CPU pair
+        // that hands one task back and forth).
+        if (self.eevdf() || self.profile.version >= (3, 15)) && self.rqs[cpu.idx()].cfs.nr_running == 0 {
+            let prev = self.rqs[cpu.idx()].curr.filter(|&p| self.task_is_cfs_curr(p));
+            if let Some(pv) = prev {
+                self.put_prev_task_fair(pv, now);
+            }
+            return None;
+        }
+        self.pick_next_task_fair_queued(cpu, now)
+    }
+
+    /// [`Kernel::pick_next_task_fair`] past its empty-runqueue test (out of line).
+    fn pick_next_task_fair_queued(&mut self, cpu: CpuId, now: u64) -> Option<TaskId> {
         // prev's entities are still curr of their cfs_rqs unless an earlier
         // pick of this schedule() (before newly idle balancing) put them.
         let prev = self.rqs[cpu.idx()].curr.filter(|&p| self.task_is_cfs_curr(p));
