@@ -48,6 +48,15 @@ pub(crate) const KTHREAD_PROGRAM: u32 = u32::MAX;
 /// others are `kthread/unbound1`, `kthread/unbound2`, ... (the per-CPU kernel
 /// threads are `kthread/CPU`).
 pub(crate) const UNBOUND_NAME: &str = "kthread/unbound";
+/// Which background task `create_bg_task` creates.
+#[derive(Clone, Copy)]
+enum BgTask {
+    /// The kernel thread of this CPU, pinned there.
+    PerCpu(CpuId),
+    /// Unbound background task number i.
+    Unbound(usize),
+}
+
 /// `TaskParams::mm` of a kernel thread: no mm, the CPU keeps the last one (lazy TLB).
 pub(crate) const KTHREAD_MM: u32 = u32::MAX;
 
@@ -258,21 +267,22 @@ impl Sim<'_> {
                 self.wake(k, c, current, WakeFlags::default());
                 self.irq_exit_preempt(c);
             }
-            None => self.create_bg_task(c, Err(i)),
+            None => self.create_bg_task(c, BgTask::Unbound(i)),
         }
     }
 
     /// Create the kernel thread of `c` (pinned there, no mm) and wake it as new.
     fn create_kthread(&mut self, c: CpuId) {
-        self.create_bg_task(c, Ok(c));
+        self.create_bg_task(c, BgTask::PerCpu(c));
     }
 
-    /// Create a background task (no mm) from `c`'s interrupt, pinned to the
-    /// CPU `Ok(pin)` (a per-CPU kernel thread) or the unbound task `Err(i)`,
-    /// and wake it as new.
-    fn create_bg_task(&mut self, c: CpuId, which: Result<CpuId, usize>) {
-        let params =
-            TaskParams { nice: 0, policy: Default::default(), mm: KTHREAD_MM, cpus_allowed: which.ok().map(|p| vec![p]), group: 0 };
+    /// Create a background task (no mm) from `c`'s interrupt and wake it as new.
+    fn create_bg_task(&mut self, c: CpuId, which: BgTask) {
+        let pin = match which {
+            BgTask::PerCpu(p) => Some(vec![p]),
+            BgTask::Unbound(_) => None,
+        };
+        let params = TaskParams { nice: 0, policy: Default::default(), mm: KTHREAD_MM, cpus_allowed: pin, group: 0 };
         let p = self.kernel.sched_fork(&params, None, c, self.now);
         debug_assert_eq!(p.idx(), self.rt.len());
         self.mem.push(TaskMem::default());
@@ -301,8 +311,8 @@ impl Sim<'_> {
             cpu_lock: crate::interp::NO_CPU_LOCK,
         });
         match which {
-            Ok(_) => self.noise.kthread[c.idx()] = Some(p),
-            Err(i) => self.noise.unbound[i] = Some(p),
+            BgTask::PerCpu(_) => self.noise.kthread[c.idx()] = Some(p),
+            BgTask::Unbound(i) => self.noise.unbound[i] = Some(p),
         }
         self.kthread_ids.push(p);
         let r = self.kernel.wake_up_new_task(p, c, self.now, &mut self.fx);
