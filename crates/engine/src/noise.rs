@@ -407,25 +407,34 @@ mod tests {
         assert_eq!(r.task_names.iter().filter(|(n, _)| n == UNBOUND_NAME).count(), 1);
     }
 
+    /// Twelve CPU hogs on x86-12 (its noise changed by `tweak`) under v6.12
+    /// for one second: the run, the kernel, and the hogs' task indices.
+    fn twelve_hogs(seed: u64, tweak: impl Fn(&mut schedlab_machine::Machine)) -> (crate::RunResult, schedlab_kernel::Kernel, Vec<usize>) {
+        let mut m = schedlab_machine::load("x86-12").unwrap();
+        tweak(&mut m);
+        let p = schedlab_workload::params::Params::parse("tasks=12").unwrap();
+        let w = schedlab_workload::build("soaker", &p, 12, &m.topology.core_groups()).unwrap();
+        let c = cfg(seed, true);
+        let k = schedlab_kernel::Kernel::new(&m.topology, schedlab_kernel::profile::profile("v6.12").unwrap());
+        let (r, k) = crate::Sim::new(&m, k, &w, &c).run_keep_kernel(&c);
+        let hogs: Vec<usize> = (0..k.tasks.len()).filter(|&i| r.task_names[i].0.starts_with("cpu-soaker")).collect();
+        assert_eq!(hogs.len(), 12);
+        (r, k, hogs)
+    }
+
     /// The unbound wakeups are shared by `unbound_tasks` tasks with halving
     /// shares, and what record_wakee() counts is a change of wakee: one hog
     /// interrupted by wakeups of several distinct tasks gathers flips, where
     /// repeated wakeups of one task leave it at 1.
     #[test]
     fn distinct_unbound_wakees_give_the_interrupted_task_flips() {
-        let m = schedlab_machine::load("x86-12").unwrap();
-        let p = schedlab_workload::params::Params::parse("tasks=12").unwrap();
-        let w = schedlab_workload::build("soaker", &p, 12, &m.topology.core_groups()).unwrap();
         let run = |tasks: u32| {
-            let mut m = m.clone();
-            m.noise.unbound_tasks = tasks;
-            // Ten times the rate, so that every hog sees several within a
-            // flip-decay second.
-            m.noise.unbound_per_s *= 10.0;
-            let c = cfg(5, true);
-            let k = schedlab_kernel::Kernel::new(&m.topology, schedlab_kernel::profile::profile("v6.12").unwrap());
-            let (r, k) = crate::Sim::new(&m, k, &w, &c).run_keep_kernel(&c);
-            let hogs: Vec<usize> = (0..k.tasks.len()).filter(|&i| r.task_names[i].0.starts_with("cpu-soaker")).collect();
+            let (r, k, hogs) = twelve_hogs(5, |m| {
+                m.noise.unbound_tasks = tasks;
+                // Ten times the rate, so that every hog sees several within a
+                // flip-decay second.
+                m.noise.unbound_per_s *= 10.0;
+            });
             let flips: u32 = hogs.iter().map(|&i| k.tasks[i].wakee_flips).sum();
             let unbound = r.task_names.iter().filter(|(n, _)| n.starts_with(UNBOUND_NAME)).count();
             (flips, unbound, r.noise.unbound_wakeups)
@@ -463,18 +472,12 @@ mod tests {
     /// CPU hogs (which wake nobody) have none.
     #[test]
     fn unbound_wakeups_count_in_the_interrupted_tasks_flips() {
-        let m = schedlab_machine::load("x86-12").unwrap();
-        let p = schedlab_workload::params::Params::parse("tasks=12").unwrap();
-        let w = schedlab_workload::build("soaker", &p, 12, &m.topology.core_groups()).unwrap();
         let flips = |unbound: bool| {
-            let mut m = m.clone();
-            if !unbound {
-                m.noise.unbound_per_s = 0.0;
-            }
-            let c = cfg(3, true);
-            let k = schedlab_kernel::Kernel::new(&m.topology, schedlab_kernel::profile::profile("v6.12").unwrap());
-            let (r, k) = crate::Sim::new(&m, k, &w, &c).run_keep_kernel(&c);
-            let hogs: Vec<usize> = (0..k.tasks.len()).filter(|&i| r.task_names[i].0.starts_with("cpu-soaker")).collect();
+            let (r, k, hogs) = twelve_hogs(3, |m| {
+                if !unbound {
+                    m.noise.unbound_per_s = 0.0;
+                }
+            });
             assert_eq!(hogs.len(), 12);
             (hogs.iter().filter(|&&i| k.tasks[i].last_wakee.is_some()).count(), r.noise.unbound_wakeups)
         };

@@ -32,7 +32,7 @@
 use std::collections::BTreeMap;
 
 mod common;
-use common::{guest_machine, run_on_guest, run_on_guest_with};
+use common::{guest_machine, run_on_guest_with};
 use schedlab_workload::{build, Params};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
@@ -66,6 +66,29 @@ fn judge(what: &str, fig: &str, real: f64, model: f64, open: Option<&str>, list:
         (true, Some(_)) => bad.push(format!("{what} {fig}: listed in {list} but agrees now (real {real:.3}, model {model:.3})")),
         _ => {}
     }
+}
+
+/// The model's figures per metric count (`figures(run, kernel, count)`,
+/// count = the metric's rate times the run's length) and its metric, each the
+/// mean over `seeds` runs of `duration_ns` on the guest.
+fn seed_means(
+    m: &schedlab_machine::Machine,
+    w: &schedlab_workload::Workload,
+    seeds: &[u64],
+    duration_ns: u64,
+    switch_log: bool,
+    figures: impl Fn(&schedlab_engine::RunResult, &schedlab_kernel::Kernel, f64) -> Vec<f64>,
+) -> (Vec<f64>, f64) {
+    let (mut sum, mut rate) = (Vec::new(), 0.0);
+    for &seed in seeds {
+        let (r, kern) = run_on_guest_with(m, w, seed, Some(duration_ns), switch_log);
+        let figs = figures(&r, &kern, r.metric_value * r.simulated_ns as f64 / 1e9);
+        sum.resize(figs.len(), 0.0);
+        sum.iter_mut().zip(&figs).for_each(|(a, b)| *a += b);
+        rate += r.metric_value;
+    }
+    let n = seeds.len() as f64;
+    (sum.into_iter().map(|v| v / n).collect(), rate / n)
 }
 
 /// Configurations (server nice, servers, x_us) the model does not meet, with the reason.
@@ -113,15 +136,9 @@ fn workload(nice: i32, k: u32, x_us: u64) -> String {
 fn model(nice: i32, k: u32, x_us: u64) -> (f64, f64) {
     let m = guest_machine();
     let w = schedlab_workload::file::from_toml_str(&workload(nice, k, x_us), "wakepreempt.toml").unwrap();
-    let (mut per_write, mut rate) = (0.0, 0.0);
-    let seeds = [1u64, 2, 3];
-    for seed in seeds {
-        let (r, kern) = run_on_guest(&m, &w, seed, Some(2_000_000_000));
-        let writes = r.metric_value * r.simulated_ns as f64 / 1e9;
-        per_write += kern.tasks[0].nivcsw as f64 / writes;
-        rate += r.metric_value;
-    }
-    (per_write / seeds.len() as f64, rate / seeds.len() as f64)
+    let (per_write, rate) =
+        seed_means(&m, &w, &[1, 2, 3], 2_000_000_000, false, |_, kern, writes| vec![kern.tasks[0].nivcsw as f64 / writes]);
+    (per_write[0], rate)
 }
 
 #[test]
@@ -195,13 +212,10 @@ fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
         for t in &mut w.tasks {
             t.cpus = Some(vec![1]);
         }
-        let mut model = [0.0; 4];
-        let mut model_cpu = [0.0; 2];
-        let mut model_rate = 0.0;
-        let seeds = [1u64, 2, 3];
-        for seed in seeds {
-            let (r, kern) = run_on_guest(&m, &w, seed, Some(1_000_000_000));
-            let reqs = r.metric_value * r.simulated_ns as f64 / 1e9;
+        // Per request: client vol / invol, server vol / invol, then the
+        // client's and the server's CPU in us.
+        let (figs, model_rate) = seed_means(&m, &w, &[1, 2, 3], 1_000_000_000, false, |r, kern, reqs| {
+            let mut f = vec![0.0; 6];
             for (i, t) in kern.tasks.iter().enumerate() {
                 let name = r.task_names.get(i).map(|(s, _)| s.as_str()).unwrap_or("");
                 let base = if name.starts_with("memtier") {
@@ -211,12 +225,13 @@ fn memcached_pinned_to_one_vcpu_switches_as_on_the_guest() {
                 } else {
                     continue;
                 };
-                model_cpu[base / 2] += t.se.sum_exec_runtime as f64 / 1000.0 / reqs / seeds.len() as f64;
-                model[base] += t.nvcsw as f64 / reqs / seeds.len() as f64;
-                model[base + 1] += t.nivcsw as f64 / reqs / seeds.len() as f64;
+                f[4 + base / 2] += t.se.sum_exec_runtime as f64 / 1000.0 / reqs;
+                f[base] += t.nvcsw as f64 / reqs;
+                f[base + 1] += t.nivcsw as f64 / reqs;
             }
-            model_rate += r.metric_value / seeds.len() as f64;
-        }
+            f
+        });
+        let (model, model_cpu) = (&figs[..4], &figs[4..]);
         eprintln!("{ct} x {conns}: req/s {:.0} / {model_rate:.0} (not checked)", rate / n);
         if let Some(&(c, s, k)) = real_cpu.get(&(ct, conns)) {
             let k = k as f64;
@@ -294,19 +309,9 @@ fn a_waker_and_its_wakee_among_hogs_switch_as_on_the_guest() {
         assert_eq!(*n, 3, "three rounds of hogs={hogs} a_us={a} b_us={b}");
         let n = *n as f64;
         let w = schedlab_workload::file::from_toml_str(&hogwake_workload(hogs, a, b), "hogwake.toml").unwrap();
-        let mut model = [0.0; 4];
-        let mut model_rate = 0.0;
-        let seeds = [1u64, 2, 3];
-        for seed in seeds {
-            let (r, kern) = run_on_guest(&m, &w, seed, Some(2_000_000_000));
-            let rounds = r.metric_value * r.simulated_ns as f64 / 1e9;
-            for side in 0..2 {
-                let t = &kern.tasks[side];
-                model[2 * side] += t.nvcsw as f64 / rounds / seeds.len() as f64;
-                model[2 * side + 1] += t.nivcsw as f64 / rounds / seeds.len() as f64;
-            }
-            model_rate += r.metric_value / seeds.len() as f64;
-        }
+        let (model, model_rate) = seed_means(&m, &w, &[1, 2, 3], 2_000_000_000, false, |_, kern, rounds| {
+            (0..2).flat_map(|side| [kern.tasks[side].nvcsw as f64 / rounds, kern.tasks[side].nivcsw as f64 / rounds]).collect()
+        });
         eprintln!("{hogs} {a:4} {b:4}: rounds/s {:.0} / {model_rate:.0} (not checked)", rate / n);
         for (i, f) in HW_FIGURES.iter().enumerate() {
             let open = HOGWAKE_OPEN.iter().find(|o| (o.0, o.1, o.2) == (hogs, a, b) && o.3 == *f).map(|o| o.4);
@@ -431,21 +436,14 @@ fn the_wakee_that_runs_first_is_the_guests() {
         assert_eq!(*n, 3, "three rounds of k={k} hogs={hogs} a_us={a} b_us={b}");
         let n = *n as f64;
         let w = schedlab_workload::file::from_toml_str(&fanout_workload(k, hogs, a, b), "fanout.toml").unwrap();
-        let mut model = vec![0.0; 2 + k as usize];
-        let mut model_rate = 0.0;
         // Six seeds: over three, a figure at the tolerance's edge passed or
         // failed with the seeds (k=4, 2 hogs: 1.763 over 1-3, 1.800 over 4-6).
-        let seeds = [1u64, 2, 3, 4, 5, 6];
-        for seed in seeds {
-            let (r, kern) = run_on_guest_with(&m, &w, seed, Some(2_000_000_000), true);
-            let rounds = r.metric_value * r.simulated_ns as f64 / 1e9;
-            model[0] += kern.tasks[0].nvcsw as f64 / rounds / seeds.len() as f64;
-            model[1] += kern.tasks[0].nivcsw as f64 / rounds / seeds.len() as f64;
-            for (i, f) in fanout_first(&r.switch_log, k).into_iter().enumerate() {
-                model[2 + i] += f / seeds.len() as f64;
-            }
-            model_rate += r.metric_value / seeds.len() as f64;
-        }
+        let (model, model_rate) = seed_means(&m, &w, &[1, 2, 3, 4, 5, 6], 2_000_000_000, true, |r, kern, rounds| {
+            let mut figs = vec![kern.tasks[0].nvcsw as f64 / rounds, kern.tasks[0].nivcsw as f64 / rounds];
+            figs.extend(fanout_first(&r.switch_log, k));
+            figs
+        });
+        assert_eq!(model.len(), 2 + k as usize);
         eprintln!("{k} {hogs} {a:3} {b:3}: rounds/s {:.0} / {model_rate:.0} (not checked)", rate / n);
         for (i, (&s, &y)) in sums.iter().zip(&model).enumerate() {
             let f = match i {

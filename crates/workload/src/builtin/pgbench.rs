@@ -341,7 +341,9 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
     if autogroup {
         // One autogroup per session: every backend (setsid() in the
         // postmaster's child), then pgbench's process with all its threads.
-        // An autogroup's weight at nice 0 is 1024 (sched_autogroup_create_attach()).
+        // An autogroup's weight: a new task group gets NICE_0_LOAD shares
+        // (alloc_fair_sched_group() via autogroup_create()), 1024, and keeps
+        // them unless /proc/PID/autogroup sets a nice.
         for i in 0..clients {
             w.groups.push(GroupSpec { name: format!("autogroup-postgres-{i}"), parent: 0, shares: 1024 });
         }
