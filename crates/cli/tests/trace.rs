@@ -194,3 +194,57 @@ fn hackbench_summary_reads_the_ftrace_and_agrees_with_the_run() {
     assert!(so.contains("receiver exited 20") && so.contains("sender exited 20"), "{so}");
     assert!(so.lines().any(|l| l.starts_with("senders blocked: ") && !l.starts_with("senders blocked: 0 ")), "{so}");
 }
+
+/// scripts/switch-summary (who preempts whom, real against modelled traces)
+/// reads schedlab's ftrace text: each task's sleeps and preemptions add up to
+/// the run's voluntary and involuntary switches, and every wakeup onto a busy
+/// CPU it classifies is one the run made.
+#[test]
+fn switch_summary_reads_the_ftrace_and_agrees_with_the_run() {
+    let ft = tmp("switch-summary.txt");
+    let fts = ft.to_str().unwrap();
+    // Two CPUs: workers and client threads share them, so wakeups find them busy.
+    let guest = repo_root().join("crates/engine/tests/data/local-guest.toml");
+    let json = ok(&[
+        "run",
+        "--json",
+        "--machine",
+        guest.to_str().unwrap(),
+        "--kernel",
+        "v6.12",
+        "--machine-model",
+        "NO_NOISE",
+        "--workload",
+        "memcached",
+        "--set",
+        "threads=2,client_threads=2,connections=8",
+        "--duration",
+        "100ms",
+        "--ftrace",
+        fts,
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let cs = &v["context_switches"];
+    let (vol, invol) = (cs["voluntary"].as_u64().unwrap() as f64, cs["involuntary"].as_u64().unwrap() as f64);
+    let out = Command::new(python())
+        .arg(repo_root().join("scripts/switch-summary"))
+        .args([fts, "--tasks", "memcached|memtier"])
+        .output()
+        .unwrap();
+    let so = text(&out.stdout);
+    assert!(out.status.success(), "switch-summary failed:\n{so}\n{}", text(&out.stderr));
+    let _ = std::fs::remove_file(&ft);
+    // "FILE: D ms traced, N switches"
+    let ms: f64 = so.lines().next().and_then(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok()).expect("a header line");
+    let rows: Vec<Vec<&str>> =
+        so.lines().filter(|l| l.starts_with("memcached-w") || l.starts_with("memtier-")).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 4, "two workers and two client threads:\n{so}");
+    // Columns: task, one share per CPU, runs/s, p50, mean, sleeps/s, preempted/s.
+    let per_s = |i: usize| rows.iter().map(|r| r[r.len() - i].parse::<f64>().unwrap()).sum::<f64>() * ms / 1e3;
+    let (sleeps, preempted) = (per_s(2), per_s(1));
+    // Rounded to whole events per second per row; the trace spans the run
+    // from its first to its last switch.
+    assert!((sleeps - vol).abs() <= 0.02 * vol + 4.0, "sleeps {sleeps:.0} against {vol} voluntary switches\n{so}");
+    assert!((preempted - invol).abs() <= 0.02 * invol + 4.0, "preemptions {preempted:.0} against {invol} involuntary\n{so}");
+    assert!(so.contains("wakee preempts") && so.lines().any(|l| l.starts_with("memtier") && l.ends_with('%')), "{so}");
+}
