@@ -768,6 +768,8 @@ impl<'a> Sim<'a> {
             match self.kind_of(slot) {
                 EvKind::SegEnd { .. } => unreachable!("segment-end slots are below nr_cpus"),
                 EvKind::Resched { cpu } => {
+                    // FIDELITY(F-029): a remote resched preempts at once, as a full-
+                    // preemption kernel (or any kernel in user mode) does.
                     let c = CpuId(cpu);
                     self.cpus[c.idx()].resched_pending = false;
                     if self.kernel.need_resched(c) {
