@@ -377,15 +377,15 @@ const OPEN: &[(&str, &[&str], &str, &str)] = &[
         "memcached",
         &["client_threads=2"],
         "client switches/op",
-        "0.203 per request against 0.038, a sample of the guest's quiet regime: repeated on 2026-11-28 the real runs span 0.024-0.196 (clean 4-5 s runs; 2,500-38,000 switches per second within 10-s runs, regimes changing within a second), and the model stays at the busy end (docs/CALIBRATION.md \"memcached 2 x 8 has two regimes on the guest\"). Even against the busy real regime (0.18) the model's client preempts its vCPU's worker at 75 % of its wakeups there against 39 % and every run is cut short (p50 12-17 against 46-48 us); with all four threads on one vCPU the two agree (1-4 %). 0.158 before session 26's epoll_wait() blocking cost",
+        "0.145 per request against 0.038, a sample of the guest's quiet regime: repeated on 2026-11-28 the real runs span 0.024-0.196 (clean 4-5 s runs; 2,500-38,000 switches per second within 10-s runs, regimes changing within a second), and the model stays in the busy regime (docs/CALIBRATION.md \"memcached 2 x 8 has two regimes on the guest\"). In that regime (real 0.17-0.20 per request, model 0.203 before session 29 measured the client's own cost, CLIENT_REQ_NS 2.5 -> 2.7 us) the model's client preempts its vCPU's worker at 75 % of its wakeups there against 39 % and every run is cut short (p50 12-17 against 46-48 us); with all four threads on one vCPU the two agree (1-4 %). 0.158 before session 26's epoll_wait() blocking cost",
     ),
     ("memcached", &["client_threads=2"], "wakeups/op", "the switches above"),
-    ("memcached", &["client_threads=2"], "server CPU us/op", "the switches above (8.1 against 6.5 us; 6.5-7.0 in the real runs of either regime, session 29)"),
+    ("memcached", &["client_threads=2"], "server CPU us/op", "the switches above (7.6 against 6.5 us, 8.1 before session 29's measured client cost; 6.5-7.0 in the real runs of either regime)"),
     (
         "memcached",
         &["client_threads=2"],
         "client CPU us/op",
-        "7.4 against 6.3 us: the client's sleeps (0.20 per request against 0.038, above), each now costing epoll_wait()'s blocking path (3.2 us, session 26); +12.5 % before it. Real runs in the busy regime take 6.5-6.7 us (session 29), so the model is 10-13 % high there too. Pinned to one vCPU the model agrees (7.0 against 6.8 us, tests/wakeup_preemption.rs)",
+        "7.4 against 6.3 us: the client's sleeps (0.145 per request against 0.038, above), each now costing epoll_wait()'s blocking path (3.2 us, session 26); +12.5 % before it. Real runs in the busy regime take 6.5-6.7 us (session 29), so the model is 10-13 % high there too. Pinned to one vCPU the model agrees (7.0 against 6.8 us, tests/wakeup_preemption.rs)",
     ),
     ("memcached", &["client_threads=2"], "server switches/op", "the switches above"),
     (
