@@ -5,7 +5,7 @@
 
 use crate::Prepared;
 use schedlab_engine::{RunResult, Sim};
-use schedlab_kernel::explain::{AffineRule, Budget, Counts, Explain, LbOutcome, Path, Record, Refusal, IDLE_NAMES, MAX_LEVELS};
+use schedlab_kernel::explain::{AffineRule, Budget, Counts, Explain, LbOutcome, Path, Preempt, Record, Refusal, IDLE_NAMES, MAX_LEVELS};
 use schedlab_kernel::Kernel;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -61,6 +61,7 @@ impl Explained {
         add2(&mut a.lb_migration, &b.lb_migration);
         a.balance_attempts += b.balance_attempts;
         add1(&mut a.idle_cpu_by_budget, &b.idle_cpu_by_budget);
+        add1(&mut a.preempt, &b.preempt);
     }
 
     fn path_total(&self, p: Path) -> u64 {
@@ -201,6 +202,7 @@ pub fn report_text(x: &Explained) -> String {
         }
         let _ = writeln!(o);
     }
+    preempt_text(&mut o, c);
     let _ = writeln!(o, "\nselect_idle_sibling efficiency (Mel Gorman's counters; figures as in the SIS_UTIL postings)");
     let fast = c.sis_search - c.sis_domain_search;
     for (k, v) in [
@@ -277,6 +279,39 @@ fn or_none(v: &[String]) -> String {
     }
 }
 
+/// The wakeup-preemption table: every check of a woken task against the
+/// CPU's current one, by the clause that decided it.
+fn preempt_text(o: &mut String, c: &Counts) {
+    let n: u64 = c.preempt.iter().sum();
+    if n == 0 {
+        return;
+    }
+    let pre: u64 = Preempt::ALL.iter().filter(|w| w.preempts()).map(|&w| c.preempt[w as usize]).sum();
+    let busy = n - c.preempt[Preempt::IdleCpu as usize];
+    let busy_pre = pre - c.preempt[Preempt::IdleCpu as usize];
+    let _ = writeln!(
+        o,
+        "\nwakeup preemption ({n} checks; onto a running task {busy}, of which {busy_pre} preempted it: {:.1}%)",
+        pct(busy_pre, busy)
+    );
+    let _ = writeln!(o, "  {:<20} {:>7} {:>9}  {:<8} kernel rule", "decision", "share", "count", "curr");
+    for &w in &Preempt::ALL {
+        let k = c.preempt[w as usize];
+        if k == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "  {:<20} {:>6.1}% {:>9}  {:<8} {}",
+            w.name(),
+            pct(k, n),
+            k,
+            if w.preempts() { "resched" } else { "kept" },
+            w.rule()
+        );
+    }
+}
+
 /// `--json` counts per path and per level.
 pub fn report_json(x: &Explained) -> Value {
     let c = &x.counts;
@@ -348,6 +383,7 @@ pub fn report_json(x: &Explained) -> Value {
         },
         "balance_attempts": c.balance_attempts,
         "balance": balance,
+        "wakeup_preemption": Preempt::ALL.iter().filter(|w| c.preempt[**w as usize] > 0).map(|w| (w.name().to_string(), json!(c.preempt[*w as usize]))).collect::<Map<String, Value>>(),
     })
 }
 

@@ -211,7 +211,7 @@ pub struct RunArgs {
     /// Write the same events as ftrace text (the kernel's `trace` file layout) to FILE.
     #[arg(long, value_name = "FILE")]
     pub ftrace: Option<std::path::PathBuf>,
-    /// Explain every placement decision: wakeup paths by rule and level, wake_affine clauses, select_idle_sibling efficiency, balance outcomes (with --trace: the records as Perfetto tracks; with --json: an "explain" object).
+    /// Explain every placement decision: wakeup paths by rule and level, wake_affine clauses, wakeup preemption by clause, select_idle_sibling efficiency, balance outcomes (with --trace: the records as Perfetto tracks; with --json: an "explain" object).
     #[arg(long)]
     pub explain: bool,
 }

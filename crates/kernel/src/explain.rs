@@ -289,6 +289,102 @@ impl SlowWhy {
     }
 }
 
+/// What the wakeup-preemption check decided for a wakee enqueued on a CPU
+/// (check_preempt_wakeup() v2.6.23-v6.5, check_preempt_wakeup_fair()
+/// v6.6-6.18.32, wakeup_preempt_fair() 6.18.33+).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preempt {
+    /// The CPU ran its idle task: any fair wakee reschedules it.
+    IdleCpu,
+    /// TIF_NEED_RESCHED was already set (an earlier wakeup or the tick).
+    Pending,
+    /// A SCHED_IDLE curr (entity) against a non-idle wakee: preempt.
+    IdleCurr,
+    /// No check: an idle-policy wakee against a non-idle curr, a BATCH or IDLE
+    /// wakee, or WAKEUP_PREEMPTION off.
+    Policy,
+    /// 6.18.33+: a WF_FORK wakeup or a still-delayed wakee never preempts.
+    ForkOrDelayed,
+    /// EEVDF: preempt, curr past the average vruntime (ineligible: its slice
+    /// protection does not count).
+    CurrPastV,
+    /// EEVDF: preempt, PREEMPT_SHORT (a shorter-slice wakee ignores curr's protection).
+    Short,
+    /// EEVDF: preempt, curr eligible but no longer protected; the wakee's deadline is earlier.
+    EarlierDeadline,
+    /// EEVDF: keep curr, eligible and inside its protected slice (RUN_TO_PARITY).
+    Protected,
+    /// EEVDF: keep curr, the wakee is past the average vruntime itself.
+    WakeeIneligible,
+    /// EEVDF: keep curr, another entity (curr or a queued one) has the earlier deadline.
+    OtherFirst,
+    /// CFS: preempt, the wakee's vruntime trails curr's by more than the wakeup granularity.
+    CfsGran,
+    /// CFS: keep curr, the lead is within the wakeup granularity.
+    CfsKeep,
+}
+
+impl Preempt {
+    pub const N: usize = 13;
+    pub const ALL: [Preempt; Preempt::N] = [
+        Preempt::IdleCpu,
+        Preempt::Pending,
+        Preempt::IdleCurr,
+        Preempt::Policy,
+        Preempt::ForkOrDelayed,
+        Preempt::CurrPastV,
+        Preempt::Short,
+        Preempt::EarlierDeadline,
+        Preempt::Protected,
+        Preempt::WakeeIneligible,
+        Preempt::OtherFirst,
+        Preempt::CfsGran,
+        Preempt::CfsKeep,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Preempt::IdleCpu => "idle-cpu",
+            Preempt::Pending => "resched-pending",
+            Preempt::IdleCurr => "idle-curr",
+            Preempt::Policy => "no-check",
+            Preempt::ForkOrDelayed => "fork-or-delayed",
+            Preempt::CurrPastV => "curr-past-v",
+            Preempt::Short => "preempt-short",
+            Preempt::EarlierDeadline => "earlier-deadline",
+            Preempt::Protected => "curr-protected",
+            Preempt::WakeeIneligible => "wakee-past-v",
+            Preempt::OtherFirst => "other-first",
+            Preempt::CfsGran => "cfs-past-gran",
+            Preempt::CfsKeep => "cfs-within-gran",
+        }
+    }
+    /// The kernel clause, for the report.
+    pub fn rule(self) -> &'static str {
+        match self {
+            Preempt::IdleCpu => "curr is the idle task: resched_curr()",
+            Preempt::Pending => "need_resched already set: return",
+            Preempt::IdleCurr => "SCHED_IDLE curr, non-idle wakee: preempt",
+            Preempt::Policy => "idle/batch wakee or NO_WAKEUP_PREEMPTION: return",
+            Preempt::ForkOrDelayed => "WF_FORK or pse->sched_delayed: return (6.18.33+)",
+            Preempt::CurrPastV => "pick is the wakee: curr not eligible, so not protected",
+            Preempt::Short => "PREEMPT_SHORT: shorter-slice wakee is the pick",
+            Preempt::EarlierDeadline => "pick is the wakee: earliest eligible deadline",
+            Preempt::Protected => "pick is curr: protect_slice() (RUN_TO_PARITY)",
+            Preempt::WakeeIneligible => "wakee not eligible: not the pick",
+            Preempt::OtherFirst => "pick is curr or a queued entity: earlier deadline",
+            Preempt::CfsGran => "wakeup_preempt_entity() == 1: preempt",
+            Preempt::CfsKeep => "wakeup_preempt_entity() < 1: return",
+        }
+    }
+    /// Whether the decision reschedules curr.
+    pub fn preempts(self) -> bool {
+        matches!(
+            self,
+            Preempt::IdleCpu | Preempt::IdleCurr | Preempt::CurrPastV | Preempt::Short | Preempt::EarlierDeadline | Preempt::CfsGran
+        )
+    }
+}
+
 /// One try_to_wake_up() / wake_up_new_task(), as the kernel functions decided it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct WakeRecord {
@@ -479,6 +575,8 @@ pub struct Counts {
     pub lb_kicks: [u64; MAX_LEVELS],
     pub lb_migration: [[u64; 4]; MAX_LEVELS],
     pub balance_attempts: u64,
+    /// Wakeup-preemption checks by outcome (index Preempt as usize).
+    pub preempt: [u64; Preempt::N],
 }
 
 /// Decision recording state (`Kernel::explain`).
@@ -530,6 +628,14 @@ impl Kernel {
             }
         }
         self.explain = Some(Box::new(Explain { slot, level_names, log: log.then(Vec::new), ..Default::default() }));
+    }
+
+    /// Count one wakeup-preemption decision (no-op when recording is off).
+    #[inline(always)]
+    pub(crate) fn xp(&mut self, why: Preempt) {
+        if let Some(e) = self.explain.as_deref_mut() {
+            e.counts.preempt[why as usize] += 1;
+        }
     }
 
     /// Update the wake record being decided (no-op when recording is off).

@@ -19,6 +19,7 @@ pub mod select;
 pub mod tree;
 
 use crate::core::Kernel;
+use crate::explain::Preempt;
 use crate::features::SchedFeat::*;
 use crate::profile::PickAlgo;
 use crate::sched::{CfsId, CfsRq, Ent, Policy, Rqs, SchedEntity, Task, TaskId, NICE_0_LOAD};
@@ -1593,6 +1594,7 @@ impl Kernel {
         let Some(curr) = self.rqs[cpu.idx()].curr else {
             // The idle task is always preempted by a fair task.
             self.resched_curr(cpu);
+            self.xp(Preempt::IdleCpu);
             return;
         };
         if curr == p {
@@ -1611,6 +1613,7 @@ impl Kernel {
             next_buddy_marked = true;
         }
         if self.rqs[cpu.idx()].need_resched {
+            self.xp(Preempt::Pending);
             return;
         }
         let pp = self.tasks[p.idx()].policy;
@@ -1622,12 +1625,11 @@ impl Kernel {
                 self.cancel_protect_slice(se);
             }
             self.resched_curr(cpu);
+            self.xp(Preempt::IdleCurr);
             return;
         }
-        if cse_idle != pse_idle {
-            return;
-        }
-        if pp != Policy::Normal || !self.feats.has(WAKEUP_PREEMPTION) {
+        if cse_idle != pse_idle || pp != Policy::Normal || !self.feats.has(WAKEUP_PREEMPTION) {
+            self.xp(Preempt::Policy);
             return;
         }
         let q = self.cfs_of(se);
@@ -1637,22 +1639,30 @@ impl Kernel {
             return;
         }
         if self.eevdf() {
+            let before = self.explain.is_some().then(|| self.preempt_state(q, se, pse));
             // v6.12 PREEMPT_SHORT: a shorter-slice eligible wakee cancels protection.
+            let mut short = false;
             if self.feats.has(PREEMPT_SHORT) {
                 let (ps, cs) = (self.se(pse), self.se(se));
-                let short = ps.slice < cs.slice
+                short = ps.slice < cs.slice
                     && self.entity_eligible(q, pse)
                     && (vdiff(ps.deadline, cs.deadline) < 0 || !self.entity_eligible(q, se));
                 if short {
                     self.cancel_protect_slice(se);
                 }
             }
-            if self.pick_eevdf(q) == Some(pse) {
+            let preempt = self.pick_eevdf(q) == Some(pse);
+            if preempt {
                 self.resched_curr(cpu);
+            }
+            if let Some(st) = before {
+                self.xp(Self::preempt_why(st, short, preempt));
             }
             return;
         }
-        if self.wakeup_preempt_entity(se, pse) == 1 {
+        let cfs_preempt = self.wakeup_preempt_entity(se, pse) == 1;
+        self.xp(if cfs_preempt { Preempt::CfsGran } else { Preempt::CfsKeep });
+        if cfs_preempt {
             if !next_buddy_marked && self.next_buddy_hint() {
                 // Seed 002 (v2.6.39+): the preempting entity becomes next buddy.
                 self.set_next_buddy(pse);
@@ -1686,9 +1696,14 @@ impl Kernel {
         let stable33 = self.profile.stable_6_18(33);
         let short = self.feats.has(PREEMPT_SHORT) && self.se(pse).slice < self.se(se).slice;
         if stable33 && !short && (wake_fork || self.se(pse).sched_delayed) {
+            self.xp(Preempt::ForkOrDelayed);
             return;
         }
+        let before = self.explain.is_some().then(|| self.preempt_state(q, se, pse));
         let pick = if stable33 { self.wakeup_pick_next_entity(cpu, q, !short, now) } else { self.pick_eevdf_protect(q, !short) };
+        if let Some(st) = before {
+            self.xp(Self::preempt_why(st, short, pick == Some(pse)));
+        }
         if pick == Some(pse) {
             if short {
                 self.cancel_protect_slice(se);
@@ -1698,6 +1713,24 @@ impl Kernel {
         }
         if self.feats.has(RUN_TO_PARITY) && (short || stable33) {
             self.update_protect_slice(q, se);
+        }
+    }
+
+    /// For `--explain`: (curr eligible, curr protected, wakee eligible) before
+    /// the wakeup check's pick.
+    fn preempt_state(&self, q: CfsId, se: Ent, pse: Ent) -> (bool, bool, bool) {
+        (self.entity_eligible(q, se), self.protect_slice(se), self.entity_eligible(q, pse))
+    }
+
+    /// For `--explain`: the clause that decided an EEVDF wakeup check.
+    fn preempt_why((curr_elig, curr_prot, wakee_elig): (bool, bool, bool), short: bool, preempted: bool) -> Preempt {
+        match (preempted, short) {
+            (true, true) => Preempt::Short,
+            (true, false) if !curr_elig => Preempt::CurrPastV,
+            (true, false) => Preempt::EarlierDeadline,
+            (false, _) if curr_elig && curr_prot && !short => Preempt::Protected,
+            (false, _) if !wakee_elig => Preempt::WakeeIneligible,
+            (false, _) => Preempt::OtherFirst,
         }
     }
 
@@ -2248,6 +2281,65 @@ mod tests {
             assert!(!k.rqs[0].need_resched);
             assert_eq!(k.tasks[ids[0].idx()].se.vlag, vprot, "{patch:?}");
         }
+    }
+
+    // `--explain` names the clause of every wakeup check: the hand-built
+    // situations above, each counted once under its clause.
+    #[test]
+    fn explain_names_the_clause_of_each_wakeup_check() {
+        let last = |k: &Kernel| -> Preempt {
+            let c = &k.explain.as_ref().unwrap().counts.preempt;
+            assert_eq!(c.iter().sum::<u64>(), 1, "one check counted: {c:?}");
+            Preempt::ALL[c.iter().position(|&n| n == 1).unwrap()]
+        };
+        // A curr and past V (10 ms), W eligible (4 ms): W preempts.
+        let mut k = kernel_on("v6.18", None, 1);
+        k.enable_explain(false);
+        let ids = hand_queue(&mut k, &[(1024, 10 * MS, 10_700_000), (1024, 4 * MS, 4_700_000)]);
+        make_curr(&mut k, ids[0]);
+        k.check_preempt_wakeup(CpuId(0), ids[1], false, 0);
+        assert!(k.rqs[0].need_resched);
+        assert_eq!(last(&k), Preempt::CurrPastV);
+        // The same wakee still delayed, 6.18.33+: no check.
+        let mut k = kernel_on("v6.18", Some("stable-6.18.44"), 1);
+        k.enable_explain(false);
+        let ids = hand_queue(&mut k, &[(1024, 10 * MS, 10_700_000), (1024, 4 * MS, 4_700_000)]);
+        make_curr(&mut k, ids[0]);
+        k.tasks[ids[1].idx()].state = TaskState::Sleeping;
+        k.mark_delayed(ids[1]);
+        k.check_preempt_wakeup(CpuId(0), ids[1], false, 0);
+        assert_eq!(last(&k), Preempt::ForkOrDelayed);
+        // A curr at V, inside its protected slice: kept.
+        let mut k = kernel_on("v6.18", Some("stable-6.18.44"), 1);
+        k.enable_explain(false);
+        let ids = hand_queue(&mut k, &[(1024, 0, 700_000), (1024, 0, 800_000), (1024, 0, 900_000)]);
+        make_curr(&mut k, ids[0]);
+        k.check_preempt_wakeup(CpuId(0), ids[2], false, 0);
+        assert!(!k.rqs[0].need_resched);
+        assert_eq!(last(&k), Preempt::Protected);
+        // A shorter-slice wakee that loses to X's earlier deadline.
+        let mut k = one_cpu("v6.18");
+        k.enable_explain(false);
+        let ids = hand_queue(&mut k, &[(1024, 0, 700_000), (1024, 0, 50_000), (1024, 0, 100_000)]);
+        make_curr(&mut k, ids[0]);
+        k.tasks[ids[2].idx()].se.slice = 100_000;
+        k.check_preempt_wakeup(CpuId(0), ids[2], false, 0);
+        assert_eq!(last(&k), Preempt::OtherFirst);
+        // CFS: 0.5 ms behind is within the granularity, 2 ms is not; a third
+        // wakeup finds need_resched set.
+        let mut k = one_cpu("v3.10");
+        k.enable_explain(false);
+        let ids = hand_queue(&mut k, &[(1024, 10 * MS, 0), (1024, 9 * MS + MS / 2, 0), (1024, 8 * MS, 0)]);
+        k.set_next_entity(CpuId(0).into(), ids[0].into(), 0);
+        k.rqs[0].curr = Some(ids[0]);
+        k.check_preempt_wakeup(CpuId(0), ids[1], false, 0);
+        assert_eq!(last(&k), Preempt::CfsKeep);
+        k.explain.as_mut().unwrap().counts.preempt = Default::default();
+        k.check_preempt_wakeup(CpuId(0), ids[2], false, 0);
+        assert_eq!(last(&k), Preempt::CfsGran);
+        k.explain.as_mut().unwrap().counts.preempt = Default::default();
+        k.check_preempt_wakeup(CpuId(0), ids[1], false, 0);
+        assert_eq!(last(&k), Preempt::Pending);
     }
 
     // pick_next_entity() (<= v6.5): CFS picks the leftmost (smallest vruntime) entity; a next buddy
