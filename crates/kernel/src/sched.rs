@@ -488,13 +488,28 @@ impl Rq {
 /// summaries (`LbIndex`, serving update_sd_lb_stats()) refresh only the CPUs
 /// written since their last pass instead of reading every runqueue, and give
 /// the same statistics as that read.
-#[derive(Clone, Debug, Default)]
+///
+/// The entry points write one runqueue many times in a row (a dequeue, a
+/// pick, a wakeup's enqueue: a dozen writes each), so the CPU last marked is
+/// kept: a write to it again is one comparison, without the bit's store
+/// (or, tracking off, without the test of `track`).
+#[derive(Clone, Debug)]
 pub struct Rqs {
     v: Vec<Rq>,
     /// One bit per CPU: written since the last [`Rqs::take_dirty`].
     dirty: Vec<u64>,
     /// Marks are kept (some summary reads them); off, a write costs nothing more.
     track: bool,
+    /// The CPU whose runqueue the last write went to (`usize::MAX`: none since
+    /// the marks were last taken): marked already if tracking, so the next
+    /// write to it need not mark it again.
+    last: usize,
+}
+
+impl Default for Rqs {
+    fn default() -> Rqs {
+        Rqs { v: Vec::new(), dirty: Vec::new(), track: false, last: usize::MAX }
+    }
 }
 
 impl Rqs {
@@ -502,7 +517,7 @@ impl Rqs {
         // Every runqueue starts written: a summary built later reads them all
         // (bits past the last CPU are skipped by `take_dirty`).
         let dirty = vec![u64::MAX; v.len().div_ceil(64)];
-        Rqs { v, dirty, track: true }
+        Rqs { v, dirty, track: true, last: usize::MAX }
     }
 
     /// Keep the write marks or not (no summary reads them); turning them on
@@ -524,6 +539,8 @@ impl Rqs {
     /// ascending, and clear the marks.
     #[inline]
     pub(crate) fn take_dirty(&mut self, mut f: impl FnMut(usize, &Rq)) {
+        // The last CPU written is no longer marked: its next write marks it.
+        self.last = usize::MAX;
         for (i, w) in self.dirty.iter_mut().enumerate() {
             let mut bits = std::mem::take(w);
             while bits != 0 {
@@ -557,14 +574,17 @@ impl std::ops::IndexMut<usize> for Rqs {
     #[inline]
     fn index_mut(&mut self, c: usize) -> &mut Rq {
         let r = &mut self.v[c];
-        if self.track {
-            debug_assert!(c >> 6 < self.dirty.len());
-            // SAFETY: `c` < v.len() (the index above checked it), and
-            // `dirty` has ceil(v.len() / 64) words (`Rqs::new`; neither
-            // vector is resized afterwards), so word `c / 64` exists. (Every
-            // runqueue write passes here: the bounds test was a third of
-            // the mark's instructions.)
-            unsafe { *self.dirty.get_unchecked_mut(c >> 6) |= 1u64 << (c & 63) };
+        if c != self.last {
+            self.last = c;
+            if self.track {
+                debug_assert!(c >> 6 < self.dirty.len());
+                // SAFETY: `c` < v.len() (the index above checked it), and
+                // `dirty` has ceil(v.len() / 64) words (`Rqs::new`; neither
+                // vector is resized afterwards), so word `c / 64` exists. (Every
+                // runqueue write passes here: the bounds test was a third of
+                // the mark's instructions.)
+                unsafe { *self.dirty.get_unchecked_mut(c >> 6) |= 1u64 << (c & 63) };
+            }
         }
         r
     }
@@ -614,6 +634,11 @@ mod layout_tests {
         rqs[65].need_resched = true;
         rqs[3].cfs.h_nr_running += 0;
         assert_eq!(taken(&mut rqs), vec![3, 65]);
+        // The last CPU written before the marks were taken is marked again
+        // by its next write (taking the marks forgets it).
+        rqs[3].need_resched = false;
+        rqs[3].need_resched = true;
+        assert_eq!(taken(&mut rqs), vec![3]);
         rqs.set_tracking(false);
         rqs[7].need_resched = true;
         assert!(taken(&mut rqs).is_empty());
