@@ -493,10 +493,22 @@ impl Rq {
 /// pick, a wakeup's enqueue: a dozen writes each), so the CPU last marked is
 /// kept: a write to it again is one comparison, without the bit's store
 /// (or, tracking off, without the test of `track`).
+///
+/// A switch indexes the runqueues dozens of times: the storage is padded to
+/// a power of two runqueues, so that an index is masked into range (`c &
+/// mask`) instead of tested against the length (a load, a compare and a
+/// branch to a panic, which also kept the compiler from reusing an address
+/// across writes). A CPU past the last is a bug the debug builds catch; the
+/// masked index keeps it inside the allocation (sound, if not meaningful).
 #[derive(Clone, Debug)]
 pub struct Rqs {
+    /// `n` runqueues, then copies of the last up to a power of two (reached
+    /// only by a CPU past the last).
     v: Vec<Rq>,
-    /// One bit per CPU: written since the last [`Rqs::take_dirty`].
+    n: usize,
+    /// `v.len() - 1`, `v.len()` a power of two.
+    mask: usize,
+    /// One bit per entry of `v`: written since the last [`Rqs::take_dirty`].
     dirty: Vec<u64>,
     /// Marks are kept (some summary reads them); off, a write costs nothing more.
     track: bool,
@@ -506,18 +518,18 @@ pub struct Rqs {
     last: usize,
 }
 
-impl Default for Rqs {
-    fn default() -> Rqs {
-        Rqs { v: Vec::new(), dirty: Vec::new(), track: false, last: usize::MAX }
-    }
-}
-
 impl Rqs {
-    pub fn new(v: Vec<Rq>) -> Rqs {
+    /// The runqueues `v` (at least one).
+    pub fn new(mut v: Vec<Rq>) -> Rqs {
+        let n = v.len();
+        assert!(n > 0, "a machine has at least one CPU");
+        let size = n.next_power_of_two();
+        let pad = v[n - 1].clone();
+        v.resize(size, pad);
         // Every runqueue starts written: a summary built later reads them all
         // (bits past the last CPU are skipped by `take_dirty`).
-        let dirty = vec![u64::MAX; v.len().div_ceil(64)];
-        Rqs { v, dirty, track: true, last: usize::MAX }
+        let dirty = vec![u64::MAX; size.div_ceil(64)];
+        Rqs { v, n, mask: size - 1, dirty, track: true, last: usize::MAX }
     }
 
     /// Keep the write marks or not (no summary reads them); turning them on
@@ -532,7 +544,7 @@ impl Rqs {
     /// Every runqueue, mutably (all marked written).
     pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Rq> {
         self.dirty.iter_mut().for_each(|w| *w = u64::MAX);
-        self.v.iter_mut()
+        self.v[..self.n].iter_mut()
     }
 
     /// Call `f` with each CPU written since the last call and its runqueue,
@@ -541,13 +553,14 @@ impl Rqs {
     pub(crate) fn take_dirty(&mut self, mut f: impl FnMut(usize, &Rq)) {
         // The last CPU written is no longer marked: its next write marks it.
         self.last = usize::MAX;
+        let n = self.n;
         for (i, w) in self.dirty.iter_mut().enumerate() {
             let mut bits = std::mem::take(w);
             while bits != 0 {
                 let c = i * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                if let Some(rq) = self.v.get(c) {
-                    f(c, rq);
+                if c < n {
+                    f(c, &self.v[c]);
                 }
             }
         }
@@ -558,7 +571,7 @@ impl std::ops::Deref for Rqs {
     type Target = [Rq];
     #[inline]
     fn deref(&self) -> &[Rq] {
-        &self.v
+        &self.v[..self.n]
     }
 }
 
@@ -566,27 +579,29 @@ impl std::ops::Index<usize> for Rqs {
     type Output = Rq;
     #[inline]
     fn index(&self, c: usize) -> &Rq {
-        &self.v[c]
+        debug_assert!(c < self.n, "CPU {c} of {}", self.n);
+        // SAFETY: `v.len()` is `mask + 1` (`Rqs::new`; `v` is never resized
+        // afterwards), so `c & mask` < `v.len()`.
+        unsafe { self.v.get_unchecked(c & self.mask) }
     }
 }
 
 impl std::ops::IndexMut<usize> for Rqs {
     #[inline]
     fn index_mut(&mut self, c: usize) -> &mut Rq {
-        let r = &mut self.v[c];
+        debug_assert!(c < self.n, "CPU {c} of {}", self.n);
+        let c = c & self.mask;
         if c != self.last {
             self.last = c;
             if self.track {
-                debug_assert!(c >> 6 < self.dirty.len());
-                // SAFETY: `c` < v.len() (the index above checked it), and
-                // `dirty` has ceil(v.len() / 64) words (`Rqs::new`; neither
-                // vector is resized afterwards), so word `c / 64` exists. (Every
-                // runqueue write passes here: the bounds test was a third of
-                // the mark's instructions.)
+                // SAFETY: `c` <= `mask`, and `dirty` has a word for every 64
+                // entries of `v` (`mask + 1` of them, rounded up; `Rqs::new`;
+                // neither vector is resized afterwards), so word `c / 64` exists.
                 unsafe { *self.dirty.get_unchecked_mut(c >> 6) |= 1u64 << (c & 63) };
             }
         }
-        r
+        // SAFETY: as in `index`, `c` (masked) < `v.len()`.
+        unsafe { self.v.get_unchecked_mut(c) }
     }
 }
 
@@ -594,7 +609,7 @@ impl<'a> IntoIterator for &'a Rqs {
     type Item = &'a Rq;
     type IntoIter = std::slice::Iter<'a, Rq>;
     fn into_iter(self) -> Self::IntoIter {
-        self.v.iter()
+        self.v[..self.n].iter()
     }
 }
 
