@@ -28,6 +28,7 @@ use metrics::Histogram;
 pub use noise::NoiseStats;
 use rng::Pcg32;
 use schedlab_kernel::{CpuId, Effects, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
+use schedlab_kernel::maskvec::MaskVec;
 use schedlab_machine::cost::{Component, CostModel, ModelSwitches, SpinlockKind, TaskMem};
 use schedlab_machine::Machine;
 use schedlab_workload::{ChannelKind, MetricSpec, Op, Workload};
@@ -154,7 +155,7 @@ impl LoopStack {
 
 /// Per-task interpreter state. The fields every op reads come first, in one
 /// cache line (`repr(C)` keeps the order; the alignment starts each task on a line).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 #[repr(C, align(64))]
 struct TaskRt {
     program: u32,
@@ -296,8 +297,8 @@ pub struct Sim<'a> {
     nr_cpus_slots: u32,
     /// Number of CPUs: segment-end slots are `0..nr_cpus`.
     nr_cpus: u32,
-    cpus: Vec<Cpu>,
-    rt: Vec<TaskRt>,
+    cpus: MaskVec<Cpu>,
+    rt: MaskVec<TaskRt>,
     /// Every program's ops, one program after the other (`TaskRt::code_at`):
     /// an op is one load from the task's state, not two through the program's `Vec`.
     code: Vec<Op>,
@@ -359,7 +360,7 @@ pub struct Sim<'a> {
     lat_mins: Vec<u64>,
     ilb_pending: bool,
     cost: CostModel,
-    mem: Vec<TaskMem>,
+    mem: MaskVec<TaskMem>,
     smt: bool,
     l1_refills: u64,
     l2_misses: u64,
@@ -513,8 +514,8 @@ impl<'a> Sim<'a> {
             queue: queue::EventQueue::with_layout((1 + PER_CPU_SLOTS as usize) * n + wl.tasks.len(), &queue_layout(n as u32)),
             nr_cpus_slots: (1 + PER_CPU_SLOTS) * n as u32,
             nr_cpus: n as u32,
-            cpus: vec![Cpu::default(); n],
-            rt: Vec::with_capacity(wl.tasks.len()),
+            cpus: MaskVec::from_vec(vec![Cpu::default(); n]),
+            rt: MaskVec::new(TaskRt::default()),
             code: wl.programs.iter().flatten().copied().collect(),
             posts: Vec::new(),
             epolls: vec![EpollRt::default(); wl.channels.iter().filter_map(|c| c.epoll).map(|e| e.set as usize + 1).max().unwrap_or(0)],
@@ -596,7 +597,7 @@ impl<'a> Sim<'a> {
                 c.set_spinlock(spinlock);
                 c
             },
-            mem: Vec::with_capacity(wl.tasks.len()),
+            mem: MaskVec::new(TaskMem::default()),
             smt: machine.topology.threads_per_core() > 1,
             l1_refills: 0,
             l2_misses: 0,
