@@ -286,6 +286,36 @@ impl OptU32 {
 }
 
 impl Task {
+    /// A task that is none of the kernel's: the padding of the task table
+    /// ([`crate::maskvec::MaskVec`]) before the first fork.
+    pub(crate) fn placeholder() -> Task {
+        Task {
+            se: SchedEntity::default(),
+            nvcsw: 0,
+            nivcsw: 0,
+            run_delay: 0,
+            pcount: 0,
+            last_queued: OptU64::NONE,
+            mru: 0,
+            nr_migrations: 0,
+            wakee_flip_decay_ts: 0,
+            cpus_allowed: None,
+            id: TaskId(NO_TASK),
+            cpu: CpuId(0),
+            recent_used_cpu: CpuId(0),
+            mru_listed: None,
+            state: TaskState::Dead,
+            policy: Policy::Normal,
+            nice: 0,
+            wakee_flips: 0,
+            last_wakee: None,
+            cfs_link: (NO_TASK, NO_TASK),
+            util_est_queued: OptU32::NONE,
+            mm: 0,
+            group: 0,
+        }
+    }
+
     #[inline]
     pub fn allowed(&self, c: CpuId) -> bool {
         self.cpus_allowed.as_ref().is_none_or(|m| m.test(c))
@@ -443,7 +473,7 @@ impl CfsTasks {
         self.tail == p.0
     }
     /// Append `p` (not listed) at the tail.
-    pub(crate) fn push_tail(&mut self, tasks: &mut [Task], p: TaskId) {
+    pub(crate) fn push_tail(&mut self, tasks: &mut crate::maskvec::MaskVec<Task>, p: TaskId) {
         tasks[p.idx()].cfs_link = (self.tail, NO_TASK);
         if self.tail == NO_TASK {
             self.head = p.0;
@@ -454,7 +484,7 @@ impl CfsTasks {
         self.len += 1;
     }
     /// Unlink listed task `p`.
-    pub(crate) fn remove(&mut self, tasks: &mut [Task], p: TaskId) {
+    pub(crate) fn remove(&mut self, tasks: &mut crate::maskvec::MaskVec<Task>, p: TaskId) {
         let (prev, next) = tasks[p.idx()].cfs_link;
         if prev == NO_TASK {
             self.head = next;
