@@ -27,8 +27,8 @@ pub use arrivals::ArrivalStats;
 use metrics::Histogram;
 pub use noise::NoiseStats;
 use rng::Pcg32;
-use schedlab_kernel::{CpuId, Effects, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
 use schedlab_kernel::maskvec::MaskVec;
+use schedlab_kernel::{CpuId, Effects, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
 use schedlab_machine::cost::{Component, CostModel, ModelSwitches, SpinlockKind, TaskMem};
 use schedlab_machine::Machine;
 use schedlab_workload::{ChannelKind, MetricSpec, Op, Workload};
@@ -301,7 +301,7 @@ pub struct Sim<'a> {
     rt: MaskVec<TaskRt>,
     /// Every program's ops, one program after the other (`TaskRt::code_at`):
     /// an op is one load from the task's state, not two through the program's `Vec`.
-    code: Vec<Op>,
+    code: MaskVec<Op>,
     /// Per program: where its ops start in `code`, and how many.
     code_of: Vec<(u32, u32)>,
     /// Per task: the semaphores an `Op::WakeQueued` splice has still to post,
@@ -371,7 +371,7 @@ pub struct Sim<'a> {
     /// Time spent on task groups' `tg->load_avg` lines (`Sim::tg_lines`).
     tg_line_ns: u64,
     /// Per channel: the CPU of the last write (where the message data is warm).
-    chan_writer: Vec<Option<CpuId>>,
+    chan_writer: MaskVec<Option<CpuId>>,
     /// Memory-bound streams running per LLC and per node.
     llc_streams: Vec<u32>,
     node_streams: Vec<u32>,
@@ -516,7 +516,7 @@ impl<'a> Sim<'a> {
             nr_cpus: n as u32,
             cpus: MaskVec::from_vec(vec![Cpu::default(); n]),
             rt: MaskVec::new(TaskRt::default()),
-            code: wl.programs.iter().flatten().copied().collect(),
+            code: MaskVec::from_vec_or(wl.programs.iter().flatten().copied().collect(), Op::Run { ns: 0 }),
             posts: Vec::new(),
             epolls: vec![EpollRt::default(); wl.channels.iter().filter_map(|c| c.epoll).map(|e| e.set as usize + 1).max().unwrap_or(0)],
             ep_events: Vec::new(),
@@ -606,7 +606,7 @@ impl<'a> Sim<'a> {
             remote_bytes: 0,
             rq_lock_wait_ns: 0,
             tg_line_ns: 0,
-            chan_writer: vec![None; wl.channels.len()],
+            chan_writer: MaskVec::from_vec_or(vec![None; wl.channels.len()], None),
             llc_streams: Vec::new(),
             node_streams: vec![0; machine.topology.nr_nodes()],
             trace: cfg.trace.then(|| Box::new(trace::Trace::new(n))),

@@ -37,6 +37,15 @@ impl<T: Clone> MaskVec<T> {
         MaskVec { v, n, mask: size - 1 }
     }
 
+    /// The entries of `v`, which may be empty (`pad` then fills the storage).
+    pub fn from_vec_or(v: Vec<T>, pad: T) -> MaskVec<T> {
+        if v.is_empty() {
+            MaskVec::new(pad)
+        } else {
+            MaskVec::from_vec(v)
+        }
+    }
+
     /// Append `x` (the storage doubles when full, padded with clones of `x`).
     pub fn push(&mut self, x: T) {
         if self.n == self.v.len() {

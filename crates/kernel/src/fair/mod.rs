@@ -20,8 +20,8 @@ pub mod tree;
 
 use crate::core::Kernel;
 use crate::features::SchedFeat::*;
-use crate::profile::PickAlgo;
 use crate::maskvec::MaskVec;
+use crate::profile::PickAlgo;
 use crate::sched::{CfsId, CfsRq, Ent, Policy, Rqs, SchedEntity, Task, TaskId, NICE_0_LOAD};
 use schedlab_topology::CpuId;
 
