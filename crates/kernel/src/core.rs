@@ -812,7 +812,6 @@ impl Kernel {
 
     /// `__schedule()` on `cpu`: handle `prev` according to `reason`, pick the
     /// next task, switch. Returns prev and next (None = idle).
-    #[inline(always)]
     pub fn schedule(&mut self, cpu: CpuId, reason: SwitchReason, now: u64, fx: &mut Effects) -> SwitchResult {
         self.schedule_inner(cpu, reason, now, fx)
     }
