@@ -95,6 +95,33 @@ impl<T> std::ops::IndexMut<usize> for MaskVec<T> {
     }
 }
 
+/// Ranges index the entries as a slice (with its bounds tests).
+macro_rules! range_index {
+    ($($r:ty),*) => {$(
+        impl<T> std::ops::Index<$r> for MaskVec<T> {
+            type Output = [T];
+            #[inline]
+            fn index(&self, r: $r) -> &[T] {
+                &(**self)[r]
+            }
+        }
+        impl<T> std::ops::IndexMut<$r> for MaskVec<T> {
+            #[inline]
+            fn index_mut(&mut self, r: $r) -> &mut [T] {
+                &mut (**self)[r]
+            }
+        }
+    )*};
+}
+range_index!(
+    std::ops::Range<usize>,
+    std::ops::RangeTo<usize>,
+    std::ops::RangeFrom<usize>,
+    std::ops::RangeFull,
+    std::ops::RangeInclusive<usize>,
+    std::ops::RangeToInclusive<usize>
+);
+
 impl<'a, T> IntoIterator for &'a MaskVec<T> {
     type Item = &'a T;
     type IntoIter = std::slice::Iter<'a, T>;
@@ -129,5 +156,7 @@ mod tests {
         assert_eq!(m.iter().filter(|&&x| x == 1).count(), 1);
         let f = MaskVec::from_vec(vec![5u8; 5]);
         assert_eq!((f.len(), f.v.len()), (5, 8));
+        // Ranges see the entries only, not the padding.
+        assert_eq!((f[..].len(), f[2..].len(), f[..=1].len()), (5, 3, 2));
     }
 }
