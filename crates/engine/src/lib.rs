@@ -27,6 +27,7 @@ pub use arrivals::ArrivalStats;
 use metrics::Histogram;
 pub use noise::NoiseStats;
 use rng::Pcg32;
+use schedlab_kernel::maskvec::MaskVec;
 use schedlab_kernel::{CpuId, Effects, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
 use schedlab_machine::cost::{Component, CostModel, ModelSwitches, SpinlockKind, TaskMem};
 use schedlab_machine::Machine;
@@ -154,7 +155,7 @@ impl LoopStack {
 
 /// Per-task interpreter state. The fields every op reads come first, in one
 /// cache line (`repr(C)` keeps the order; the alignment starts each task on a line).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 #[repr(C, align(64))]
 struct TaskRt {
     program: u32,
@@ -296,11 +297,11 @@ pub struct Sim<'a> {
     nr_cpus_slots: u32,
     /// Number of CPUs: segment-end slots are `0..nr_cpus`.
     nr_cpus: u32,
-    cpus: Vec<Cpu>,
-    rt: Vec<TaskRt>,
+    cpus: MaskVec<Cpu>,
+    rt: MaskVec<TaskRt>,
     /// Every program's ops, one program after the other (`TaskRt::code_at`):
     /// an op is one load from the task's state, not two through the program's `Vec`.
-    code: Vec<Op>,
+    code: MaskVec<Op>,
     /// Per program: where its ops start in `code`, and how many.
     code_of: Vec<(u32, u32)>,
     /// Per task: the semaphores an `Op::WakeQueued` splice has still to post,
@@ -359,7 +360,7 @@ pub struct Sim<'a> {
     lat_mins: Vec<u64>,
     ilb_pending: bool,
     cost: CostModel,
-    mem: Vec<TaskMem>,
+    mem: MaskVec<TaskMem>,
     smt: bool,
     l1_refills: u64,
     l2_misses: u64,
@@ -370,7 +371,7 @@ pub struct Sim<'a> {
     /// Time spent on task groups' `tg->load_avg` lines (`Sim::tg_lines`).
     tg_line_ns: u64,
     /// Per channel: the CPU of the last write (where the message data is warm).
-    chan_writer: Vec<Option<CpuId>>,
+    chan_writer: MaskVec<Option<CpuId>>,
     /// Memory-bound streams running per LLC and per node.
     llc_streams: Vec<u32>,
     node_streams: Vec<u32>,
@@ -513,9 +514,9 @@ impl<'a> Sim<'a> {
             queue: queue::EventQueue::with_layout((1 + PER_CPU_SLOTS as usize) * n + wl.tasks.len(), &queue_layout(n as u32)),
             nr_cpus_slots: (1 + PER_CPU_SLOTS) * n as u32,
             nr_cpus: n as u32,
-            cpus: vec![Cpu::default(); n],
-            rt: Vec::with_capacity(wl.tasks.len()),
-            code: wl.programs.iter().flatten().copied().collect(),
+            cpus: MaskVec::from_vec(vec![Cpu::default(); n]),
+            rt: MaskVec::new(TaskRt::default()),
+            code: MaskVec::from_vec_or(wl.programs.iter().flatten().copied().collect(), Op::Run { ns: 0 }),
             posts: Vec::new(),
             epolls: vec![EpollRt::default(); wl.channels.iter().filter_map(|c| c.epoll).map(|e| e.set as usize + 1).max().unwrap_or(0)],
             ep_events: Vec::new(),
@@ -596,7 +597,7 @@ impl<'a> Sim<'a> {
                 c.set_spinlock(spinlock);
                 c
             },
-            mem: Vec::with_capacity(wl.tasks.len()),
+            mem: MaskVec::new(TaskMem::default()),
             smt: machine.topology.threads_per_core() > 1,
             l1_refills: 0,
             l2_misses: 0,
@@ -605,7 +606,7 @@ impl<'a> Sim<'a> {
             remote_bytes: 0,
             rq_lock_wait_ns: 0,
             tg_line_ns: 0,
-            chan_writer: vec![None; wl.channels.len()],
+            chan_writer: MaskVec::from_vec_or(vec![None; wl.channels.len()], None),
             llc_streams: Vec::new(),
             node_streams: vec![0; machine.topology.nr_nodes()],
             trace: cfg.trace.then(|| Box::new(trace::Trace::new(n))),

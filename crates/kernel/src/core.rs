@@ -141,7 +141,8 @@ pub struct Kernel {
     pub tun: EffectiveTunables,
     pub sd: SchedDomains,
     pub rqs: crate::sched::Rqs,
-    pub tasks: Vec<Task>,
+    /// Indexed by `TaskId` (a [`crate::maskvec::MaskVec`]: no bounds test per access).
+    pub tasks: crate::maskvec::MaskVec<Task>,
     /// Task groups; `tgs[0]` is the root group (its cfs_rqs are `rqs[c].cfs`).
     pub tgs: Vec<TaskGroup>,
     /// Group cfs_rqs and group entities, slot `(group - 1) * nr_cpus + cpu`.
@@ -302,7 +303,7 @@ impl Kernel {
             tun,
             sd,
             rqs: crate::sched::Rqs::new(rqs),
-            tasks: Vec::new(),
+            tasks: crate::maskvec::MaskVec::new(Task::placeholder()),
             tgs: vec![TaskGroup { name: "/".into(), parent: 0, shares: crate::sched::NICE_0_LOAD, depth: 0, load_avg: 0 }],
             grq: Vec::new(),
             gse: Vec::new(),

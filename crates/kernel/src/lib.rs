@@ -12,6 +12,7 @@ pub mod cpumask;
 pub mod explain;
 pub mod fair;
 pub mod features;
+pub mod maskvec;
 pub mod pelt;
 pub mod prefetch;
 pub mod profile;

@@ -286,6 +286,36 @@ impl OptU32 {
 }
 
 impl Task {
+    /// A task that is none of the kernel's: the padding of the task table
+    /// ([`crate::maskvec::MaskVec`]) before the first fork.
+    pub(crate) fn placeholder() -> Task {
+        Task {
+            se: SchedEntity::default(),
+            nvcsw: 0,
+            nivcsw: 0,
+            run_delay: 0,
+            pcount: 0,
+            last_queued: OptU64::NONE,
+            mru: 0,
+            nr_migrations: 0,
+            wakee_flip_decay_ts: 0,
+            cpus_allowed: None,
+            id: TaskId(NO_TASK),
+            cpu: CpuId(0),
+            recent_used_cpu: CpuId(0),
+            mru_listed: None,
+            state: TaskState::Dead,
+            policy: Policy::Normal,
+            nice: 0,
+            wakee_flips: 0,
+            last_wakee: None,
+            cfs_link: (NO_TASK, NO_TASK),
+            util_est_queued: OptU32::NONE,
+            mm: 0,
+            group: 0,
+        }
+    }
+
     #[inline]
     pub fn allowed(&self, c: CpuId) -> bool {
         self.cpus_allowed.as_ref().is_none_or(|m| m.test(c))
@@ -443,7 +473,7 @@ impl CfsTasks {
         self.tail == p.0
     }
     /// Append `p` (not listed) at the tail.
-    pub(crate) fn push_tail(&mut self, tasks: &mut [Task], p: TaskId) {
+    pub(crate) fn push_tail(&mut self, tasks: &mut crate::maskvec::MaskVec<Task>, p: TaskId) {
         tasks[p.idx()].cfs_link = (self.tail, NO_TASK);
         if self.tail == NO_TASK {
             self.head = p.0;
@@ -454,7 +484,7 @@ impl CfsTasks {
         self.len += 1;
     }
     /// Unlink listed task `p`.
-    pub(crate) fn remove(&mut self, tasks: &mut [Task], p: TaskId) {
+    pub(crate) fn remove(&mut self, tasks: &mut crate::maskvec::MaskVec<Task>, p: TaskId) {
         let (prev, next) = tasks[p.idx()].cfs_link;
         if prev == NO_TASK {
             self.head = next;
@@ -488,21 +518,48 @@ impl Rq {
 /// summaries (`LbIndex`, serving update_sd_lb_stats()) refresh only the CPUs
 /// written since their last pass instead of reading every runqueue, and give
 /// the same statistics as that read.
-#[derive(Clone, Debug, Default)]
+///
+/// The entry points write one runqueue many times in a row (a dequeue, a
+/// pick, a wakeup's enqueue: a dozen writes each), so the CPU last marked is
+/// kept: a write to it again is one comparison, without the bit's store
+/// (or, tracking off, without the test of `track`).
+///
+/// A switch indexes the runqueues dozens of times: the storage is padded to
+/// a power of two runqueues, so that an index is masked into range (`c &
+/// mask`) instead of tested against the length (a load, a compare and a
+/// branch to a panic, which also kept the compiler from reusing an address
+/// across writes). A CPU past the last is a bug the debug builds catch; the
+/// masked index keeps it inside the allocation (sound, if not meaningful).
+#[derive(Clone, Debug)]
 pub struct Rqs {
+    /// `n` runqueues, then copies of the last up to a power of two (reached
+    /// only by a CPU past the last).
     v: Vec<Rq>,
-    /// One bit per CPU: written since the last [`Rqs::take_dirty`].
+    n: usize,
+    /// `v.len() - 1`, `v.len()` a power of two.
+    mask: usize,
+    /// One bit per entry of `v`: written since the last [`Rqs::take_dirty`].
     dirty: Vec<u64>,
     /// Marks are kept (some summary reads them); off, a write costs nothing more.
     track: bool,
+    /// The CPU whose runqueue the last write went to (`usize::MAX`: none since
+    /// the marks were last taken): marked already if tracking, so the next
+    /// write to it need not mark it again.
+    last: usize,
 }
 
 impl Rqs {
-    pub fn new(v: Vec<Rq>) -> Rqs {
+    /// The runqueues `v` (at least one).
+    pub fn new(mut v: Vec<Rq>) -> Rqs {
+        let n = v.len();
+        assert!(n > 0, "a machine has at least one CPU");
+        let size = n.next_power_of_two();
+        let pad = v[n - 1].clone();
+        v.resize(size, pad);
         // Every runqueue starts written: a summary built later reads them all
         // (bits past the last CPU are skipped by `take_dirty`).
-        let dirty = vec![u64::MAX; v.len().div_ceil(64)];
-        Rqs { v, dirty, track: true }
+        let dirty = vec![u64::MAX; size.div_ceil(64)];
+        Rqs { v, n, mask: size - 1, dirty, track: true, last: usize::MAX }
     }
 
     /// Keep the write marks or not (no summary reads them); turning them on
@@ -517,20 +574,23 @@ impl Rqs {
     /// Every runqueue, mutably (all marked written).
     pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Rq> {
         self.dirty.iter_mut().for_each(|w| *w = u64::MAX);
-        self.v.iter_mut()
+        self.v[..self.n].iter_mut()
     }
 
     /// Call `f` with each CPU written since the last call and its runqueue,
     /// ascending, and clear the marks.
     #[inline]
     pub(crate) fn take_dirty(&mut self, mut f: impl FnMut(usize, &Rq)) {
+        // The last CPU written is no longer marked: its next write marks it.
+        self.last = usize::MAX;
+        let n = self.n;
         for (i, w) in self.dirty.iter_mut().enumerate() {
             let mut bits = std::mem::take(w);
             while bits != 0 {
                 let c = i * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                if let Some(rq) = self.v.get(c) {
-                    f(c, rq);
+                if c < n {
+                    f(c, &self.v[c]);
                 }
             }
         }
@@ -541,7 +601,7 @@ impl std::ops::Deref for Rqs {
     type Target = [Rq];
     #[inline]
     fn deref(&self) -> &[Rq] {
-        &self.v
+        &self.v[..self.n]
     }
 }
 
@@ -549,24 +609,29 @@ impl std::ops::Index<usize> for Rqs {
     type Output = Rq;
     #[inline]
     fn index(&self, c: usize) -> &Rq {
-        &self.v[c]
+        debug_assert!(c < self.n, "CPU {c} of {}", self.n);
+        // SAFETY: `v.len()` is `mask + 1` (`Rqs::new`; `v` is never resized
+        // afterwards), so `c & mask` < `v.len()`.
+        unsafe { self.v.get_unchecked(c & self.mask) }
     }
 }
 
 impl std::ops::IndexMut<usize> for Rqs {
     #[inline]
     fn index_mut(&mut self, c: usize) -> &mut Rq {
-        let r = &mut self.v[c];
-        if self.track {
-            debug_assert!(c >> 6 < self.dirty.len());
-            // SAFETY: `c` < v.len() (the index above checked it), and
-            // `dirty` has ceil(v.len() / 64) words (`Rqs::new`; neither
-            // vector is resized afterwards), so word `c / 64` exists. (Every
-            // runqueue write passes here: the bounds test was a third of
-            // the mark's instructions.)
-            unsafe { *self.dirty.get_unchecked_mut(c >> 6) |= 1u64 << (c & 63) };
+        debug_assert!(c < self.n, "CPU {c} of {}", self.n);
+        let c = c & self.mask;
+        if c != self.last {
+            self.last = c;
+            if self.track {
+                // SAFETY: `c` <= `mask`, and `dirty` has a word for every 64
+                // entries of `v` (`mask + 1` of them, rounded up; `Rqs::new`;
+                // neither vector is resized afterwards), so word `c / 64` exists.
+                unsafe { *self.dirty.get_unchecked_mut(c >> 6) |= 1u64 << (c & 63) };
+            }
         }
-        r
+        // SAFETY: as in `index`, `c` (masked) < `v.len()`.
+        unsafe { self.v.get_unchecked_mut(c) }
     }
 }
 
@@ -574,7 +639,7 @@ impl<'a> IntoIterator for &'a Rqs {
     type Item = &'a Rq;
     type IntoIter = std::slice::Iter<'a, Rq>;
     fn into_iter(self) -> Self::IntoIter {
-        self.v.iter()
+        self.v[..self.n].iter()
     }
 }
 
@@ -614,6 +679,11 @@ mod layout_tests {
         rqs[65].need_resched = true;
         rqs[3].cfs.h_nr_running += 0;
         assert_eq!(taken(&mut rqs), vec![3, 65]);
+        // The last CPU written before the marks were taken is marked again
+        // by its next write (taking the marks forgets it).
+        rqs[3].need_resched = false;
+        rqs[3].need_resched = true;
+        assert_eq!(taken(&mut rqs), vec![3]);
         rqs.set_tracking(false);
         rqs[7].need_resched = true;
         assert!(taken(&mut rqs).is_empty());

@@ -6,37 +6,52 @@
 /// Per-CPU rows of per-domain-level values in one allocation: row `c` holds
 /// CPU `c`'s levels (parallel to `SchedDomains::per_cpu[c]`). `x[c][k]` reads
 /// as a `Vec<Vec<T>>` would, without the per-CPU heap block: a wakeup's
-/// counter update touches the row's line and the (small, hot) row starts.
+/// counter update touches the row's line and the (small, hot) row bounds.
+/// The row bounds are padded to a power of two rows (empty ones) and looked
+/// up by a mask, not a bounds test (as [`crate::maskvec::MaskVec`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PerCpuLevels<T> {
     data: Vec<T>,
-    /// Row `c` is `data[start[c]..start[c + 1]]`.
-    start: Vec<u32>,
+    /// Row `c` is `data[rows[c].0..rows[c].1]`; `n` rows, then empty ones
+    /// at the end of `data` up to a power of two (`mask + 1` in all).
+    rows: Vec<(u32, u32)>,
+    n: usize,
+    mask: usize,
 }
 
 impl<T: Clone> PerCpuLevels<T> {
     /// Rows of the given lengths, every value `v`.
     pub fn new(lens: impl IntoIterator<Item = usize>, v: T) -> Self {
-        let mut start = vec![0u32];
-        for n in lens {
-            start.push(start.last().copied().unwrap_or(0) + n as u32);
-        }
-        let total = *start.last().unwrap_or(&0) as usize;
-        PerCpuLevels { data: vec![v; total], start }
+        let lens: Vec<usize> = lens.into_iter().collect();
+        let total = lens.iter().sum();
+        Self::with_rows(vec![v; total], &lens)
     }
 }
 
 impl<T> PerCpuLevels<T> {
+    /// `data` cut into rows of the given lengths (summing to its length).
+    fn with_rows(data: Vec<T>, lens: &[usize]) -> Self {
+        let n = lens.len();
+        let size = n.next_power_of_two();
+        let mut rows = Vec::with_capacity(size);
+        let mut at = 0u32;
+        for &l in lens {
+            rows.push((at, at + l as u32));
+            at += l as u32;
+        }
+        assert_eq!(at as usize, data.len(), "rows cover the data");
+        rows.resize(size, (at, at));
+        PerCpuLevels { data, rows, n, mask: size - 1 }
+    }
+
     /// The given rows, in one allocation.
     pub fn from_rows(rows: Vec<Vec<T>>) -> Self {
-        let mut start = Vec::with_capacity(rows.len() + 1);
-        start.push(0u32);
-        let mut data = Vec::with_capacity(rows.iter().map(Vec::len).sum());
+        let lens: Vec<usize> = rows.iter().map(Vec::len).collect();
+        let mut data = Vec::with_capacity(lens.iter().sum());
         for r in rows {
             data.extend(r);
-            start.push(data.len() as u32);
         }
-        PerCpuLevels { data, start }
+        Self::with_rows(data, &lens)
     }
 
     /// Row `c`, if there is one.
@@ -46,7 +61,7 @@ impl<T> PerCpuLevels<T> {
 
     /// Number of rows (CPUs).
     pub fn len(&self) -> usize {
-        self.start.len() - 1
+        self.n
     }
 
     pub fn is_empty(&self) -> bool {
@@ -63,14 +78,25 @@ impl<T> std::ops::Index<usize> for PerCpuLevels<T> {
     type Output = [T];
     #[inline]
     fn index(&self, c: usize) -> &[T] {
-        &self.data[self.start[c] as usize..self.start[c + 1] as usize]
+        debug_assert!(c < self.n, "row {c} of {}", self.n);
+        // SAFETY: `rows` has `mask + 1` entries (`with_rows`), each with
+        // start <= end <= `data.len()`; neither vector changes afterwards.
+        unsafe {
+            let (a, b) = *self.rows.get_unchecked(c & self.mask);
+            self.data.get_unchecked(a as usize..b as usize)
+        }
     }
 }
 
 impl<T> std::ops::IndexMut<usize> for PerCpuLevels<T> {
     #[inline]
     fn index_mut(&mut self, c: usize) -> &mut [T] {
-        &mut self.data[self.start[c] as usize..self.start[c + 1] as usize]
+        debug_assert!(c < self.n, "row {c} of {}", self.n);
+        // SAFETY: as in `index`.
+        unsafe {
+            let (a, b) = *self.rows.get_unchecked(c & self.mask);
+            self.data.get_unchecked_mut(a as usize..b as usize)
+        }
     }
 }
 

@@ -21,6 +21,7 @@ pub mod tree;
 use crate::core::Kernel;
 use crate::explain::Preempt;
 use crate::features::SchedFeat::*;
+use crate::maskvec::MaskVec;
 use crate::profile::PickAlgo;
 use crate::sched::{CfsId, CfsRq, Ent, Policy, Rqs, SchedEntity, Task, TaskId, NICE_0_LOAD};
 use schedlab_topology::CpuId;
@@ -71,7 +72,7 @@ fn cfs_in<'a>(rqs: &'a mut Rqs, grq: &'a mut [CfsRq], q: CfsId) -> &'a mut CfsRq
 /// The entity `e` among the tasks and the group entities, mutably (the
 /// lookup of [`Kernel::se_mut`] on the two fields alone; see [`cfs_in`]).
 #[inline(always)]
-fn se_in<'a>(tasks: &'a mut [Task], gse: &'a mut [SchedEntity], e: Ent) -> &'a mut SchedEntity {
+fn se_in<'a>(tasks: &'a mut MaskVec<Task>, gse: &'a mut [SchedEntity], e: Ent) -> &'a mut SchedEntity {
     match e.task_id() {
         Some(p) => &mut tasks[p.idx()].se,
         None => &mut gse[e.slot().unwrap()],
@@ -81,7 +82,7 @@ fn se_in<'a>(tasks: &'a mut [Task], gse: &'a mut [SchedEntity], e: Ent) -> &'a m
 /// The entity `e`, shared (the lookup of [`Kernel::se`] on the two fields
 /// alone, to read an entity while a cfs_rq from [`cfs_in`] is held).
 #[inline(always)]
-fn se_of<'a>(tasks: &'a [Task], gse: &'a [SchedEntity], e: Ent) -> &'a SchedEntity {
+fn se_of<'a>(tasks: &'a MaskVec<Task>, gse: &'a [SchedEntity], e: Ent) -> &'a SchedEntity {
     match e.task_id() {
         Some(p) => &tasks[p.idx()].se,
         None => &gse[e.slot().unwrap()],
@@ -275,7 +276,7 @@ impl Kernel {
     fn update_min_vruntime(&mut self, q: CfsId) {
         // The cfs_rq is looked up once (the write below reuses it).
         let cfs = cfs_in(&mut self.rqs, &mut self.grq, q);
-        let (tasks, gse) = (&self.tasks[..], &self.gse[..]);
+        let (tasks, gse) = (&self.tasks, &self.gse[..]);
         let mut v = cfs.min_vruntime;
         let curr = cfs.curr.filter(|&c| se_of(tasks, gse, c).on_rq);
         if let Some(c) = curr {
