@@ -111,36 +111,40 @@ fn unwritable_trace_path_is_a_usage_error_before_the_run() {
     }
 }
 
+/// `schedlab run --json ARGS --ftrace FILE`: the ftrace file (in the test
+/// directory, named `name`) and the run's JSON.
+fn run_with_ftrace(name: &str, args: &[&str]) -> (PathBuf, serde_json::Value) {
+    let ft = tmp(name);
+    let mut a = vec!["run", "--json"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--ftrace", ft.to_str().unwrap()]);
+    let v = serde_json::from_str(&ok(&a)).unwrap();
+    (ft, v)
+}
+
+/// Run a scripts/ summary on an ftrace file: its stdout, after it succeeded.
+/// The file is removed.
+fn summary(script: &str, ft: &Path, args: &[&str]) -> String {
+    let out = Command::new(python()).arg(repo_root().join("scripts").join(script)).arg(ft).args(args).output().unwrap();
+    let so = text(&out.stdout);
+    assert!(out.status.success(), "{script} failed:\n{so}\n{}", text(&out.stderr));
+    let _ = std::fs::remove_file(ft);
+    so
+}
+
 /// scripts/placement-summary (which compares real and modelled placement,
 /// docs/CALIBRATION.md "pgbench placement") reads schedlab's ftrace text: its
 /// migration count is the run's own (workload plus the machine's kernel
 /// threads), and every CPU's shares add up to the whole trace.
 #[test]
 fn placement_summary_reads_the_ftrace_and_agrees_with_the_run() {
-    let ft = tmp("placement.txt");
-    let fts = ft.to_str().unwrap();
-    let json = ok(&[
-        "run",
-        "--json",
-        "--machine",
-        "zen3-2s-nps1",
-        "--kernel",
-        "v3.10",
-        "--workload",
-        "hackbench",
-        "--set",
-        "groups=4,loops=30",
-        "--ftrace",
-        fts,
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let (ft, v) = run_with_ftrace(
+        "placement.txt",
+        &["--machine", "zen3-2s-nps1", "--kernel", "v3.10", "--workload", "hackbench", "--set", "groups=4,loops=30"],
+    );
     let migrations = v["migrations"].as_u64().expect("migrations in the run's JSON");
     let noise_migr = v["machine"]["noise"]["kthread_migrations"].as_u64().unwrap_or(0);
-    let out =
-        Command::new(python()).arg(repo_root().join("scripts/placement-summary")).args([fts, "--kinds", "hackbench"]).output().unwrap();
-    let so = text(&out.stdout);
-    assert!(out.status.success(), "placement-summary failed:\n{so}\n{}", text(&out.stderr));
-    let _ = std::fs::remove_file(&ft);
+    let so = summary("placement-summary", &ft, &["--kinds", "hackbench"]);
     // "migrations: KIND WHEN N, ...": the counts add up to the run's.
     let line = so.lines().find(|l| l.starts_with("migrations: ")).expect("a migrations line");
     let counted: u64 = line.trim_start_matches("migrations: ").split(", ").filter_map(|f| f.rsplit(' ').next()?.parse::<u64>().ok()).sum();
@@ -166,29 +170,13 @@ fn placement_summary_reads_the_ftrace_and_agrees_with_the_run() {
 /// and every sender and receiver exits once.
 #[test]
 fn hackbench_summary_reads_the_ftrace_and_agrees_with_the_run() {
-    let ft = tmp("hackbench-summary.txt");
-    let fts = ft.to_str().unwrap();
-    let json = ok(&[
-        "run",
-        "--json",
-        "--machine",
-        "x86-12",
-        "--kernel",
-        "v6.12",
-        "--workload",
-        "hackbench",
-        "--set",
-        "groups=1,loops=100,pipe=1",
-        "--ftrace",
-        fts,
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let (ft, v) = run_with_ftrace(
+        "hackbench-summary.txt",
+        &["--machine", "x86-12", "--kernel", "v6.12", "--workload", "hackbench", "--set", "groups=1,loops=100,pipe=1"],
+    );
     let cs = &v["context_switches"];
     let switches = cs["voluntary"].as_u64().unwrap() + cs["involuntary"].as_u64().unwrap();
-    let out = Command::new(python()).arg(repo_root().join("scripts/hackbench-summary")).arg(fts).output().unwrap();
-    let so = text(&out.stdout);
-    assert!(out.status.success(), "hackbench-summary failed:\n{so}\n{}", text(&out.stderr));
-    let _ = std::fs::remove_file(&ft);
+    let so = summary("hackbench-summary", &ft, &[]);
     assert!(so.contains("tasks: 20 senders, 20 receivers"), "{so}");
     assert!(so.contains(&format!("hackbench tasks' switches: {switches}\n")), "run: {switches}\n{so}");
     assert!(so.contains("receiver exited 20") && so.contains("sender exited 20"), "{so}");
@@ -201,39 +189,28 @@ fn hackbench_summary_reads_the_ftrace_and_agrees_with_the_run() {
 /// CPU it classifies is one the run made.
 #[test]
 fn switch_summary_reads_the_ftrace_and_agrees_with_the_run() {
-    let ft = tmp("switch-summary.txt");
-    let fts = ft.to_str().unwrap();
     // Two CPUs: workers and client threads share them, so wakeups find them busy.
     let guest = repo_root().join("crates/engine/tests/data/local-guest.toml");
-    let json = ok(&[
-        "run",
-        "--json",
-        "--machine",
-        guest.to_str().unwrap(),
-        "--kernel",
-        "v6.12",
-        "--machine-model",
-        "NO_NOISE",
-        "--workload",
-        "memcached",
-        "--set",
-        "threads=2,client_threads=2,connections=8",
-        "--duration",
-        "100ms",
-        "--ftrace",
-        fts,
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let (ft, v) = run_with_ftrace(
+        "switch-summary.txt",
+        &[
+            "--machine",
+            guest.to_str().unwrap(),
+            "--kernel",
+            "v6.12",
+            "--machine-model",
+            "NO_NOISE",
+            "--workload",
+            "memcached",
+            "--set",
+            "threads=2,client_threads=2,connections=8",
+            "--duration",
+            "100ms",
+        ],
+    );
     let cs = &v["context_switches"];
     let (vol, invol) = (cs["voluntary"].as_u64().unwrap() as f64, cs["involuntary"].as_u64().unwrap() as f64);
-    let out = Command::new(python())
-        .arg(repo_root().join("scripts/switch-summary"))
-        .args([fts, "--tasks", "memcached|memtier"])
-        .output()
-        .unwrap();
-    let so = text(&out.stdout);
-    assert!(out.status.success(), "switch-summary failed:\n{so}\n{}", text(&out.stderr));
-    let _ = std::fs::remove_file(&ft);
+    let so = summary("switch-summary", &ft, &["--tasks", "memcached|memtier"]);
     // "FILE: D ms traced, N switches"
     let ms: f64 = so.lines().next().and_then(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok()).expect("a header line");
     let rows: Vec<Vec<&str>> =
