@@ -310,6 +310,15 @@ fn preempt_text(o: &mut String, c: &Counts) {
             w.rule()
         );
     }
+    let sleeps = c.sleeps[0] + c.sleeps[1];
+    if sleeps > 0 {
+        let _ = writeln!(
+            o,
+            "  task sleeps under DELAY_DEQUEUE {sleeps}, kept queued as delayed (not eligible) {} ({:.1}%)",
+            c.sleeps[1],
+            pct(c.sleeps[1], sleeps)
+        );
+    }
 }
 
 /// `--json` counts per path and per level.
@@ -383,6 +392,7 @@ pub fn report_json(x: &Explained) -> Value {
         },
         "balance_attempts": c.balance_attempts,
         "balance": balance,
+        "sleeps": { "dequeued": c.sleeps[0], "delayed": c.sleeps[1] },
         "wakeup_preemption": Preempt::ALL.iter().filter(|w| c.preempt[**w as usize] > 0).map(|w| (w.name().to_string(), json!(c.preempt[*w as usize]))).collect::<Map<String, Value>>(),
     })
 }

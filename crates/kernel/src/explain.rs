@@ -577,6 +577,10 @@ pub struct Counts {
     pub balance_attempts: u64,
     /// Wakeup-preemption checks by outcome (index Preempt as usize).
     pub preempt: [u64; Preempt::N],
+    /// Task sleeps where DELAY_DEQUEUE applies (v6.12+, dequeue_entity()
+    /// with DEQUEUE_SLEEP): [dequeued, kept queued as sched_delayed because
+    /// the sleeper was not eligible].
+    pub sleeps: [u64; 2],
 }
 
 /// Decision recording state (`Kernel::explain`).
@@ -635,6 +639,15 @@ impl Kernel {
     pub(crate) fn xp(&mut self, why: Preempt) {
         if let Some(e) = self.explain.as_deref_mut() {
             e.counts.preempt[why as usize] += 1;
+        }
+    }
+
+    /// Count one EEVDF task sleep, `delayed` when DELAY_DEQUEUE kept it queued
+    /// (no-op when recording is off).
+    #[inline(always)]
+    pub(crate) fn x_sleep(&mut self, delayed: bool) {
+        if let Some(e) = self.explain.as_deref_mut() {
+            e.counts.sleeps[delayed as usize] += 1;
         }
     }
 

@@ -25,9 +25,28 @@ pub fn run_on_guest(m: &Machine, w: &Workload, seed: u64, duration_ns: Option<u6
 
 /// [`run_on_guest`], with `RunResult::switch_log` filled when `switch_log` is set.
 pub fn run_on_guest_with(m: &Machine, w: &Workload, seed: u64, duration_ns: Option<u64>, switch_log: bool) -> (RunResult, Kernel) {
+    run_guest_kernel(m, w, seed, duration_ns, switch_log, false)
+}
+
+/// [`run_on_guest`] with `--explain`'s decision counts kept in `Kernel::explain`.
+pub fn run_on_guest_explained(m: &Machine, w: &Workload, seed: u64, duration_ns: Option<u64>) -> (RunResult, Kernel) {
+    run_guest_kernel(m, w, seed, duration_ns, false, true)
+}
+
+fn run_guest_kernel(
+    m: &Machine,
+    w: &Workload,
+    seed: u64,
+    duration_ns: Option<u64>,
+    switch_log: bool,
+    explain: bool,
+) -> (RunResult, Kernel) {
     let cfg = SimConfig { seed, duration_ns, schedstat: false, model: Default::default(), trace: false, switch_log };
     let mut kp = profile("v6.18").unwrap();
     kp.apply_patches("stable-6.18.44").unwrap();
-    let k = Kernel::new(&m.topology, kp);
+    let mut k = Kernel::new(&m.topology, kp);
+    if explain {
+        k.enable_explain(false);
+    }
     Sim::new(m, k, w, &cfg).run_keep_kernel(&cfg)
 }

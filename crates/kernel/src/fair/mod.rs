@@ -741,7 +741,11 @@ impl Kernel {
         if self.eevdf() && sleep && !delayed_final && self.feats.has(DELAY_DEQUEUE) {
             self.update_curr(q, now);
             curr_updated = true;
-            if !self.entity_eligible(q, e) {
+            let delay = !self.entity_eligible(q, e);
+            if e.is_task() {
+                self.x_sleep(delay);
+            }
+            if delay {
                 if self.cfs(q).next == Some(e) {
                     self.cfs_mut(q).next = None;
                 }
@@ -2341,6 +2345,20 @@ mod tests {
         k.explain.as_mut().unwrap().counts.preempt = Default::default();
         k.check_preempt_wakeup(CpuId(0), ids[1], false, 0);
         assert_eq!(last(&k), Preempt::Pending);
+    }
+
+    // `--explain`'s sleep count (DELAY_DEQUEUE): a sleeper past V stays
+    // queued as delayed, one before V is dequeued.
+    #[test]
+    fn explain_counts_delayed_and_dequeued_sleeps() {
+        let mut k = kernel_on("v6.18", None, 1);
+        k.enable_explain(false);
+        let ids = hand_queue(&mut k, &[(1024, 10 * MS, 10_700_000), (1024, 4 * MS, 4_700_000)]);
+        let q = k.cfs_of(Ent::task(ids[0]));
+        assert!(!k.dequeue_entity(q, Ent::task(ids[0]), DEQUEUE_SLEEP, 0), "past V: delayed");
+        assert!(k.tasks[ids[0].idx()].se.sched_delayed);
+        assert!(k.dequeue_entity(q, Ent::task(ids[1]), DEQUEUE_SLEEP, 0), "before V: dequeued");
+        assert_eq!(k.explain.as_ref().unwrap().counts.sleeps, [1, 1]);
     }
 
     // pick_next_entity() (<= v6.5): CFS picks the leftmost (smallest vruntime) entity; a next buddy
