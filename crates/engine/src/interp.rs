@@ -419,11 +419,15 @@ impl Sim<'_> {
                         return;
                     }
                 }
-                Op::EpollNext { set, max, block_cost } => {
+                Op::EpollNext { set, max, block_cost, block_pre } => {
+                    // Stages: 0 the call; 3 its blocking path up to
+                    // schedule() paid (`block_pre`); 2 woken from its sleep,
+                    // the rest of the path to pay; 1 that paid.
                     if stage == 2 {
-                        // Woken from a call that slept: ep_poll()'s blocking
-                        // path is paid before the events are taken.
-                        let j = self.jitter(block_cost);
+                        // Woken from a call that slept: the rest of
+                        // ep_poll()'s blocking path is paid before the events
+                        // are taken.
+                        let j = self.jitter(block_cost - block_pre);
                         self.start_cost(t, j);
                         if j > 0 {
                             continue;
@@ -431,9 +435,17 @@ impl Sim<'_> {
                     }
                     if self.epoll_next(t, set, max) {
                         self.advance(t);
+                    } else if stage == 0 && block_pre > 0 {
+                        // FIDELITY(F-030): ep_poll() queues the caller and
+                        // checks again before schedule(); an event arriving
+                        // meanwhile ends the call without a sleep.
+                        let j = self.jitter(block_pre);
+                        self.start_cost(t, j);
+                        self.rt[t.idx()].stage = 3;
+                        continue;
                     } else {
                         self.epolls[set as usize].waiters.push_back((t, false));
-                        if block_cost > 0 {
+                        if block_cost > block_pre {
                             self.rt[t.idx()].stage = 2;
                         }
                         self.block(c);

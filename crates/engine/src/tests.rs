@@ -1025,6 +1025,47 @@ fn epoll_wakeup_serves_every_ready_connection() {
     }
 }
 
+/// `epoll_next`'s `block_pre` (F-030): the part of a sleeping call's blocking
+/// path paid before the sleep. The server of the test above pays the same
+/// CPU per woken sleep whether 2 of its 3 us come before the sleep or none
+/// do (its last sleep, never woken, pays only the part before); and
+/// with a 50 us path before the sleep, the client's next requests (20 us
+/// later) arrive inside it, so the server never sleeps, where the same 50 us
+/// paid on the wakeup leave it a sleep at least every other round.
+#[test]
+fn epoll_blocking_path_before_the_sleep_can_end_the_call() {
+    let text = |block: &str, sleep: &str| {
+        format!(
+            "format = 1\nname = \"ep\"\njitter_pct = 0\n[metric]\nkind = \"elapsed\"\nname = \"time\"\nstart = 0\nend = 1\n\
+             [[channel]]\nrepeat = 3\ncapacity = 4\nsync = true\nkind = \"socket\"\nepoll = 0\n\
+             [[channel]]\nrepeat = 3\ncapacity = 4\nsync = true\nkind = \"socket\"\n\
+             [[program]]\nops = [\"mark id=0\", \"loop count=200\", \"write chan=j cost=2us repeat=3\", \"sleep ns={sleep}\", \"read chan=3+j cost=1us repeat=3\", \"end_loop\", \"mark id=1\", \"exit cost=0\"]\n\
+             [[program]]\nops = [\"loop count=inf\", \"epoll_next set=0 max=8 {block}\", \"read_reg chan_base=0 cost=1us\", \"run ns=5us\", \"write_reg chan_base=3 cost=2us\", \"count id=0 n=1\", \"end_loop\"]\n\
+             [[task]]\nname = \"client\"\nprogram = 0\nmm = 0\nnice = -20\n\
+             [[task]]\nname = \"server\"\nprogram = 1\nmm = 1\nnice = 19\n"
+        )
+    };
+    let m = one_cpu_machine();
+    let server = |block: &str, sleep: &str| {
+        let w = schedlab_workload::file::from_toml_str(&text(block, sleep), "ep.toml").unwrap();
+        let (r, k) = run_with(&m, schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap()), &w, 1_000 * MS);
+        assert!(r.metric_missing.is_none(), "{block}: the client got every reply: {:?}", r.metric_missing);
+        (k.tasks[1].se.sum_exec_runtime, k.tasks[1].nvcsw)
+    };
+    let (none, _) = server("", "100us");
+    let (after, sleeps) = server("block_cost=3us", "100us");
+    let (split, split_sleeps) = server("block_cost=3us block_pre=2us", "100us");
+    assert_eq!(sleeps, 200, "one sleep per round");
+    assert_eq!(split_sleeps, 200, "nothing arrives within 2 us: the same sleeps");
+    // (The 200th sleep is never woken: the client has exited.)
+    assert_eq!(after - none, 199 * 3_000, "3 us per sleep, paid on the wakeup");
+    assert_eq!(split - none, 199 * 3_000 + 2_000, "3 us per sleep, 2 of them before it");
+    let (_, long_after) = server("block_cost=50us", "20us");
+    let (_, long_before) = server("block_cost=50us block_pre=50us", "20us");
+    assert!(long_after >= 100, "the path paid on the wakeup: a sleep at least every other round: {long_after}");
+    assert_eq!(long_before, 1, "the next requests arrive before schedule(): no sleep but the last, after the client's exit");
+}
+
 /// `Op::SelectNext` (pgbench's select() loop): a client pinned to CPU 0
 /// keeps three connections busy with servers on three other cores, each of
 /// which answers within ~5 us while the client spends 22 us on every reply.

@@ -664,7 +664,7 @@ const OPS: &[(&str, &[&str])] = &[
     ("exit", &["cost"]),
     ("barrier", &["id", "parties"]),
     ("poll", &["chan"]),
-    ("epoll_next", &["set", "max", "block_cost"]),
+    ("epoll_next", &["set", "max", "block_cost", "block_pre"]),
     ("select_next", &["set", "cost"]),
     ("read_reg", &["chan_base", "cost"]),
     ("read_all", &["chan", "cost", "per_msg"]),
@@ -769,6 +769,8 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
                 max: f32("max")?,
                 // Optional (files written before session 26 have none): 0.
                 block_cost: if kv.iter().any(|(k, _)| *k == "block_cost") { time("block_cost")? } else { 0 },
+                // Optional (files written before session 30 have none): 0.
+                block_pre: if kv.iter().any(|(k, _)| *k == "block_pre") { time("block_pre")? } else { 0 },
             },
             "select_next" => Op::SelectNext { set: f32("set")?, cost: f64_("cost")? },
             "read_reg" => Op::ReadReg { chan_base: f32("chan_base")?, cost: f64_("cost")? },
@@ -816,7 +818,7 @@ fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
         Op::Barrier { id, parties } => ("barrier", vec![id as u64, parties as u64]),
         Op::SpinBarrier { id, parties, spin } => ("spin_barrier", vec![id as u64, parties as u64, spin]),
         Op::Poll { chan } => ("poll", vec![chan as u64]),
-        Op::EpollNext { set, max, block_cost } => ("epoll_next", vec![set as u64, max as u64, block_cost]),
+        Op::EpollNext { set, max, block_cost, block_pre } => ("epoll_next", vec![set as u64, max as u64, block_cost, block_pre]),
         Op::SelectNext { set, cost } => ("select_next", vec![set as u64, cost]),
         Op::ReadReg { chan_base, cost } => ("read_reg", vec![chan_base as u64, cost]),
         Op::ReadAll { chan, cost, per_msg } => ("read_all", vec![chan as u64, cost, per_msg]),
@@ -1463,7 +1465,7 @@ mm = 0
         let w = from_toml_str(&text(chans, "epoll_next set=1 max=2"), "ep.toml").unwrap();
         let regs: Vec<_> = w.channels.iter().map(|c| c.epoll.map(|e| (e.set, e.data))).collect();
         assert_eq!(regs, [Some((1, 0)), Some((1, 1)), Some((1, 2)), Some((0, 10)), Some((0, 12))]);
-        assert!(w.programs[1].contains(&Op::EpollNext { set: 1, max: 2, block_cost: 0 }));
+        assert!(w.programs[1].contains(&Op::EpollNext { set: 1, max: 2, block_cost: 0, block_pre: 0 }));
         assert!(w.programs[1].contains(&Op::ReadReg { chan_base: 0, cost: 1000 }));
         let out = to_toml(&w, "");
         // Own indices: one entry without data; data 10, 12: not a run of +1.
@@ -1487,8 +1489,15 @@ mm = 0
         assert!(e.contains("epoll set 0, but nothing writes"), "{e}");
         // block_cost (optional, a time): read back by the export; out of range refused.
         let w = from_toml_str(&text(chans, "epoll_next set=1 max=2 block_cost=3200"), "ep.toml").unwrap();
-        assert!(w.programs[1].contains(&Op::EpollNext { set: 1, max: 2, block_cost: 3200 }));
+        assert!(w.programs[1].contains(&Op::EpollNext { set: 1, max: 2, block_cost: 3200, block_pre: 0 }));
         assert_eq!(from_toml_str(&to_toml(&w, ""), "x.toml").unwrap(), w);
+        // block_pre (optional, a time, the part paid before the sleep): read
+        // back; above block_cost refused, naming both.
+        let w = from_toml_str(&text(chans, "epoll_next set=1 max=2 block_cost=3200 block_pre=2100"), "ep.toml").unwrap();
+        assert!(w.programs[1].contains(&Op::EpollNext { set: 1, max: 2, block_cost: 3200, block_pre: 2100 }));
+        assert_eq!(from_toml_str(&to_toml(&w, ""), "x.toml").unwrap(), w);
+        let e = from_toml_str(&text(chans, "epoll_next set=1 max=2 block_cost=1us block_pre=2us"), "ep.toml").unwrap_err().0;
+        assert!(e.contains("block_pre 2000 ns above block_cost 1000 ns"), "{e}");
         for (cost, want) in [("3601s", "at most 1 simulated hour"), ("-1", "out of range")] {
             let e = from_toml_str(&text(chans, &format!("epoll_next set=1 max=2 block_cost={cost}")), "ep.toml").unwrap_err().0;
             assert!(e.contains("ep.toml") && e.contains("block_cost") && e.contains(want), "{cost}: {e}");

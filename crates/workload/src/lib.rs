@@ -176,10 +176,15 @@ pub enum Op {
         set: u32,
         max: u32,
         /// CPU time (ns) a call that had to sleep costs on top of the
-        /// context switch, paid when it is woken: ep_poll()'s wait-queue
-        /// entry and timeout, the blocking schedule() and the wakeup's
-        /// callback (ep_poll_callback()). 0: none.
+        /// context switch: ep_poll()'s wait-queue entry and timeout, the
+        /// blocking schedule() and the wakeup's callback
+        /// (ep_poll_callback()). 0: none.
         block_cost: u64,
+        /// The part of `block_cost` paid before the sleep, from finding no
+        /// event to schedule() (<= `block_cost`); the rest is paid when
+        /// woken. An event arriving meanwhile ends the call without a
+        /// sleep, as ep_poll()'s check after it queued itself does.
+        block_pre: u64,
     },
     /// select()/poll() over every member of instance `set` (a client that
     /// polls all its connections, as pgbench's threadRun() loop does): put
@@ -670,9 +675,14 @@ impl Workload {
                     Op::SelectNext { set, .. } if !set_used.get(set as usize).copied().unwrap_or(false) => {
                         return err(format!("program {pi}: select_next on set {set}, which no channel is registered with"));
                     }
-                    Op::EpollNext { set, max, .. } => {
+                    Op::EpollNext { set, max, block_cost, block_pre } => {
                         if max == 0 {
                             return err(format!("program {pi}: epoll_next on set {set} with max 0 (epoll_wait needs maxevents >= 1)"));
+                        }
+                        if block_pre > block_cost {
+                            return err(format!(
+                                "program {pi}: epoll_next on set {set} with block_pre {block_pre} ns above block_cost {block_cost} ns (block_pre is the part of block_cost paid before the sleep)"
+                            ));
                         }
                         if !set_used.get(set as usize).copied().unwrap_or(false) {
                             return err(format!("program {pi}: epoll_next on set {set}, which no channel is registered with"));

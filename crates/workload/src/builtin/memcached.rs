@@ -79,13 +79,25 @@ pub const CLIENT_REQ_NS: u64 = 2_700;
 pub const RX_NS: u64 = 3_000;
 /// CPU an epoll_wait() that sleeps costs its caller beyond the context switch
 /// (ep_poll()'s wait-queue entry and timeout, the blocking schedule(), the
-/// wakeup through ep_poll_callback()), paid on the wakeup. **Calibration**:
+/// wakeup through ep_poll_callback()): `EPOLL_BLOCK_PRE_NS` of it before the
+/// sleep, the rest on the wakeup (F-030). **Calibration**:
 /// memcached -t 2 and memload pinned to one vCPU (scripts/memcached-pinned,
 /// 1 x 1, 1 x 8, 2 x 8): each side's CPU per request regressed on its
 /// voluntary and involuntary switches gives 5.2 us per sleep (both sides) and
 /// 1.3 us per preemption; the model charges ~2.0 us per switch of either kind,
 /// so a sleep adds 3.2 us (docs/CALIBRATION.md "memcached pinned to one vCPU").
 pub const EPOLL_BLOCK_NS: u64 = 3_200;
+/// The part of `EPOLL_BLOCK_NS` paid before the sleep (ep_poll() from the
+/// empty ready list to schedule()): **measured** (session 30, bpftrace on
+/// raw_syscalls and sched_switch, memcached 1 x 1 pinned to one vCPU, probes'
+/// own cost included alike): from epoll_wait()'s entry to the switch-out 2.8
+/// (worker) / 3.2 (client) us, from the switch-in to its exit 2.0 / 2.1 us, a
+/// call that returns at once 1.6 / 1.8 us. The extra of a sleep is then 3.3
+/// us, of which the path to schedule() takes 3.0 less the entry's share of a
+/// call that returns at once; taking that share as half (0.86 us [assumed])
+/// gives 2.1 us before the sleep, 1.1 us after (docs/CALIBRATION.md "EEVDF
+/// state at the wakeup checks, traced").
+pub const EPOLL_BLOCK_PRE_NS: u64 = 2_100;
 /// Events per epoll_wait() of a worker: libevent's epoll backend starts with
 /// room for 32 and doubles it whenever a call fills it, up to 4096
 /// (INITIAL_NEVENT, MAX_NEVENT): the room is always enough here.
@@ -146,7 +158,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         // conn_waiting) before the next epoll_wait().
         let prog = vec![
             Op::Loop { count: u64::MAX },
-            Op::EpollNext { set: wi, max: LIBEVENT_MAX_EVENTS, block_cost: EPOLL_BLOCK_NS },
+            Op::EpollNext { set: wi, max: LIBEVENT_MAX_EVENTS, block_cost: EPOLL_BLOCK_NS, block_pre: EPOLL_BLOCK_PRE_NS },
             Op::ReadReg { chan_base: 0, cost: TCP_RECV_NS },
             Op::Run { ns: SERVE_NS },
             Op::WriteReg { chan_base: n, cost: TCP_SEND_NS },
@@ -165,7 +177,7 @@ fn build(p: &Params, nr_cpus: usize, _cores: &[Vec<u16>]) -> Result<Workload, Wo
         }
         prog.extend([
             Op::Loop { count: u64::MAX },
-            Op::EpollNext { set: s + t, max: CLIENT_MAX_EVENTS, block_cost: EPOLL_BLOCK_NS },
+            Op::EpollNext { set: s + t, max: CLIENT_MAX_EVENTS, block_cost: EPOLL_BLOCK_NS, block_pre: EPOLL_BLOCK_PRE_NS },
             Op::ReadReg { chan_base: n, cost: TCP_RECV_NS },
             Op::ReqEnd { hist: HIST_REQUEST },
             Op::Count { id: COUNTER_OPS, n: 1 },
@@ -251,7 +263,7 @@ mod tests {
         assert_eq!(
             wp[1..5],
             [
-                Op::EpollNext { set: 1, max: LIBEVENT_MAX_EVENTS, block_cost: EPOLL_BLOCK_NS },
+                Op::EpollNext { set: 1, max: LIBEVENT_MAX_EVENTS, block_cost: EPOLL_BLOCK_NS, block_pre: EPOLL_BLOCK_PRE_NS },
                 Op::ReadReg { chan_base: 0, cost: TCP_RECV_NS },
                 Op::Run { ns: SERVE_NS },
                 Op::WriteReg { chan_base: 15, cost: TCP_SEND_NS }
@@ -268,7 +280,7 @@ mod tests {
             })
             .collect();
         assert_eq!(opens, [10, 11, 12, 13, 14]);
-        assert!(c.contains(&Op::EpollNext { set: 4, max: CLIENT_MAX_EVENTS, block_cost: EPOLL_BLOCK_NS }));
+        assert!(c.contains(&Op::EpollNext { set: 4, max: CLIENT_MAX_EVENTS, block_cost: EPOLL_BLOCK_NS, block_pre: EPOLL_BLOCK_PRE_NS }));
         assert!(c.contains(&Op::ReadReg { chan_base: 15, cost: TCP_RECV_NS }));
         assert!(c.contains(&Op::WriteReg { chan_base: 0, cost: TCP_SEND_NS }));
         // Both workers serve even with one client thread (memcached -t 2, memtier -t 1).
