@@ -362,7 +362,7 @@ const OPEN: &[(&str, &[&str], &str, &str)] = &[
         "memcached",
         &["client_threads=1", "connections=8"],
         "client CPU us/op",
-        "9.0 against 7.1 us (10.5 until session 30). The switches now agree (0.30 per request against 0.27, 0.38 before; the workers' wakeups 0.47 against 0.47, 0.69 before) since epoll_wait()'s blocking path is paid partly before the sleep (EPOLL_BLOCK_PRE_NS, F-030); the CPU is still 27 % high: what the client's own CPU per request is at 1 x 8 (it serves 8 connections per wakeup) is not measured apart from the 2 x 8 runs",
+        "9.0 against 7.1 us (10.5 until session 30). The switches now agree (0.30 per request against 0.27, 0.38 before; the workers' wakeups 0.47 against 0.47, 0.69 before) since epoll_wait()'s blocking path is paid partly before the sleep (EPOLL_BLOCK_PRE_NS, F-030); the CPU is still 27 % high. Traced (session 30, scripts/eevdf-wakeup-state on two unpinned runs), where the wakeups go agrees: 36-39 % of them onto the idle vCPU on the guest, 36 % in the model, and the waker is past V at 93-96 % of the others against 99 %; so the excess is in what a wakeup onto the other vCPU costs (the model charges the pipe's 11 us IPI, F-649's packing aside), not measured for epoll's wakeups",
     ),
     ("memcached", &["client_threads=1", "connections=8"], "server CPU us/op", "9.1 against 7.9 us (10.3 until session 30): as the client's CPU; the sleeps per request agree now"),
     (
