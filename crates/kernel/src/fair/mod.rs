@@ -1306,6 +1306,33 @@ impl Kernel {
     /// is not queued yet; update the others (kernel/sched/fair.c).
     pub(crate) fn enqueue_task_fair(&mut self, p: TaskId, flags: u32, now: u64) {
         let idle = self.tasks[p.idx()].policy == Policy::Idle;
+        let t = &self.tasks[p.idx()];
+        if t.group == 0 {
+            // A task of the root group (every task of a workload without
+            // cgroups): one level, its CPU's root cfs_rq. The loops below
+            // with the hierarchy folded away, so that the inlined
+            // enqueue_entity() knows its cfs_rq is a root one and its entity
+            // a task (no test of either kind at each access).
+            let (cpu, on_rq) = (t.cpu, t.se.on_rq);
+            let (q, te) = (CfsId::root(cpu), Ent::task(p));
+            if on_rq {
+                // (A queued task, not a group, is not requeued here: the
+                // second loop's update of an ancestor already queued.)
+                self.update_load_avg(q, Some(te), now, true);
+            } else {
+                self.enqueue_entity(q, te, flags, now);
+            }
+            let cfs = &mut self.rqs[cpu.idx()].cfs;
+            cfs.h_nr_running += 1;
+            cfs.h_nr_idle += idle as u32;
+            self.util_est_enqueue(p);
+            if idle {
+                self.idle_hint.set(cpu); // may now be SCHED_IDLE-only
+            }
+            #[cfg(debug_assertions)]
+            self.check_hierarchy(cpu, "enqueue_task_fair");
+            return;
+        }
         let mut cur = Some(Ent::task(p));
         let mut flags = flags;
         // First loop: enqueue entities that are not on a cfs_rq.
@@ -1390,6 +1417,27 @@ impl Kernel {
         self.util_est_dequeue(p);
         if learn && before_dequeue {
             self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
+        }
+        if self.tasks[p.idx()].group == 0 {
+            // A task of the root group: the steps below with the hierarchy
+            // folded away (one level, `cpu`'s root cfs_rq, whose parent is
+            // none: no next-buddy hint, no ancestor to update), so that the
+            // inlined dequeue_entity() knows its cfs_rq and entity kinds.
+            if !self.dequeue_entity(CfsId::root(cpu), te, flags, now) {
+                return false;
+            }
+            if learn && !before_dequeue {
+                self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
+            }
+            let rq = &mut self.rqs[cpu.idx()];
+            rq.cfs.h_nr_running -= 1;
+            rq.cfs.h_nr_idle -= idle as u32;
+            if rq.nr_running() == 0 || rq.nr_running() == rq.cfs.h_nr_idle {
+                self.idle_hint.set(cpu); // idle once curr goes, or SCHED_IDLE-only
+            }
+            #[cfg(debug_assertions)]
+            self.check_hierarchy(cpu, "dequeue_task_fair");
+            return true;
         }
         if !self.dequeue_entity(self.cfs_of(te), te, flags, now) {
             return false;
