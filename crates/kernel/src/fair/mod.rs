@@ -1161,6 +1161,15 @@ impl Kernel {
     /// `put_prev_task_fair()`: `put_prev_entity()` at every level of `p`.
     #[inline(always)]
     pub(crate) fn put_prev_task_fair(&mut self, p: TaskId, now: u64) {
+        let t = &self.tasks[p.idx()];
+        if t.group == 0 {
+            // A root-group task: one level, its CPU's root cfs_rq (the
+            // inlined put_prev_entity() knows the kinds).
+            let q = CfsId::root(t.cpu);
+            debug_assert_eq!(self.cfs(q).curr, Some(Ent::task(p)), "put_prev of an entity that is not curr");
+            self.put_prev_entity(q, Ent::task(p), now);
+            return;
+        }
         let mut cur = Some(Ent::task(p));
         while let Some(x) = cur {
             let q = self.cfs_of(x);
@@ -1172,6 +1181,13 @@ impl Kernel {
 
     /// `set_next_task_fair()`: `set_next_entity()` at every level of `p`.
     fn set_next_task_fair(&mut self, p: TaskId, now: u64) {
+        let t = &self.tasks[p.idx()];
+        if t.group == 0 {
+            // A root-group task: one level (the inlined set_next_entity()
+            // knows the kinds).
+            self.set_next_entity(CfsId::root(t.cpu), Ent::task(p), now);
+            return;
+        }
         // Bottom-up, as the kernel walks it; each level is independent.
         let mut cur = Some(Ent::task(p));
         while let Some(x) = cur {
@@ -1186,6 +1202,16 @@ impl Kernel {
     /// (pick_next_task_fair's is_same_group() loop).
     fn switch_entities(&mut self, prev: TaskId, next: TaskId, now: u64) {
         let (mut pse, mut se) = (Ent::task(prev), Ent::task(next));
+        let (tp, tn) = (&self.tasks[prev.idx()], &self.tasks[next.idx()]);
+        if tp.group == 0 && tn.group == 0 {
+            // Two root-group tasks of one CPU share its root cfs_rq: the
+            // loop's first turn, with the kinds known to the inlined calls.
+            debug_assert_eq!(tp.cpu, tn.cpu);
+            let q = CfsId::root(tn.cpu);
+            self.put_prev_entity(q, pse, now);
+            self.set_next_entity(q, se, now);
+            return;
+        }
         loop {
             let (pq, q) = (self.cfs_of(pse), self.cfs_of(se));
             if pq == q {
