@@ -1280,34 +1280,16 @@ impl Kernel {
                 }
                 return None;
             }
-            let mut q = root;
+            // The root level first, then the group levels below the entity
+            // picked (the root's call inlined on its own, with the cfs_rq's
+            // kind known: most picks end there).
+            let Some(mut se) = self.pick_level(cpu, root, now) else { continue 'again };
             let p = loop {
-                let mut curr = self.cfs(q).curr;
-                if let Some(c) = curr {
-                    if self.se(c).on_rq {
-                        self.update_curr(q, now);
-                    } else {
-                        curr = None;
-                    }
-                }
-                let se = if self.eevdf() {
-                    let se = self.pick_next_entity_eevdf(q).expect("a non-empty cfs_rq has an eligible entity");
-                    if let Some(t) = se.task_id().filter(|t| self.tasks[t.idx()].se.sched_delayed) {
-                        // pick_next_entity(): finish the delayed dequeue and pick again.
-                        self.dequeue_task_fair(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
-                        self.finish_delayed_dequeue(t);
-                        continue 'again;
-                    }
-                    if !se.is_task() && self.se(se).sched_delayed {
-                        self.dequeue_delayed_group(se, now);
-                        continue 'again;
-                    }
-                    se
-                } else {
-                    self.pick_next_entity_cfs(q, curr).expect("a non-empty cfs_rq has a leftmost entity")
-                };
                 match self.group_cfs_rq(se) {
-                    Some(gq) => q = gq,
+                    Some(gq) => match self.pick_level(cpu, gq, now) {
+                        Some(x) => se = x,
+                        None => continue 'again,
+                    },
                     None => break se.task_id().unwrap(),
                 }
             };
@@ -1317,6 +1299,37 @@ impl Kernel {
                 None => self.set_next_task_fair(p, now),
             }
             return Some(p);
+        }
+    }
+
+    /// One level of [`Kernel::pick_next_task_fair_queued`]'s walk down: update
+    /// `q`'s curr if still queued and pick on `q`. None when the pick was a
+    /// delayed entity, whose dequeue this finished: the walk starts again.
+    #[inline(always)]
+    fn pick_level(&mut self, cpu: CpuId, q: CfsId, now: u64) -> Option<Ent> {
+        let mut curr = self.cfs(q).curr;
+        if let Some(c) = curr {
+            if self.se(c).on_rq {
+                self.update_curr(q, now);
+            } else {
+                curr = None;
+            }
+        }
+        if self.eevdf() {
+            let se = self.pick_next_entity_eevdf(q).expect("a non-empty cfs_rq has an eligible entity");
+            if let Some(t) = se.task_id().filter(|t| self.tasks[t.idx()].se.sched_delayed) {
+                // pick_next_entity(): finish the delayed dequeue and pick again.
+                self.dequeue_task_fair(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
+                self.finish_delayed_dequeue(t);
+                return None;
+            }
+            if !se.is_task() && self.se(se).sched_delayed {
+                self.dequeue_delayed_group(se, now);
+                return None;
+            }
+            Some(se)
+        } else {
+            Some(self.pick_next_entity_cfs(q, curr).expect("a non-empty cfs_rq has a leftmost entity"))
         }
     }
 
