@@ -1704,8 +1704,38 @@ impl Kernel {
             self.xp(Preempt::Pending);
             return;
         }
-        let pp = self.tasks[p.idx()].policy;
+        let (tc, tp) = (&self.tasks[curr.idx()], &self.tasks[p.idx()]);
+        if tc.group == 0 && tp.group == 0 {
+            // Two root-group tasks: they are the matching entities, on
+            // `cpu`'s root cfs_rq (the decision below inlined with the kinds
+            // known; find_matching_se() would return them as they are).
+            debug_assert_eq!((tc.cpu, tp.cpu), (cpu, cpu));
+            self.wakeup_preempt_decide(cpu, p, CfsId::root(cpu), Ent::task(curr), pe, wake_fork, scale, next_buddy_marked, now);
+            return;
+        }
         let (se, pse) = self.find_matching_se(Ent::task(curr), pe);
+        let q = self.cfs_of(se);
+        self.wakeup_preempt_decide(cpu, p, q, se, pse, wake_fork, scale, next_buddy_marked, now);
+    }
+
+    /// The rest of [`Kernel::check_preempt_wakeup`] once the matching
+    /// entities `se` (curr's side) and `pse` (the wakee's) and their cfs_rq
+    /// `q` are known.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn wakeup_preempt_decide(
+        &mut self,
+        cpu: CpuId,
+        p: TaskId,
+        q: CfsId,
+        se: Ent,
+        pse: Ent,
+        wake_fork: bool,
+        scale: bool,
+        next_buddy_marked: bool,
+        now: u64,
+    ) {
+        let pp = self.tasks[p.idx()].policy;
         let (cse_idle, pse_idle) = (self.se_is_idle(se), self.se_is_idle(pse));
         if cse_idle && !pse_idle {
             if self.eevdf() && self.profile.version >= (6, 15) {
@@ -1720,7 +1750,6 @@ impl Kernel {
             self.xp(Preempt::Policy);
             return;
         }
-        let q = self.cfs_of(se);
         self.update_curr(q, now);
         if self.eevdf() && self.profile.version >= (6, 17) {
             self.check_preempt_wakeup_v6_17(cpu, q, se, pse, wake_fork, now);
