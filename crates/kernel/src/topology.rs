@@ -280,6 +280,15 @@ fn sd_init(profile: &KernelProfile, kind: LevelKind, span_weight: u32, reclaim_d
     }
 }
 
+/// The CPU attributes a level's span is drawn from (`SchedDomains::build`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Attr {
+    Core,
+    Cluster,
+    Llc,
+    Node,
+}
+
 impl SchedDomains {
     /// `build_sched_domains()` for every CPU.
     pub fn build(topo: &CpuTopology, profile: &KernelProfile) -> SchedDomains {
@@ -294,7 +303,9 @@ impl SchedDomains {
         let mut dists: Vec<u32> = topo.distance_matrix().iter().flatten().copied().filter(|&d| d > 10).collect();
         dists.sort_unstable();
         dists.dedup();
-        let numa_in_package = cpus.iter().any(|a| cpus.iter().any(|b| a.package == b.package && a.node != b.node));
+        // Some package holds CPUs of two nodes (one pass: each package's first node).
+        let mut pkg_node: HashMap<u32, u32> = HashMap::new();
+        let numa_in_package = cpus.iter().any(|a| *pkg_node.entry(a.package).or_insert(a.node) != a.node);
 
         let mut kinds = vec![LevelKind::Smt];
         if profile.has_cluster_level {
@@ -304,6 +315,21 @@ impl SchedDomains {
         kinds.push(if numa_in_package { LevelKind::Node } else { LevelKind::Pkg });
         kinds.extend(dists.iter().map(|&d| LevelKind::Numa(d)));
 
+        // The CPUs of each core, cluster, LLC and node, gathered in one pass
+        // (the spans below are built from them, not by a scan of every CPU
+        // per span: on 1024 CPUs that was a million tests per level).
+        let mut members: HashMap<(Attr, u32), Vec<CpuId>> = HashMap::new();
+        for (i, me) in cpus.iter().enumerate() {
+            for key in [(Attr::Core, me.core), (Attr::Cluster, me.cluster), (Attr::Llc, me.llc), (Attr::Node, me.node)] {
+                members.entry(key).or_default().push(CpuId(i as u16));
+            }
+        }
+        let nodes: Vec<u32> = {
+            let mut v: Vec<u32> = cpus.iter().map(|i| i.node).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
         // A level's span depends on one attribute of the CPU (its core,
         // cluster, LLC or node): computed once per (level, attribute value).
         let mut spans: HashMap<(LevelKind, u32), CpuMask> = HashMap::new();
@@ -318,15 +344,18 @@ impl SchedDomains {
             spans
                 .entry((kind, attr))
                 .or_insert_with(|| {
-                    let ids = topo.ids_where(|o| match kind {
-                        LevelKind::Smt => o.core == me.core,
-                        LevelKind::Cls => o.cluster == me.cluster,
-                        LevelKind::Mc => o.llc == me.llc,
+                    let of = |a: Attr, v: u32| members[&(a, v)].iter().copied();
+                    match kind {
+                        LevelKind::Smt => CpuMask::from_cpus(n, of(Attr::Core, me.core)),
+                        LevelKind::Cls => CpuMask::from_cpus(n, of(Attr::Cluster, me.cluster)),
+                        LevelKind::Mc => CpuMask::from_cpus(n, of(Attr::Llc, me.llc)),
                         // cpu_cpu_mask() is cpumask_of_node(): the PKG level spans the node.
-                        LevelKind::Pkg | LevelKind::Node => o.node == me.node,
-                        LevelKind::Numa(d) => topo.node_distance(me.node, o.node) <= d,
-                    });
-                    CpuMask::from_cpus(n, ids)
+                        LevelKind::Pkg | LevelKind::Node => CpuMask::from_cpus(n, of(Attr::Node, me.node)),
+                        LevelKind::Numa(d) => CpuMask::from_cpus(
+                            n,
+                            nodes.iter().filter(|&&o| topo.node_distance(me.node, o) <= d).flat_map(|&o| of(Attr::Node, o)),
+                        ),
+                    }
                 })
                 .clone()
         };
@@ -400,7 +429,8 @@ impl SchedDomains {
             sd_llc_level: vec![None; n],
             sd_llc_size: vec![1; n],
             sd_llc_id: (0..n as u16).collect(),
-            smt_mask: (0..n).map(|c| CpuMask::from_cpus(n, topo.smt_siblings(CpuId(c as u16)))).collect(),
+            // (topo.smt_siblings(), from the core lists gathered above.)
+            smt_mask: cpus.iter().map(|i| CpuMask::from_cpus(n, members[&(Attr::Core, i.core)].iter().copied())).collect(),
             nr_cpus: n,
         };
         for c in 0..n {

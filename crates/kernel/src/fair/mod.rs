@@ -1165,6 +1165,15 @@ impl Kernel {
     /// `put_prev_task_fair()`: `put_prev_entity()` at every level of `p`.
     #[inline(always)]
     pub(crate) fn put_prev_task_fair(&mut self, p: TaskId, now: u64) {
+        let t = &self.tasks[p.idx()];
+        if t.group == 0 {
+            // A root-group task: one level, its CPU's root cfs_rq (the
+            // inlined put_prev_entity() knows the kinds).
+            let q = CfsId::root(t.cpu);
+            debug_assert_eq!(self.cfs(q).curr, Some(Ent::task(p)), "put_prev of an entity that is not curr");
+            self.put_prev_entity(q, Ent::task(p), now);
+            return;
+        }
         let mut cur = Some(Ent::task(p));
         while let Some(x) = cur {
             let q = self.cfs_of(x);
@@ -1176,6 +1185,13 @@ impl Kernel {
 
     /// `set_next_task_fair()`: `set_next_entity()` at every level of `p`.
     fn set_next_task_fair(&mut self, p: TaskId, now: u64) {
+        let t = &self.tasks[p.idx()];
+        if t.group == 0 {
+            // A root-group task: one level (the inlined set_next_entity()
+            // knows the kinds).
+            self.set_next_entity(CfsId::root(t.cpu), Ent::task(p), now);
+            return;
+        }
         // Bottom-up, as the kernel walks it; each level is independent.
         let mut cur = Some(Ent::task(p));
         while let Some(x) = cur {
@@ -1190,6 +1206,16 @@ impl Kernel {
     /// (pick_next_task_fair's is_same_group() loop).
     fn switch_entities(&mut self, prev: TaskId, next: TaskId, now: u64) {
         let (mut pse, mut se) = (Ent::task(prev), Ent::task(next));
+        let (tp, tn) = (&self.tasks[prev.idx()], &self.tasks[next.idx()]);
+        if tp.group == 0 && tn.group == 0 {
+            // Two root-group tasks of one CPU share its root cfs_rq: the
+            // loop's first turn, with the kinds known to the inlined calls.
+            debug_assert_eq!(tp.cpu, tn.cpu);
+            let q = CfsId::root(tn.cpu);
+            self.put_prev_entity(q, pse, now);
+            self.set_next_entity(q, se, now);
+            return;
+        }
         loop {
             let (pq, q) = (self.cfs_of(pse), self.cfs_of(se));
             if pq == q {
@@ -1258,34 +1284,16 @@ impl Kernel {
                 }
                 return None;
             }
-            let mut q = root;
+            // The root level first, then the group levels below the entity
+            // picked (the root's call inlined on its own, with the cfs_rq's
+            // kind known: most picks end there).
+            let Some(mut se) = self.pick_level(cpu, root, now) else { continue 'again };
             let p = loop {
-                let mut curr = self.cfs(q).curr;
-                if let Some(c) = curr {
-                    if self.se(c).on_rq {
-                        self.update_curr(q, now);
-                    } else {
-                        curr = None;
-                    }
-                }
-                let se = if self.eevdf() {
-                    let se = self.pick_next_entity_eevdf(q).expect("a non-empty cfs_rq has an eligible entity");
-                    if let Some(t) = se.task_id().filter(|t| self.tasks[t.idx()].se.sched_delayed) {
-                        // pick_next_entity(): finish the delayed dequeue and pick again.
-                        self.dequeue_task_fair(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
-                        self.finish_delayed_dequeue(t);
-                        continue 'again;
-                    }
-                    if !se.is_task() && self.se(se).sched_delayed {
-                        self.dequeue_delayed_group(se, now);
-                        continue 'again;
-                    }
-                    se
-                } else {
-                    self.pick_next_entity_cfs(q, curr).expect("a non-empty cfs_rq has a leftmost entity")
-                };
                 match self.group_cfs_rq(se) {
-                    Some(gq) => q = gq,
+                    Some(gq) => match self.pick_level(cpu, gq, now) {
+                        Some(x) => se = x,
+                        None => continue 'again,
+                    },
                     None => break se.task_id().unwrap(),
                 }
             };
@@ -1295,6 +1303,37 @@ impl Kernel {
                 None => self.set_next_task_fair(p, now),
             }
             return Some(p);
+        }
+    }
+
+    /// One level of [`Kernel::pick_next_task_fair_queued`]'s walk down: update
+    /// `q`'s curr if still queued and pick on `q`. None when the pick was a
+    /// delayed entity, whose dequeue this finished: the walk starts again.
+    #[inline(always)]
+    fn pick_level(&mut self, cpu: CpuId, q: CfsId, now: u64) -> Option<Ent> {
+        let mut curr = self.cfs(q).curr;
+        if let Some(c) = curr {
+            if self.se(c).on_rq {
+                self.update_curr(q, now);
+            } else {
+                curr = None;
+            }
+        }
+        if self.eevdf() {
+            let se = self.pick_next_entity_eevdf(q).expect("a non-empty cfs_rq has an eligible entity");
+            if let Some(t) = se.task_id().filter(|t| self.tasks[t.idx()].se.sched_delayed) {
+                // pick_next_entity(): finish the delayed dequeue and pick again.
+                self.dequeue_task_fair(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED, now);
+                self.finish_delayed_dequeue(t);
+                return None;
+            }
+            if !se.is_task() && self.se(se).sched_delayed {
+                self.dequeue_delayed_group(se, now);
+                return None;
+            }
+            Some(se)
+        } else {
+            Some(self.pick_next_entity_cfs(q, curr).expect("a non-empty cfs_rq has a leftmost entity"))
         }
     }
 
@@ -1310,6 +1349,33 @@ impl Kernel {
     /// is not queued yet; update the others (kernel/sched/fair.c).
     pub(crate) fn enqueue_task_fair(&mut self, p: TaskId, flags: u32, now: u64) {
         let idle = self.tasks[p.idx()].policy == Policy::Idle;
+        let t = &self.tasks[p.idx()];
+        if t.group == 0 {
+            // A task of the root group (every task of a workload without
+            // cgroups): one level, its CPU's root cfs_rq. The loops below
+            // with the hierarchy folded away, so that the inlined
+            // enqueue_entity() knows its cfs_rq is a root one and its entity
+            // a task (no test of either kind at each access).
+            let (cpu, on_rq) = (t.cpu, t.se.on_rq);
+            let (q, te) = (CfsId::root(cpu), Ent::task(p));
+            if on_rq {
+                // (A queued task, not a group, is not requeued here: the
+                // second loop's update of an ancestor already queued.)
+                self.update_load_avg(q, Some(te), now, true);
+            } else {
+                self.enqueue_entity(q, te, flags, now);
+            }
+            let cfs = &mut self.rqs[cpu.idx()].cfs;
+            cfs.h_nr_running += 1;
+            cfs.h_nr_idle += idle as u32;
+            self.util_est_enqueue(p);
+            if idle {
+                self.idle_hint.set(cpu); // may now be SCHED_IDLE-only
+            }
+            #[cfg(debug_assertions)]
+            self.check_hierarchy(cpu, "enqueue_task_fair");
+            return;
+        }
         let mut cur = Some(Ent::task(p));
         let mut flags = flags;
         // First loop: enqueue entities that are not on a cfs_rq.
@@ -1394,6 +1460,27 @@ impl Kernel {
         self.util_est_dequeue(p);
         if learn && before_dequeue {
             self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
+        }
+        if self.tasks[p.idx()].group == 0 {
+            // A task of the root group: the steps below with the hierarchy
+            // folded away (one level, `cpu`'s root cfs_rq, whose parent is
+            // none: no next-buddy hint, no ancestor to update), so that the
+            // inlined dequeue_entity() knows its cfs_rq and entity kinds.
+            if !self.dequeue_entity(CfsId::root(cpu), te, flags, now) {
+                return false;
+            }
+            if learn && !before_dequeue {
+                self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);
+            }
+            let rq = &mut self.rqs[cpu.idx()];
+            rq.cfs.h_nr_running -= 1;
+            rq.cfs.h_nr_idle -= idle as u32;
+            if rq.nr_running() == 0 || rq.nr_running() == rq.cfs.h_nr_idle {
+                self.idle_hint.set(cpu); // idle once curr goes, or SCHED_IDLE-only
+            }
+            #[cfg(debug_assertions)]
+            self.check_hierarchy(cpu, "dequeue_task_fair");
+            return true;
         }
         if !self.dequeue_entity(self.cfs_of(te), te, flags, now) {
             return false;
@@ -1621,8 +1708,38 @@ impl Kernel {
             self.xp(Preempt::Pending);
             return;
         }
-        let pp = self.tasks[p.idx()].policy;
+        let (tc, tp) = (&self.tasks[curr.idx()], &self.tasks[p.idx()]);
+        if tc.group == 0 && tp.group == 0 {
+            // Two root-group tasks: they are the matching entities, on
+            // `cpu`'s root cfs_rq (the decision below inlined with the kinds
+            // known; find_matching_se() would return them as they are).
+            debug_assert_eq!((tc.cpu, tp.cpu), (cpu, cpu));
+            self.wakeup_preempt_decide(cpu, p, CfsId::root(cpu), Ent::task(curr), pe, wake_fork, scale, next_buddy_marked, now);
+            return;
+        }
         let (se, pse) = self.find_matching_se(Ent::task(curr), pe);
+        let q = self.cfs_of(se);
+        self.wakeup_preempt_decide(cpu, p, q, se, pse, wake_fork, scale, next_buddy_marked, now);
+    }
+
+    /// The rest of [`Kernel::check_preempt_wakeup`] once the matching
+    /// entities `se` (curr's side) and `pse` (the wakee's) and their cfs_rq
+    /// `q` are known.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn wakeup_preempt_decide(
+        &mut self,
+        cpu: CpuId,
+        p: TaskId,
+        q: CfsId,
+        se: Ent,
+        pse: Ent,
+        wake_fork: bool,
+        scale: bool,
+        next_buddy_marked: bool,
+        now: u64,
+    ) {
+        let pp = self.tasks[p.idx()].policy;
         let (cse_idle, pse_idle) = (self.se_is_idle(se), self.se_is_idle(pse));
         if cse_idle && !pse_idle {
             if self.eevdf() && self.profile.version >= (6, 15) {
@@ -1637,7 +1754,6 @@ impl Kernel {
             self.xp(Preempt::Policy);
             return;
         }
-        let q = self.cfs_of(se);
         self.update_curr(q, now);
         if self.eevdf() && self.profile.version >= (6, 17) {
             self.check_preempt_wakeup_v6_17(cpu, q, se, pse, wake_fork, now);
