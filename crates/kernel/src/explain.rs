@@ -646,6 +646,15 @@ impl Kernel {
     /// (no-op when recording is off).
     #[inline(always)]
     pub(crate) fn x_sleep(&mut self, delayed: bool) {
+        if self.explain.is_some() {
+            self.x_sleep_count(delayed);
+        }
+    }
+
+    /// The counting of [`Kernel::x_sleep`], out of the dequeue path's line.
+    #[cold]
+    #[inline(never)]
+    fn x_sleep_count(&mut self, delayed: bool) {
         if let Some(e) = self.explain.as_deref_mut() {
             e.counts.sleeps[delayed as usize] += 1;
         }
