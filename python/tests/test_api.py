@@ -128,7 +128,9 @@ def test_gil_is_released_while_simulating():
     t = threading.Thread(target=count)
     t.start()
     t0 = time.time()
-    schedlab.run(workload="pipe", params={"loops": 200000})
+    # (Long enough to tell on a fast engine: 200,000 round trips took 0.18 s
+    # once the engine got faster, under the 0.2 s this test needs.)
+    schedlab.run(workload="pipe", params={"loops": 1000000})
     took = time.time() - t0
     stop.set()
     t.join()
