@@ -324,10 +324,10 @@ const PINNED_EEVDF_OPEN: &[(&str, &str, &str)] = &[
     (
         "pipe",
         "past_v",
-        "1.00 against 0.57 (session 30): the guest's pair runs a four-step cycle (the waker preempted; the wakee blocks delayed; the resumed waker's next wakeup finds it still right of V and is kept; it blocks delayed), the model's waker is past V at every wakeup; a tail of 0.5-2 us after the wakeup does not change it (debug build)",
+        "1.00 against 0.57 (session 30): the guest's pair runs a four-step cycle (the waker preempted; the wakee blocks delayed; the resumed waker's next wakeup finds it still right of V and is kept; it blocks delayed); in the model a blocked read pays nothing before it sleeps (the sleep's path is inside context_switch_ns), so the wakee's run is no longer than the resumed waker's and the waker is past V at every wakeup. A debug build charging a blocking read 1.5 us before its sleep gives 0.60 / 0.40 (docs/CALIBRATION.md)",
     ),
     ("pipe", "protected", "0.003 against 0.43: as past_v"),
-    ("pipe", "sleeps_delayed", "0.87 against 0.99: as past_v (a tail after the wakeup brings it to 0.97)"),
+    ("pipe", "sleeps_delayed", "0.87 against 0.99: as past_v (the same debug build: 0.98)"),
     ("hackbench pipe=1 threads=0", "past_v", "0.39 against 0.52 (session 30): not explained"),
     ("hackbench pipe=1 threads=0", "protected", "0.50 against 0.39: as past_v"),
 ];
