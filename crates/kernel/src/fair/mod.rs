@@ -1306,9 +1306,12 @@ impl Kernel {
         }
     }
 
-    /// One level of [`Kernel::pick_next_task_fair_queued`]'s walk down: update
-    /// `q`'s curr if still queued and pick on `q`. None when the pick was a
-    /// delayed entity, whose dequeue this finished: the walk starts again.
+    /// One level of [`Kernel::pick_next_task_fair_queued`]'s walk down (the
+    /// body of pick_next_task_fair()'s / pick_task_fair()'s `do { } while
+    /// (cfs_rq)` loop, all profiles): update `q`'s curr if still queued and
+    /// pick on `q`. None when the pick was a delayed entity (v6.12+:
+    /// pick_next_entity() finishes its dequeue and returns NULL), and the
+    /// walk starts again (`goto again`).
     #[inline(always)]
     fn pick_level(&mut self, cpu: CpuId, q: CfsId, now: u64) -> Option<Ent> {
         let mut curr = self.cfs(q).curr;
@@ -1722,9 +1725,10 @@ impl Kernel {
         self.wakeup_preempt_decide(cpu, p, q, se, pse, wake_fork, scale, next_buddy_marked, now);
     }
 
-    /// The rest of [`Kernel::check_preempt_wakeup`] once the matching
-    /// entities `se` (curr's side) and `pse` (the wakee's) and their cfs_rq
-    /// `q` are known.
+    /// The rest of [`Kernel::check_preempt_wakeup`] (check_preempt_wakeup()
+    /// v2.6.23-v6.5, check_preempt_wakeup_fair() v6.6-6.18.32,
+    /// wakeup_preempt_fair() 6.18.33+) after find_matching_se(): the entities
+    /// `se` (curr's side) and `pse` (the wakee's) and their cfs_rq `q`.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn wakeup_preempt_decide(
