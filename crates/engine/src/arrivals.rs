@@ -108,6 +108,8 @@ impl Sim<'_> {
             self.steal(c, t, rx);
         }
         let cap = self.wl.channels[chan as usize].capacity;
+        // The request's lines were written by this CPU's receive path.
+        let sent = self.cost.message_stamp(c);
         let ch = &mut self.chans[chan as usize];
         if ch.count >= cap {
             self.arrivals.as_mut().expect("checked").stats.dropped += 1;
@@ -118,8 +120,7 @@ impl Sim<'_> {
             ch.tags.push_back(tag);
         }
         ch.stamps.push_back(self.now);
-        // The request's lines were written by this CPU's receive path.
-        self.chan_writer[chan as usize] = Some(c);
+        ch.sent.push_back(sent);
         let reader = ch.readers.pop_front();
         let ep_waiter = self.epoll_ready(chan);
         if reader.is_none() && ep_waiter.is_none() {

@@ -204,8 +204,9 @@ impl Sim<'_> {
                         match outcome {
                             ChanOutcome::Blocked => return,
                             ChanOutcome::Done { woke } => {
-                                // The message's lines come from the writer's caches.
-                                let xfer = self.chan_writer[chan as usize].map_or(0, |w| self.cost.message_ns(w, c, MSG_BYTES));
+                                // The message's lines come from the writer's caches,
+                                // or from wherever the traffic since pushed them.
+                                let xfer = self.msg_read.take().map_or(0, |st| self.cost.message_read_ns(st, c, MSG_BYTES));
                                 let j = self.jitter(cost) + xfer;
                                 let r = &mut self.rt[t.idx()];
                                 r.remaining = j;
@@ -566,12 +567,13 @@ impl Sim<'_> {
                 None
             }
         };
+        let sent = self.cost.message_stamp(c);
         let ch = &mut self.chans[chan as usize];
         ch.count += 1;
         if ch.tagged {
             ch.tags.push_back(tag);
         }
-        self.chan_writer[chan as usize] = Some(c);
+        ch.sent.push_back(sent);
         let reader = (!ch.readers.is_empty()).then(|| ch.readers.pop_front().expect("not empty"));
         let wf = if spec.sync { WakeFlags::SYNC } else { WakeFlags::default() };
         let ep_waiter = if spec.epoll.is_some() { self.epoll_ready(chan) } else { None };
@@ -602,6 +604,7 @@ impl Sim<'_> {
             return ChanOutcome::Blocked;
         }
         ch.count -= 1;
+        self.msg_read = ch.sent.pop_front();
         if ch.tagged {
             let tag = ch.tags.pop_front().unwrap_or(0);
             if tagged {
@@ -663,6 +666,9 @@ impl Sim<'_> {
             ch.wake_writer |= pipe_consume(ch, n - 1);
         }
         ch.count = 1;
+        // One transfer for the batch (the newest message's, read last).
+        let keep = ch.sent.len().saturating_sub(1);
+        ch.sent.drain(..keep);
         if ch.tagged {
             let keep = ch.tags.len().saturating_sub(1);
             ch.tags.drain(..keep);
@@ -938,6 +944,7 @@ impl Sim<'_> {
     pub(crate) fn splice_queued(&mut self, c: CpuId, t: TaskId, chan: u32, sem_base: u32) -> bool {
         let ch = &mut self.chans[chan as usize];
         ch.count = 0;
+        ch.sent.clear();
         if self.posts.len() <= t.idx() {
             self.posts.resize_with(t.idx() + 1, Vec::new);
         }

@@ -29,7 +29,7 @@ pub use noise::NoiseStats;
 use rng::Pcg32;
 use schedlab_kernel::maskvec::MaskVec;
 use schedlab_kernel::{CpuId, Effects, Kernel, SwitchReason, TaskId, TaskParams, TaskState, WakeFlags, WakeResult};
-use schedlab_machine::cost::{Component, CostModel, ModelSwitches, SpinlockKind, TaskMem};
+use schedlab_machine::cost::{Component, CostModel, ModelSwitches, MsgStamp, SpinlockKind, TaskMem};
 use schedlab_machine::Machine;
 use schedlab_workload::{ChannelKind, MetricSpec, Op, Workload};
 
@@ -211,6 +211,9 @@ pub(crate) struct ChanRt {
     tags: std::collections::VecDeque<u32>,
     /// Arrival times of requests queued by arrivals.rs, oldest first.
     stamps: std::collections::VecDeque<u64>,
+    /// Where and when (in cache traffic) each queued message was written,
+    /// oldest first (`CostModel::message_read_ns`).
+    sent: std::collections::VecDeque<MsgStamp>,
     /// On its epoll instance's ready list (`EpollRt::ready`).
     ep_queued: bool,
     /// Pipes: messages written into each occupied page slot, the tail page
@@ -370,8 +373,8 @@ pub struct Sim<'a> {
     rq_lock_wait_ns: u64,
     /// Time spent on task groups' `tg->load_avg` lines (`Sim::tg_lines`).
     tg_line_ns: u64,
-    /// Per channel: the CPU of the last write (where the message data is warm).
-    chan_writer: MaskVec<Option<CpuId>>,
+    /// The stamp of the message the last `chan_read` took (`ChanRt::sent`).
+    msg_read: Option<MsgStamp>,
     /// Memory-bound streams running per LLC and per node.
     llc_streams: Vec<u32>,
     node_streams: Vec<u32>,
@@ -552,6 +555,7 @@ impl<'a> Sim<'a> {
                     tagged: tagged[i],
                     tags: Default::default(),
                     stamps: Default::default(),
+                    sent: Default::default(),
                     ep_queued: false,
                     pages: std::collections::VecDeque::with_capacity(wl.channels[i].pipe_slots() as usize),
                     tail_read: 0,
@@ -606,7 +610,7 @@ impl<'a> Sim<'a> {
             remote_bytes: 0,
             rq_lock_wait_ns: 0,
             tg_line_ns: 0,
-            chan_writer: MaskVec::from_vec_or(vec![None; wl.channels.len()], None),
+            msg_read: None,
             llc_streams: Vec::new(),
             node_streams: vec![0; machine.topology.nr_nodes()],
             trace: cfg.trace.then(|| Box::new(trace::Trace::new(n))),

@@ -45,6 +45,15 @@ pub const TLB_PAGES: u64 = 512;
 pub fn tlb_refill_ns(footprint: u64) -> u64 {
     footprint.div_ceil(4096).min(TLB_PAGES) * TLB_WALK_PS_PER_PAGE / 1000
 }
+/// Where a queued message was written (`CostModel::message_stamp`): the
+/// writer's CPU and the traffic its L2 and LLC had seen by then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsgStamp {
+    pub cpu: CpuId,
+    l2: u64,
+    llc: u64,
+}
+
 /// Cache lines of metadata touched per message besides the payload (pipe
 /// buffer / skb head, wait-queue head, the reader's task struct fields).
 pub const MSG_META_LINES: u64 = 3;
@@ -574,14 +583,54 @@ impl CostModel {
         self.c2c_by_level[level]
     }
 
-    /// A reader on `reader` consumes a `bytes` message written on `writer`:
-    /// payload and metadata lines move between the caches (dependent loads, no MLP).
+    /// A reader on `reader` consumes a `bytes` message written on `writer`
+    /// that is still in the writer's caches: payload and metadata lines move
+    /// between them (dependent loads, no MLP).
     pub fn message_ns(&self, writer: CpuId, reader: CpuId, bytes: u64) -> u64 {
         if !self.sw.on(Component::CACHE) {
             return 0;
         }
         let lines = bytes.div_ceil(LINE) + MSG_META_LINES;
         lines * self.c2c_ns(writer, reader)
+    }
+
+    /// A message written on `writer` now: its lines are in that CPU's L2 and
+    /// LLC, which have seen the traffic counted so far.
+    #[inline]
+    pub fn message_stamp(&self, writer: CpuId) -> MsgStamp {
+        let (core, llc) = (self.core_of[writer.idx()] as usize, self.llc_of[writer.idx()] as usize);
+        MsgStamp { cpu: writer, l2: self.cores[core].l2_traffic, llc: self.llc_traffic[llc] }
+    }
+
+    /// A reader on `reader` consumes a `bytes` message written as `st` says:
+    /// what of its payload and metadata lines survived the traffic through
+    /// the writer's L2 and LLC since the write (`surviving()`) moves between
+    /// the caches as in `message_ns`; lines the L2 lost but the LLC kept cost
+    /// an LLC hit when the reader shares that LLC; the rest come from DRAM.
+    /// Dependent loads, no MLP. A message read soon after its write costs
+    /// exactly `message_ns`.
+    // FIDELITY(F-031): the message's own bytes are not counted as traffic; what evicts it is the tasks' refills.
+    #[inline]
+    pub fn message_read_ns(&self, st: MsgStamp, reader: CpuId, bytes: u64) -> u64 {
+        if !self.sw.on(Component::CACHE) {
+            return 0;
+        }
+        let lines = bytes.div_ceil(LINE) + MSG_META_LINES;
+        let w = st.cpu;
+        let (core, llc) = (self.core_of[w.idx()] as usize, self.llc_of[w.idx()] as usize);
+        let size = lines * LINE;
+        let c2c = self.c2c_ns(w, reader);
+        // Lines kept, rounded to the nearest (the expected count).
+        let l2_lines = (Self::surviving(size, self.cores[core].l2_traffic - st.l2, self.l2_cap) + LINE / 2) / LINE;
+        if l2_lines >= lines {
+            return lines * c2c;
+        }
+        let in_llc = (Self::surviving(size, self.llc_traffic[llc] - st.llc, self.llc_cap) + LINE / 2) / LINE;
+        let llc_lines = in_llc.max(l2_lines) - l2_lines;
+        let dram_lines = lines - l2_lines - llc_lines;
+        let llc_ns = if self.llc_of[reader.idx()] as usize == llc { self.c.llc_hit_ns } else { c2c };
+        let dram = if dram_lines == 0 { 0 } else { self.dram_ns(self.node_of[reader.idx()], self.node_of[w.idx()]) };
+        l2_lines * c2c + llc_lines * llc_ns + dram_lines * dram
     }
 
     /// `cpu` comes back from `idle_ns` of idle: on a machine whose halted CPUs
@@ -1159,6 +1208,48 @@ mod tests {
         assert!(cm.c2c_ns(CpuId(0), CpuId(1)) < cm.c2c_ns(CpuId(0), CpuId(8)));
         assert!(cm.c2c_ns(CpuId(0), CpuId(8)) < cm.c2c_ns(CpuId(0), CpuId(64)));
         assert!(cm.dram_ns(0, 0) < cm.dram_ns(0, 1) && cm.dram_ns(0, 1) < cm.dram_ns(0, 4));
+    }
+
+    /// A queued message (`message_stamp` / `message_read_ns`, F-031): read
+    /// before anything else passed through the writer's caches it costs the
+    /// transfer `message_ns` charges; once other tasks' refills have pushed it
+    /// out of the writer's L2 a reader in that LLC pays LLC hits, and once
+    /// out of the LLC too, DRAM; with the cache model off, nothing.
+    #[test]
+    fn a_queued_message_goes_cold_through_the_writers_caches() {
+        let m = crate::load("skylake-2s").unwrap();
+        let k = &m.costs;
+        let cpus = m.topology.cpus();
+        let near = (1..cpus.len()).find(|&i| cpus[i].package == cpus[0].package && cpus[i].core != cpus[0].core).unwrap();
+        let far = (1..cpus.len()).find(|&i| cpus[i].package != cpus[0].package).unwrap();
+        let (w, r, x) = (CpuId(0), CpuId(near as u16), CpuId(far as u16));
+        let lines = 100u64.div_ceil(LINE) + MSG_META_LINES;
+        let mut cm = CostModel::new(&m, ModelSwitches::default());
+        let st = cm.message_stamp(w);
+        for reader in [w, r, x] {
+            assert_eq!(cm.message_read_ns(st, reader, 100), cm.message_ns(w, reader, 100), "warm: the transfer");
+        }
+        // Another task's refill on the writer's CPU: its whole L2, little of the LLC.
+        let l2 = m.caches.l2_kib as u64 * 1024;
+        let mut other = TaskMem::new(l2, None);
+        cm.switch_in(&mut other, 7, w);
+        assert_eq!(cm.message_read_ns(st, r, 100), lines * k.llc_hit_ns, "out of the L2, in the LLC");
+        assert_eq!(cm.message_read_ns(st, w, 100), lines * k.llc_hit_ns, "the writer's CPU reads it from its LLC");
+        assert_eq!(cm.message_read_ns(st, x, 100), lines * cm.c2c_ns(w, x), "another LLC: a transfer from the writer's");
+        // Enough foreign data through the LLC: from DRAM.
+        let llc = m.caches.llc_kib as u64 * 1024;
+        let mut big = TaskMem::new(llc, None);
+        cm.switch_in(&mut big, 8, w);
+        let node = |c: CpuId| cpus[c.idx()].node;
+        assert_eq!(cm.message_read_ns(st, r, 100), lines * cm.dram_ns(node(r), node(w)));
+        assert_eq!(cm.message_read_ns(st, x, 100), lines * cm.dram_ns(node(x), node(w)), "remote DRAM");
+        assert!(cm.message_read_ns(st, x, 100) > cm.message_read_ns(st, r, 100));
+        // A message written now is warm again.
+        let fresh = cm.message_stamp(w);
+        assert_eq!(cm.message_read_ns(fresh, r, 100), cm.message_ns(w, r, 100));
+        let mut off = ModelSwitches::default();
+        off.set(Component::CACHE, false);
+        assert_eq!(CostModel::new(&m, off).message_read_ns(st, r, 100), 0);
     }
 
     /// A task group's `tg->load_avg` line (`tg_line`): a CPU's own write after
