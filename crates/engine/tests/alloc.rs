@@ -97,7 +97,7 @@ fn steady_state_allocates_nothing_per_switch() {
         // select_idle_cpu / select_idle_smt), v5.13 (SIS_PROP, smt prev), v3.10
         // (group walk), on SMT machines with several LLCs.
         ("skylake-2s", "v5.2", "hackbench", "groups=4,loops=100", "groups=4,loops=300", None, None),
-        ("zen3-2s-nps4", "v5.13", "hackbench", "groups=4,loops=100", "groups=4,loops=200", None, None),
+        ("zen3-2s-nps4", "v5.13", "hackbench", "groups=4,loops=100", "groups=4,loops=300", None, None),
         ("x86-12", "v3.10", "hackbench", "groups=2,loops=200", "groups=2,loops=1200", None, None),
         ("x86-12", "v2.6.38", "hackbench", "groups=2,loops=200", "groups=2,loops=800", None, None),
     ];
