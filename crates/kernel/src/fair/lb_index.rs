@@ -287,6 +287,10 @@ pub(crate) struct LbIndex {
     /// the (cache, group) pairs holding it (`memb[memb_off[c]..memb_off[c + 1]]`).
     caches: Vec<GroupCache>,
     snap: Vec<CpuSnap>,
+    /// The CPUs whose snapshot has `pend` (a pass counts, in a group with
+    /// such CPUs, those whose wakeup it does not see yet: it visits these
+    /// CPUs of the group, not all of them).
+    pend: crate::cpumask::CpuMask,
     memb: Vec<(u32, u32)>,
     memb_off: Vec<u32>,
     /// One bit per CPU: its balancing leaf was refreshed since its
@@ -321,6 +325,7 @@ impl LbIndex {
         }
         if !ix.caches.is_empty() {
             ix.snap = vec![CpuSnap::default(); sd.nr_cpus];
+            ix.pend = crate::cpumask::CpuMask::new(sd.nr_cpus);
             ix.memb_off.push(0);
             for m in memb {
                 ix.memb.extend(m);
@@ -389,6 +394,13 @@ impl LbIndex {
             let s = &mut self.caches[k as usize].sums[g as usize];
             s.sub(&old);
             s.add(&new);
+        }
+        if old.pend != new.pend {
+            if new.pend {
+                self.pend.set(CpuId(c as u16));
+            } else {
+                self.pend.clear(CpuId(c as u16));
+            }
         }
         self.snap[c] = new;
     }
@@ -553,8 +565,8 @@ impl Kernel {
                 let sm = &cache.sums[gi];
                 let mut idle = sm.idle;
                 if sm.pend > 0 {
-                    for &c in g {
-                        if ix.snap[c.idx()].pend && !kn.ttwu_pending_seen(&kn.rqs[c.idx()]) {
+                    for c in sd.groups[gi].iter_and(&ix.pend) {
+                        if !kn.ttwu_pending_seen(&kn.rqs[c.idx()]) {
                             idle += 1;
                         }
                     }
