@@ -30,7 +30,7 @@ pub(crate) const LB_INDEX_MIN_GROUPS: usize = 64;
 
 /// Domains of multi-CPU groups spanning at least this many CPUs keep their
 /// groups' sums ([`GroupCache`]); narrower ones are walked.
-pub(crate) const LB_CACHE_MIN_SPAN: u32 = 32;
+pub(crate) const LB_CACHE_MIN_SPAN: u32 = 16;
 
 /// No position / no tree.
 const NONE: u32 = u32::MAX;
