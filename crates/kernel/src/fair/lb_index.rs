@@ -269,6 +269,8 @@ impl GroupSums {
 struct GroupCache {
     dom: u32,
     sums: Vec<GroupSums>,
+    /// Each group's CPU count (group_weight).
+    weight: Vec<u32>,
 }
 
 /// The indexes of a kernel's wide single-CPU-group domains.
@@ -321,7 +323,8 @@ impl LbIndex {
                     memb[c.idx()].push((k, g as u32));
                 }
             }
-            ix.caches.push(GroupCache { dom: id as u32, sums: vec![GroupSums::default(); d.groups.len()] });
+            let weight = (0..d.groups.len()).map(|g| d.group_cpus(g).len() as u32).collect();
+            ix.caches.push(GroupCache { dom: id as u32, sums: vec![GroupSums::default(); d.groups.len()], weight });
         }
         if !ix.caches.is_empty() {
             ix.snap = vec![CpuSnap::default(); sd.nr_cpus];
@@ -561,20 +564,16 @@ impl Kernel {
             let dst_extra = !dst_idle_cpu && dst_rq.curr.is_none() && dst_x.nr == 0;
             let cache = &ix.caches[k];
             let w = Self::lb_group_pick(sd.groups.len(), pct, local_gi, |gi, examined, overloaded| {
-                let g = sd.group_cpus(gi);
+                let weight = cache.weight[gi];
                 let sm = &cache.sums[gi];
                 let mut idle = sm.idle;
                 if sm.pend > 0 {
-                    for c in sd.groups[gi].iter_and(&ix.pend) {
-                        if !kn.ttwu_pending_seen(&kn.rqs[c.idx()]) {
-                            idle += 1;
-                        }
-                    }
+                    sd.groups[gi].for_each_and(&ix.pend, |c| idle += !kn.ttwu_pending_seen(&kn.rqs[c.idx()]) as u32);
                 }
                 if dst_extra && Some(gi) == local_gi {
                     idle += 1;
                 }
-                *examined += g.len() as u64;
+                *examined += weight as u64;
                 *overloaded |= sm.over > 0;
                 SgStats {
                     group_load: sm.load,
@@ -582,8 +581,8 @@ impl Kernel {
                     group_runnable: sm.runnable,
                     sum_nr_running: sm.nr,
                     idle_cpus: idle,
-                    group_weight: g.len() as u32,
-                    group_capacity: 1024 * g.len() as u64,
+                    group_weight: weight,
+                    group_capacity: 1024 * weight as u64,
                     avg_load: 0,
                     overloaded_cpu: sm.over > 0,
                 }
