@@ -178,7 +178,8 @@ impl Tree {
     /// The smallest key (`EMPTY` if none).
     #[inline(always)]
     fn min(&self) -> u128 {
-        self.node(1)
+        // SAFETY: both arrays have 2 * cap >= 2 entries.
+        unsafe { self.node_unchecked(1) }
     }
 
     #[inline(always)]
