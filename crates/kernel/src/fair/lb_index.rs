@@ -691,18 +691,26 @@ mod tests {
         CpuTopology::new(cpus, vec![vec![10]]).unwrap()
     }
 
+    /// 128 CPUs, two threads per core, eight LLCs of 16 in one node (zen3's
+    /// LLC): the 16-CPU LLC domains' groups are cores, the node's are LLCs
+    /// (nine caches).
+    fn smt_eight_llcs() -> CpuTopology {
+        let cpus = (0..128u32).map(|c| CpuInfo { core: c / 2, cluster: c / 16, llc: c / 16, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+    }
+
     // A random run of forks, blocks, wakeups (queued ones included), ticks
-    // and preemptions on a flat 128-CPU LLC (the tree) and on two SMT LLCs
-    // (the group sums): every balance pass of an indexed domain is checked
+    // and preemptions on a flat 128-CPU LLC (the tree) and on two or eight
+    // SMT LLCs (the group sums): every balance pass of an indexed domain is checked
     // against the full walk (`lb_index_check`, on in tests), for each form
     // of the v5.5+ balancer (v6.12 also with delayed tasks left out of the
     // counts). Queued wakeups stay pending a while, seen by other CPUs only
     // after a visibility window.
     #[test]
     fn index_walk_equals_the_full_walk_on_a_busy_flat_llc() {
-        for (topo, kernel) in ["v6.12", "v6.12+delayed-accounting", "v6.6", "v6.0", "v5.13", "v5.11"]
+        for (topo, kernel, parts) in ["v6.12", "v6.12+delayed-accounting", "v6.6", "v6.0", "v5.13", "v5.11"]
             .into_iter()
-            .flat_map(|v| [(flat(128), v), (smt_two_llcs(), v)])
+            .flat_map(|v| [(flat(128), v, (1, 0)), (smt_two_llcs(), v, (0, 3)), (smt_eight_llcs(), v, (0, 9))])
         {
             let (base, patch) = kernel.split_once('+').unwrap_or((kernel, ""));
             let mut prof = profile(base).unwrap();
@@ -714,7 +722,7 @@ mod tests {
             assert!(k.lb_index_check);
             let ix = k.lb_index.as_deref().unwrap();
             let cached = !ix.caches.is_empty();
-            assert_eq!((ix.trees.len(), ix.caches.len()), if cached { (0, 3) } else { (1, 0) });
+            assert_eq!((ix.trees.len(), ix.caches.len()), parts);
             let mut next = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
             let mut churn = crate::test_topology::Churn::new(128, 5, 3);
             let mut now = 0u64;
