@@ -268,7 +268,8 @@ impl GroupSums {
 #[derive(Clone, Debug)]
 struct GroupCache {
     dom: u32,
-    sums: Vec<GroupSums>,
+    /// Its groups' sums are `LbIndex::sums[base..base + groups]`.
+    base: u32,
     /// Each group's CPU count (group_weight).
     weight: Vec<u32>,
 }
@@ -285,15 +286,17 @@ pub(crate) struct LbIndex {
     pub(crate) passes: u64,
     /// The profile reads the leaves and snapshots were computed with (None: not yet).
     rd: Option<LbRead>,
-    /// Wide multi-CPU-group domains' sums, and per CPU its last snapshot and
-    /// the (cache, group) pairs holding it (`memb[memb_off[c]..memb_off[c + 1]]`).
+    /// Wide multi-CPU-group domains' sums (every cache's groups, one cache
+    /// after the other), and per CPU its last snapshot and the sums holding
+    /// it (their indexes `memb[memb_off[c]..memb_off[c + 1]]`).
     caches: Vec<GroupCache>,
+    sums: Vec<GroupSums>,
     snap: Vec<CpuSnap>,
     /// The CPUs whose snapshot has `pend` (a pass counts, in a group with
     /// such CPUs, those whose wakeup it does not see yet: it visits these
     /// CPUs of the group, not all of them).
     pend: crate::cpumask::CpuMask,
-    memb: Vec<(u32, u32)>,
+    memb: Vec<u32>,
     memb_off: Vec<u32>,
     /// One bit per CPU: its balancing leaf was refreshed since its
     /// placement rank was (`Kernel::idlest_index_sync`).
@@ -311,20 +314,20 @@ impl LbIndex {
     pub(crate) fn new(sd: &crate::topology::SchedDomains) -> LbIndex {
         let mut ix =
             LbIndex { at: vec![(NONE, NONE); sd.nr_cpus], idle_stale: vec![u64::MAX; sd.nr_cpus.div_ceil(64)], ..Default::default() };
-        let mut memb: Vec<Vec<(u32, u32)>> = vec![Vec::new(); sd.nr_cpus];
+        let mut memb: Vec<Vec<u32>> = vec![Vec::new(); sd.nr_cpus];
         for (id, d) in sd.domains.iter().enumerate() {
             let sizes: usize = (0..d.groups.len()).map(|g| d.group_cpus(g).len()).sum();
             if d.singleton_groups() || d.span_weight < LB_CACHE_MIN_SPAN || sizes != d.span_weight as usize {
                 continue; // single CPUs (the tree's), narrow, or overlapping groups
             }
-            let k = ix.caches.len() as u32;
             for g in 0..d.groups.len() {
                 for c in d.group_cpus(g) {
-                    memb[c.idx()].push((k, g as u32));
+                    memb[c.idx()].push(ix.sums.len() as u32 + g as u32);
                 }
             }
             let weight = (0..d.groups.len()).map(|g| d.group_cpus(g).len() as u32).collect();
-            ix.caches.push(GroupCache { dom: id as u32, sums: vec![GroupSums::default(); d.groups.len()], weight });
+            ix.caches.push(GroupCache { dom: id as u32, base: ix.sums.len() as u32, weight });
+            ix.sums.resize(ix.sums.len() + d.groups.len(), GroupSums::default());
         }
         if !ix.caches.is_empty() {
             ix.snap = vec![CpuSnap::default(); sd.nr_cpus];
@@ -393,8 +396,8 @@ impl LbIndex {
         if old == new {
             return;
         }
-        for &(k, g) in &self.memb[self.memb_off[c] as usize..self.memb_off[c + 1] as usize] {
-            let s = &mut self.caches[k as usize].sums[g as usize];
+        for &i in &self.memb[self.memb_off[c] as usize..self.memb_off[c + 1] as usize] {
+            let s = &mut self.sums[i as usize];
             s.sub(&old);
             s.add(&new);
         }
@@ -565,7 +568,7 @@ impl Kernel {
             let cache = &ix.caches[k];
             let w = Self::lb_group_pick(sd.groups.len(), pct, local_gi, |gi, examined, overloaded| {
                 let weight = cache.weight[gi];
-                let sm = &cache.sums[gi];
+                let sm = &ix.sums[cache.base as usize + gi];
                 let mut idle = sm.idle;
                 if sm.pend > 0 {
                     sd.groups[gi].for_each_and(&ix.pend, |c| idle += !kn.ttwu_pending_seen(&kn.rqs[c.idx()]) as u32);
