@@ -593,7 +593,6 @@ impl Sim<'_> {
     /// The effect of a read of one message: block while empty, else take it and
     /// wake blocked writers as the channel kind does.
     // FIDELITY(F-010): pipe_read() releases whole pages (v5.5+ or pre-v5.5 writer wakeups by profile); sockets count messages.
-    #[inline(always)]
     pub(crate) fn chan_read(&mut self, c: CpuId, t: TaskId, chan: u32, tagged: bool) -> ChanOutcome {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];
