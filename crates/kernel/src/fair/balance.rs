@@ -12,7 +12,6 @@
 //! and a CPU about to go idle runs `sched_balance_newidle`.
 
 use crate::core::Kernel;
-use crate::cpumask::CpuMask;
 use crate::explain::{LbOutcome, Refusal};
 use crate::fair::numa::FbqType;
 use crate::features::SchedFeat::*;
@@ -585,7 +584,7 @@ impl Kernel {
             r.migration = env.migration_type as u8 + 1;
             r.imbalance = env.imbalance;
         });
-        let Some(src) = self.find_busiest_queue(busiest_group, &env, out) else {
+        let Some(src) = self.find_busiest_queue(self.sd.domains[sd_id].group_cpus(bg), &env, out) else {
             let st: &mut LbStats = &mut self.lb_stats[dst.idx()][lvl][idle as usize];
             st.lb_nobusyq += 1;
             st.lb_balanced += 1;
@@ -1110,11 +1109,68 @@ impl Kernel {
         u.min(1024)
     }
 
-    /// `find_busiest_queue()` (`sched_balance_find_src_rq()`).
-    fn find_busiest_queue(&self, g: &CpuMask, env: &LbEnv, out: &mut BalanceResult) -> Option<CpuId> {
+    /// `find_busiest_queue()` (`sched_balance_find_src_rq()`) over group `g`'s
+    /// CPUs (ascending, as for_each_cpu_and() visits them). The v5.5+
+    /// balancer without an fbq class takes one loop per migration type, with
+    /// the profile's answers read once (every CPU of a socket-wide group is
+    /// examined); the other forms take [`Self::find_busiest_queue_general`].
+    fn find_busiest_queue(&self, g: &[CpuId], env: &LbEnv, out: &mut BalanceResult) -> Option<CpuId> {
+        out.examined += g.len() as u64;
+        if self.profile.lb == LbVariant::LoadIdx || env.fbq_type != FbqType::All {
+            return self.find_busiest_queue_general(g, env);
+        }
+        let delayed = self.profile.delayed_accounting();
+        let imbalance = env.imbalance;
+        match env.migration_type {
+            // lb_cpu_load(): a single task whose load exceeds the imbalance cannot help.
+            MigrationType::Load => self.busiest_of(g, delayed, |cfs, nr| {
+                let load = cfs.avg.load_avg.max((cfs.nr_running > 0) as u64);
+                (nr != 1 || load as i64 <= imbalance).then_some(load)
+            }),
+            MigrationType::Util => {
+                // v6.5+ (7d0583cf9ec7): cpu_util_cfs_boost(), runnable_avg counts too.
+                let boost = self.profile.version >= (6, 5);
+                let util_est = self.feats.has(UTIL_EST);
+                self.busiest_of(g, delayed, |cfs, nr| {
+                    if nr <= 1 {
+                        return None;
+                    }
+                    let mut u = if boost { cfs.avg.util_avg.max(cfs.avg.runnable_avg) } else { cfs.avg.util_avg };
+                    if util_est {
+                        u = u.max(cfs.util_est_enqueued);
+                    }
+                    Some(u.min(1024))
+                })
+            }
+            MigrationType::Task => self.busiest_of(g, delayed, |_, nr| Some(nr as u64)),
+        }
+    }
+
+    /// The first CPU of `g` with the largest `metric` among those with a
+    /// task (`nr_running() - lb_delayed()` > 0) whose metric is Some: the
+    /// loop of [`Self::find_busiest_queue`].
+    #[inline(always)]
+    fn busiest_of(&self, g: &[CpuId], delayed: bool, metric: impl Fn(&crate::sched::CfsRq, u32) -> Option<u64>) -> Option<CpuId> {
         let mut best: Option<(CpuId, u64)> = None;
-        for c in g.iter() {
-            out.examined += 1;
+        for &c in g {
+            let cfs = &self.rqs[c.idx()].cfs;
+            let nr = cfs.h_nr_running - if delayed { cfs.h_nr_delayed } else { 0 };
+            if nr == 0 {
+                continue;
+            }
+            let Some(m) = metric(cfs, nr) else { continue };
+            if best.is_none_or(|(_, b)| m > b) {
+                best = Some((c, m));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+
+    /// `find_busiest_queue()` of the load-index balancer (v2.6.x-v5.4), and
+    /// of the v5.5+ one under an fbq class.
+    fn find_busiest_queue_general(&self, g: &[CpuId], env: &LbEnv) -> Option<CpuId> {
+        let mut best: Option<(CpuId, u64)> = None;
+        for &c in g {
             let rq = &self.rqs[c.idx()];
             let nr = rq.nr_running() - self.lb_delayed(c);
             if nr == 0 {

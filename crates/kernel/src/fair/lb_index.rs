@@ -30,7 +30,7 @@ pub(crate) const LB_INDEX_MIN_GROUPS: usize = 64;
 
 /// Domains of multi-CPU groups spanning at least this many CPUs keep their
 /// groups' sums ([`GroupCache`]); narrower ones are walked.
-pub(crate) const LB_CACHE_MIN_SPAN: u32 = 32;
+pub(crate) const LB_CACHE_MIN_SPAN: u32 = 16;
 
 /// No position / no tree.
 const NONE: u32 = u32::MAX;
@@ -268,7 +268,10 @@ impl GroupSums {
 #[derive(Clone, Debug)]
 struct GroupCache {
     dom: u32,
-    sums: Vec<GroupSums>,
+    /// Its groups' sums are `LbIndex::sums[base..base + groups]`.
+    base: u32,
+    /// Each group's CPU count (group_weight).
+    weight: Vec<u32>,
 }
 
 /// The indexes of a kernel's wide single-CPU-group domains.
@@ -283,11 +286,17 @@ pub(crate) struct LbIndex {
     pub(crate) passes: u64,
     /// The profile reads the leaves and snapshots were computed with (None: not yet).
     rd: Option<LbRead>,
-    /// Wide multi-CPU-group domains' sums, and per CPU its last snapshot and
-    /// the (cache, group) pairs holding it (`memb[memb_off[c]..memb_off[c + 1]]`).
+    /// Wide multi-CPU-group domains' sums (every cache's groups, one cache
+    /// after the other), and per CPU its last snapshot and the sums holding
+    /// it (their indexes `memb[memb_off[c]..memb_off[c + 1]]`).
     caches: Vec<GroupCache>,
+    sums: Vec<GroupSums>,
     snap: Vec<CpuSnap>,
-    memb: Vec<(u32, u32)>,
+    /// The CPUs whose snapshot has `pend` (a pass counts, in a group with
+    /// such CPUs, those whose wakeup it does not see yet: it visits these
+    /// CPUs of the group, not all of them).
+    pend: crate::cpumask::CpuMask,
+    memb: Vec<u32>,
     memb_off: Vec<u32>,
     /// One bit per CPU: its balancing leaf was refreshed since its
     /// placement rank was (`Kernel::idlest_index_sync`).
@@ -305,22 +314,24 @@ impl LbIndex {
     pub(crate) fn new(sd: &crate::topology::SchedDomains) -> LbIndex {
         let mut ix =
             LbIndex { at: vec![(NONE, NONE); sd.nr_cpus], idle_stale: vec![u64::MAX; sd.nr_cpus.div_ceil(64)], ..Default::default() };
-        let mut memb: Vec<Vec<(u32, u32)>> = vec![Vec::new(); sd.nr_cpus];
+        let mut memb: Vec<Vec<u32>> = vec![Vec::new(); sd.nr_cpus];
         for (id, d) in sd.domains.iter().enumerate() {
             let sizes: usize = (0..d.groups.len()).map(|g| d.group_cpus(g).len()).sum();
             if d.singleton_groups() || d.span_weight < LB_CACHE_MIN_SPAN || sizes != d.span_weight as usize {
                 continue; // single CPUs (the tree's), narrow, or overlapping groups
             }
-            let k = ix.caches.len() as u32;
             for g in 0..d.groups.len() {
                 for c in d.group_cpus(g) {
-                    memb[c.idx()].push((k, g as u32));
+                    memb[c.idx()].push(ix.sums.len() as u32 + g as u32);
                 }
             }
-            ix.caches.push(GroupCache { dom: id as u32, sums: vec![GroupSums::default(); d.groups.len()] });
+            let weight = (0..d.groups.len()).map(|g| d.group_cpus(g).len() as u32).collect();
+            ix.caches.push(GroupCache { dom: id as u32, base: ix.sums.len() as u32, weight });
+            ix.sums.resize(ix.sums.len() + d.groups.len(), GroupSums::default());
         }
         if !ix.caches.is_empty() {
             ix.snap = vec![CpuSnap::default(); sd.nr_cpus];
+            ix.pend = crate::cpumask::CpuMask::new(sd.nr_cpus);
             ix.memb_off.push(0);
             for m in memb {
                 ix.memb.extend(m);
@@ -385,10 +396,17 @@ impl LbIndex {
         if old == new {
             return;
         }
-        for &(k, g) in &self.memb[self.memb_off[c] as usize..self.memb_off[c + 1] as usize] {
-            let s = &mut self.caches[k as usize].sums[g as usize];
+        for &i in &self.memb[self.memb_off[c] as usize..self.memb_off[c + 1] as usize] {
+            let s = &mut self.sums[i as usize];
             s.sub(&old);
             s.add(&new);
+        }
+        if old.pend != new.pend {
+            if new.pend {
+                self.pend.set(CpuId(c as u16));
+            } else {
+                self.pend.clear(CpuId(c as u16));
+            }
         }
         self.snap[c] = new;
     }
@@ -549,20 +567,16 @@ impl Kernel {
             let dst_extra = !dst_idle_cpu && dst_rq.curr.is_none() && dst_x.nr == 0;
             let cache = &ix.caches[k];
             let w = Self::lb_group_pick(sd.groups.len(), pct, local_gi, |gi, examined, overloaded| {
-                let g = sd.group_cpus(gi);
-                let sm = &cache.sums[gi];
+                let weight = cache.weight[gi];
+                let sm = &ix.sums[cache.base as usize + gi];
                 let mut idle = sm.idle;
                 if sm.pend > 0 {
-                    for &c in g {
-                        if ix.snap[c.idx()].pend && !kn.ttwu_pending_seen(&kn.rqs[c.idx()]) {
-                            idle += 1;
-                        }
-                    }
+                    sd.groups[gi].for_each_and(&ix.pend, |c| idle += !kn.ttwu_pending_seen(&kn.rqs[c.idx()]) as u32);
                 }
                 if dst_extra && Some(gi) == local_gi {
                     idle += 1;
                 }
-                *examined += g.len() as u64;
+                *examined += weight as u64;
                 *overloaded |= sm.over > 0;
                 SgStats {
                     group_load: sm.load,
@@ -570,8 +584,8 @@ impl Kernel {
                     group_runnable: sm.runnable,
                     sum_nr_running: sm.nr,
                     idle_cpus: idle,
-                    group_weight: g.len() as u32,
-                    group_capacity: 1024 * g.len() as u64,
+                    group_weight: weight,
+                    group_capacity: 1024 * weight as u64,
                     avg_load: 0,
                     overloaded_cpu: sm.over > 0,
                 }
@@ -680,18 +694,26 @@ mod tests {
         CpuTopology::new(cpus, vec![vec![10]]).unwrap()
     }
 
+    /// 128 CPUs, two threads per core, eight LLCs of 16 in one node (zen3's
+    /// LLC): the 16-CPU LLC domains' groups are cores, the node's are LLCs
+    /// (nine caches).
+    fn smt_eight_llcs() -> CpuTopology {
+        let cpus = (0..128u32).map(|c| CpuInfo { core: c / 2, cluster: c / 16, llc: c / 16, node: 0, package: 0 }).collect();
+        CpuTopology::new(cpus, vec![vec![10]]).unwrap()
+    }
+
     // A random run of forks, blocks, wakeups (queued ones included), ticks
-    // and preemptions on a flat 128-CPU LLC (the tree) and on two SMT LLCs
-    // (the group sums): every balance pass of an indexed domain is checked
+    // and preemptions on a flat 128-CPU LLC (the tree) and on two or eight
+    // SMT LLCs (the group sums): every balance pass of an indexed domain is checked
     // against the full walk (`lb_index_check`, on in tests), for each form
     // of the v5.5+ balancer (v6.12 also with delayed tasks left out of the
     // counts). Queued wakeups stay pending a while, seen by other CPUs only
     // after a visibility window.
     #[test]
     fn index_walk_equals_the_full_walk_on_a_busy_flat_llc() {
-        for (topo, kernel) in ["v6.12", "v6.12+delayed-accounting", "v6.6", "v6.0", "v5.13", "v5.11"]
+        for (topo, kernel, parts) in ["v6.12", "v6.12+delayed-accounting", "v6.6", "v6.0", "v5.13", "v5.11"]
             .into_iter()
-            .flat_map(|v| [(flat(128), v), (smt_two_llcs(), v)])
+            .flat_map(|v| [(flat(128), v, (1, 0)), (smt_two_llcs(), v, (0, 3)), (smt_eight_llcs(), v, (0, 9))])
         {
             let (base, patch) = kernel.split_once('+').unwrap_or((kernel, ""));
             let mut prof = profile(base).unwrap();
@@ -703,7 +725,7 @@ mod tests {
             assert!(k.lb_index_check);
             let ix = k.lb_index.as_deref().unwrap();
             let cached = !ix.caches.is_empty();
-            assert_eq!((ix.trees.len(), ix.caches.len()), if cached { (0, 3) } else { (1, 0) });
+            assert_eq!((ix.trees.len(), ix.caches.len()), parts);
             let mut next = crate::test_topology::xorshift(0x9e37_79b9_7f4a_7c15);
             let mut churn = crate::test_topology::Churn::new(128, 5, 3);
             let mut now = 0u64;
