@@ -47,11 +47,31 @@ pub fn tlb_refill_ns(footprint: u64) -> u64 {
 }
 /// Where a queued message was written (`CostModel::message_stamp`): the
 /// writer's CPU and the traffic its L2 and LLC had seen by then.
+/// 16 bytes (one per queued message, read once each: the size is the
+/// simulator's cache footprint): the CPU in the top 16 bits of the L2
+/// counter, which stays below 2^48 bytes (256 TiB through one L2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsgStamp {
-    pub cpu: CpuId,
-    l2: u64,
+    cpu_l2: u64,
     llc: u64,
+}
+
+impl MsgStamp {
+    const L2_BITS: u32 = 48;
+
+    fn new(cpu: CpuId, l2: u64, llc: u64) -> MsgStamp {
+        MsgStamp { cpu_l2: (cpu.0 as u64) << Self::L2_BITS | (l2 & ((1 << Self::L2_BITS) - 1)), llc }
+    }
+
+    /// The writer's CPU.
+    pub fn cpu(&self) -> CpuId {
+        CpuId((self.cpu_l2 >> Self::L2_BITS) as u16)
+    }
+
+    /// The writer's L2 traffic at the write (mod 2^48).
+    fn l2(&self) -> u64 {
+        self.cpu_l2 & ((1 << Self::L2_BITS) - 1)
+    }
 }
 
 /// Cache lines of metadata touched per message besides the payload (pipe
@@ -599,7 +619,7 @@ impl CostModel {
     #[inline]
     pub fn message_stamp(&self, writer: CpuId) -> MsgStamp {
         let (core, llc) = (self.core_of[writer.idx()] as usize, self.llc_of[writer.idx()] as usize);
-        MsgStamp { cpu: writer, l2: self.cores[core].l2_traffic, llc: self.llc_traffic[llc] }
+        MsgStamp::new(writer, self.cores[core].l2_traffic, self.llc_traffic[llc])
     }
 
     /// A reader on `reader` consumes a `bytes` message written as `st` says:
@@ -616,12 +636,13 @@ impl CostModel {
             return 0;
         }
         let lines = bytes.div_ceil(LINE) + MSG_META_LINES;
-        let w = st.cpu;
+        let w = st.cpu();
         let (core, llc) = (self.core_of[w.idx()] as usize, self.llc_of[w.idx()] as usize);
         let size = lines * LINE;
         let c2c = self.c2c_ns(w, reader);
         // Lines kept, rounded to the nearest (the expected count).
-        let l2_lines = (Self::surviving(size, self.cores[core].l2_traffic - st.l2, self.l2_cap) + LINE / 2) / LINE;
+        let l2_foreign = self.cores[core].l2_traffic.wrapping_sub(st.l2()) & ((1 << MsgStamp::L2_BITS) - 1);
+        let l2_lines = (Self::surviving(size, l2_foreign, self.l2_cap) + LINE / 2) / LINE;
         if l2_lines >= lines {
             return lines * c2c;
         }
