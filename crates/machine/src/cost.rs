@@ -1231,6 +1231,15 @@ mod tests {
         assert!(cm.dram_ns(0, 0) < cm.dram_ns(0, 1) && cm.dram_ns(0, 1) < cm.dram_ns(0, 4));
     }
 
+    /// CPU 0, the first CPU of another core in its package, and the first
+    /// CPU of another package.
+    fn near_and_far(m: &crate::Machine) -> (CpuId, CpuId, CpuId) {
+        let cpus = m.topology.cpus();
+        let near = (1..cpus.len()).find(|&i| cpus[i].package == cpus[0].package && cpus[i].core != cpus[0].core).unwrap();
+        let far = (1..cpus.len()).find(|&i| cpus[i].package != cpus[0].package).unwrap();
+        (CpuId(0), CpuId(near as u16), CpuId(far as u16))
+    }
+
     /// A queued message (`message_stamp` / `message_read_ns`, F-031): read
     /// before anything else passed through the writer's caches it costs the
     /// transfer `message_ns` charges; once other tasks' refills have pushed it
@@ -1241,9 +1250,7 @@ mod tests {
         let m = crate::load("skylake-2s").unwrap();
         let k = &m.costs;
         let cpus = m.topology.cpus();
-        let near = (1..cpus.len()).find(|&i| cpus[i].package == cpus[0].package && cpus[i].core != cpus[0].core).unwrap();
-        let far = (1..cpus.len()).find(|&i| cpus[i].package != cpus[0].package).unwrap();
-        let (w, r, x) = (CpuId(0), CpuId(near as u16), CpuId(far as u16));
+        let (w, r, x) = near_and_far(&m);
         let lines = 100u64.div_ceil(LINE) + MSG_META_LINES;
         let mut cm = CostModel::new(&m, ModelSwitches::default());
         let st = cm.message_stamp(w);
@@ -1283,10 +1290,7 @@ mod tests {
     fn tg_line_moves_from_the_last_writer_and_queues_exclusive_transfers() {
         let m = crate::load("skylake-2s").unwrap();
         let k = &m.costs;
-        let cpus = m.topology.cpus();
-        let near = (1..cpus.len()).find(|&i| cpus[i].package == cpus[0].package && cpus[i].core != cpus[0].core).unwrap();
-        let far = (1..cpus.len()).find(|&i| cpus[i].package != cpus[0].package).unwrap();
-        let (a, b, c) = (CpuId(0), CpuId(near as u16), CpuId(far as u16));
+        let (a, b, c) = near_and_far(&m);
         for locks in [true, false] {
             let mut sw = ModelSwitches::default();
             if !locks {
