@@ -108,8 +108,10 @@ pub fn kernel_show(k: &KernelProfile) -> String {
     let _ = writeln!(
         o,
         "  pipe waits                  {}",
-        if k.pipe_exclusive_waits() {
-            "exclusive: a page freed from full slots wakes one writer (0ddad21d3e99, v5.5)"
+        if k.pipe_exclusive_waits() && k.pipe_read_wakes_on_release() {
+            "exclusive: a page freed from full slots wakes one writer (0ddad21d3e99 v5.5, aaec5a95d596 v6.14)"
+        } else if k.pipe_exclusive_waits() {
+            "exclusive: every read of a full pipe wakes one writer, which sleeps again unless a page was freed (0ddad21d3e99, f467a6a66419; v5.5-v6.13)"
         } else {
             "one shared pipe->wait: a freed page wakes every blocked writer (before v5.5)"
         }

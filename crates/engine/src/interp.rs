@@ -21,7 +21,12 @@ pub(crate) fn draw_run_dist(rng: &mut Pcg32, lo: u32, mid: u32, hi: u32) -> u64 
 /// kernels): a page all of whose messages are read is released. Returns
 /// whether one was released while every slot was taken (`pipe_full()` before
 /// the release), which is when `pipe_read()` wakes writers.
-#[inline]
+/// pipe_write(): a fresh write() (not `waited`) merges into the last page
+/// while the pipe is not empty and the message fits there.
+fn pipe_merges(ch: &ChanRt, waited: bool, msgs_per_page: u32) -> bool {
+    !waited && ch.count > 0 && ch.pages.back().is_some_and(|&m| m < msgs_per_page)
+}
+
 pub(crate) fn pipe_consume(ch: &mut ChanRt, mut n: u32) -> bool {
     let mut was_full = false;
     while n > 0 {
@@ -179,6 +184,16 @@ impl Sim<'_> {
                         Op::WriteReg { .. } => (chan + self.rt[t.idx()].reg, 0),
                         _ => (chan, 0),
                     };
+                    // Back from a wait on a full channel: the switch-in's refill
+                    // is paid once the write gets through (`Sim::switch_to`).
+                    if self.rt[t.idx()].refill_deferred && !self.chan_write_blocks(t, chan) {
+                        self.rt[t.idx()].refill_deferred = false;
+                        let ns = self.refill(c, t);
+                        if ns > 0 {
+                            self.start_cost(t, ns);
+                            continue;
+                        }
+                    }
                     match self.chan_write(c, t, chan, tag) {
                         ChanOutcome::Blocked => return,
                         ChanOutcome::Done { woke } => {
@@ -538,20 +553,20 @@ impl Sim<'_> {
                 // (and always once back from waiting) it needs a free page slot
                 // (pipe_full() counts slots, not bytes) and waits exclusively
                 // for one.
-                let waited = self.rt[t.idx()].pipe_waited;
+                let waited = self.rt[t.idx()].write_waited;
                 let used = ch.pages.len() as u32;
-                let merge = !waited && ch.count > 0 && ch.pages.back().is_some_and(|&m| m < msgs_per_page);
+                let merge = pipe_merges(ch, waited, msgs_per_page);
                 match () {
                     _ if merge => *ch.pages.back_mut().expect("merge needs a page") += 1,
                     _ if used < ch.pipe_slots => ch.pages.push_back(1),
                     _ => {
                         ch.writers.push_back(t);
-                        self.rt[t.idx()].pipe_waited = true;
+                        self.rt[t.idx()].write_waited = true;
                         self.block(c);
                         return ChanOutcome::Blocked;
                     }
                 }
-                self.rt[t.idx()].pipe_waited = false;
+                self.rt[t.idx()].write_waited = false;
                 // v5.5+: a writer that waited wakes the next one if a slot is
                 // still free (before, every waiter had been woken already).
                 let exclusive = self.kernel.profile.pipe_exclusive_waits();
@@ -561,9 +576,11 @@ impl Sim<'_> {
             ChannelKind::Socket => {
                 if ch.count >= spec.capacity {
                     ch.writers.push_back(t);
+                    self.rt[t.idx()].write_waited = true;
                     self.block(c);
                     return ChanOutcome::Blocked;
                 }
+                self.rt[t.idx()].write_waited = false;
                 None
             }
         };
@@ -592,9 +609,20 @@ impl Sim<'_> {
         ChanOutcome::Done { woke }
     }
 
+    /// Whether a write by `t` to `chan` would block now (`chan_write`'s test).
+    pub(crate) fn chan_write_blocks(&self, t: TaskId, chan: u32) -> bool {
+        let ch = &self.chans[chan as usize];
+        match self.wl.channels[chan as usize].kind {
+            ChannelKind::Pipe { msgs_per_page } => {
+                !pipe_merges(ch, self.rt[t.idx()].write_waited, msgs_per_page) && ch.pages.len() as u32 >= ch.pipe_slots
+            }
+            ChannelKind::Socket => ch.count >= self.wl.channels[chan as usize].capacity,
+        }
+    }
+
     /// The effect of a read of one message: block while empty, else take it and
     /// wake blocked writers as the channel kind does.
-    // FIDELITY(F-010): pipe_read() releases whole pages (v5.5+ or pre-v5.5 writer wakeups by profile); sockets count messages.
+    // FIDELITY(F-010): pipe_read() releases whole pages (writer wakeups: pre-v5.5, v5.5-v6.13 `was_full`, v6.14+ by profile); sockets count messages.
     pub(crate) fn chan_read(&mut self, c: CpuId, t: TaskId, chan: u32, tagged: bool) -> ChanOutcome {
         let spec = &self.wl.channels[chan as usize];
         let ch = &mut self.chans[chan as usize];
@@ -619,7 +647,13 @@ impl Sim<'_> {
         let ch = &mut self.chans[chan as usize];
         // pipe_read(): a page whose messages are all read is released.
         let pipe_wake = match spec.kind {
-            ChannelKind::Pipe { .. } => std::mem::take(&mut ch.wake_writer) | pipe_consume(ch, 1),
+            ChannelKind::Pipe { .. } => {
+                let was_full = ch.pages.len() as u32 >= ch.pipe_slots;
+                let released = std::mem::take(&mut ch.wake_writer) | pipe_consume(ch, 1);
+                // v5.5-v6.13: `was_full`, taken before the read, wakes a writer
+                // whether or not the read released a page.
+                released || (was_full && !self.kernel.profile.pipe_read_wakes_on_release())
+            }
             ChannelKind::Socket => false,
         };
         if ch.writers.is_empty() {
@@ -630,8 +664,9 @@ impl Sim<'_> {
         let mut woken = std::mem::take(&mut self.wake_buf);
         match spec.kind {
             // pipe_read(): if the pipe's slots were all taken when the page
-            // was released, one exclusive writer is woken at the end of the
-            // read (v5.5+), every waiting writer before.
+            // was released (v6.14+), or when the read began (v5.5-v6.13),
+            // one exclusive writer is woken at the end of the read; before
+            // v5.5 every waiting writer, on a page released.
             ChannelKind::Pipe { .. } if pipe_wake => {
                 if self.kernel.profile.pipe_exclusive_waits() {
                     woken.push(ch.writers.pop_front().expect("not empty"));
@@ -663,7 +698,9 @@ impl Sim<'_> {
         }
         // All but the last leave without the writer check; the last one's read does it.
         if let ChannelKind::Pipe { .. } = self.wl.channels[chan as usize].kind {
-            ch.wake_writer |= pipe_consume(ch, n - 1);
+            // v5.5-v6.13 wake a writer if the pipe was full before the read.
+            let was_full = ch.pages.len() as u32 >= ch.pipe_slots && !self.kernel.profile.pipe_read_wakes_on_release();
+            ch.wake_writer |= pipe_consume(ch, n - 1) | was_full;
         }
         ch.count = 1;
         // One transfer for the batch (the newest message's, read last).

@@ -186,10 +186,16 @@ struct TaskRt {
     /// Cache refill owed from a switch-in that found the task at or inside a
     /// lock section: paid by its next `Run` outside one (`Sim::owe_refill`).
     owed_refill: u64,
-    /// Blocked in a pipe write and not yet through it: pipe_write() past
+    /// Blocked in a channel write and not yet through it: pipe_write() past
     /// its wait takes a fresh page (no merge) and, from v5.5, then wakes the
-    /// next writer if a slot is still free.
-    pipe_waited: bool,
+    /// next writer if a slot is still free; the switch-in refill waits for
+    /// the write to get through (`refill_deferred`).
+    write_waited: bool,
+    /// Switched in at a write it waited in, its cache refill not yet
+    /// charged: a writer woken to find the channel still full goes back to
+    /// sleep from inside the kernel's wait loop without touching its working
+    /// set (`Sim::switch_to`).
+    refill_deferred: bool,
     /// `Op::Timer`: the last period boundary of the task's absolute timer
     /// grid (the task's creation time before its first `Timer`).
     timer_next: u64,
@@ -971,7 +977,8 @@ impl<'a> Sim<'a> {
             live_children: 0,
             held_locks: 0,
             owed_refill: 0,
-            pipe_waited: false,
+            write_waited: false,
+            refill_deferred: false,
             timer_next: self.now,
             timer_slack: ts.timer_slack_ns,
             cpu_lock: interp::NO_CPU_LOCK,
@@ -1214,14 +1221,15 @@ impl<'a> Sim<'a> {
                     let l = self.cost.rq_lock(c, c, now, section);
                     self.rq_lock_wait_ns += l.wait;
                     cost += l.wait + (l.hold - section);
-                    // The incoming task refills what it lost from this CPU's caches.
-                    let refill = self.cost.switch_in(&mut self.mem[nx.idx()], nx.0, c);
-                    self.l1_refills += refill.l1_misses;
-                    self.l2_misses += refill.l2_misses;
-                    self.llc_misses += refill.llc_misses;
-                    self.dram_bytes += refill.dram_bytes;
-                    self.remote_bytes += refill.remote_bytes;
-                    self.owe_refill(nx, refill.ns);
+                    // The incoming task refills what it lost from this CPU's
+                    // caches; a writer back from a wait on a full channel does
+                    // once its write gets through (interp.rs, `Op::Write`).
+                    if self.rt[nx.idx()].write_waited {
+                        self.rt[nx.idx()].refill_deferred = true;
+                    } else {
+                        let ns = self.refill(c, nx);
+                        self.owe_refill(nx, ns);
+                    }
                 }
                 self.cpus[c.idx()].running = Some(nx);
                 if self.rt[nx.idx()].mem {
@@ -1239,6 +1247,19 @@ impl<'a> Sim<'a> {
         if was_idle != next.is_none() {
             self.smt_changed(c);
         }
+    }
+
+    /// `t`, switched in on `c`, refills what it lost from `c`'s caches: the
+    /// machine's counters move and the time is returned.
+    // FIDELITY(F-025): a writer woken to find its channel still full pays no refill (it sleeps again inside the kernel).
+    pub(crate) fn refill(&mut self, c: CpuId, t: TaskId) -> u64 {
+        let refill = self.cost.switch_in(&mut self.mem[t.idx()], t.0, c);
+        self.l1_refills += refill.l1_misses;
+        self.l2_misses += refill.l2_misses;
+        self.llc_misses += refill.llc_misses;
+        self.dram_bytes += refill.dram_bytes;
+        self.remote_bytes += refill.remote_bytes;
+        refill.ns
     }
 
     /// Charge a switch-in's cache refill. A real task misses on its working

@@ -304,7 +304,8 @@ impl Sim<'_> {
             live_children: 0,
             held_locks: 0,
             owed_refill: 0,
-            pipe_waited: false,
+            write_waited: false,
+            refill_deferred: false,
             timer_next: 0,
             // (Never read: a kernel thread runs no `Sleep` or `Timer` op.)
             timer_slack: 0,

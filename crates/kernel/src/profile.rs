@@ -258,6 +258,15 @@ pub enum Patch {
     /// load balancing and against NUMA swaps, paused on a busy node. Implies
     /// patches 1-3. Never merged.
     NumaCling,
+    /// aaec5a95d596 (Oleg Nesterov, "pipe_read: don't wake up the writer if
+    /// the pipe is still full", merged for v6.14) reverted, as K Prateek
+    /// Nayak measured it on 2025-01-31 (mainline at 05dbaf8dd8bf against the
+    /// revert): `pipe_read()` wakes a writer on every read of a full pipe.
+    /// On a kernel that has the commit (v6.14+).
+    PipeReadWasFull,
+    /// aaec5a95d596 applied to a kernel before it (v5.5-v6.13): `pipe_read()`
+    /// wakes a writer only when the read released a page of a full pipe.
+    PipeReadOnRelease,
 }
 
 impl Patch {
@@ -301,6 +310,16 @@ impl Patch {
             "no-next-buddy-hint",
             Patch::NoNextBuddyHint,
             "revert of seed 002 (next-buddy hint on the sleep and preempt paths) from a kernel that has it (v3.10 and later)",
+        ),
+        (
+            "pipe-read-was-full",
+            Patch::PipeReadWasFull,
+            "revert of aaec5a95d596 (v6.14, \"pipe_read: don't wake up the writer if the pipe is still full\"): every read of a full pipe wakes one writer, as v5.5-v6.13 did; on v6.14 and later",
+        ),
+        (
+            "pipe-read-on-release",
+            Patch::PipeReadOnRelease,
+            "Oleg Nesterov 2025 (aaec5a95d596, merged v6.14): pipe_read() wakes a writer only when it released a page of a full pipe; base v5.5-v6.13",
         ),
         (
             "wakee-flips",
@@ -736,6 +755,20 @@ impl KernelProfile {
                 Patch::NoNextBuddyHint if !self.next_buddy_hint => {
                     return Err(format!("patch no-next-buddy-hint: {} does not have the next-buddy hint to revert", self.name));
                 }
+                Patch::PipeReadWasFull if self.version < (6, 14) => {
+                    return Err(format!(
+                        "patch pipe-read-was-full reverts aaec5a95d596 (v6.14); {} does not have it (it wakes a writer on every read of a full pipe already from v5.5)",
+                        self.name
+                    ));
+                }
+                Patch::PipeReadOnRelease if !(self.version >= (5, 5) && self.version < (6, 14)) => {
+                    return Err(format!(
+                        "patch pipe-read-on-release (aaec5a95d596, merged v6.14) applies to v5.5-v6.13; {} {}",
+                        self.name,
+                        if self.version >= (6, 14) { "already has it" } else { "has the pre-v5.5 pipe wait queue" }
+                    ));
+                }
+                Patch::PipeReadWasFull | Patch::PipeReadOnRelease => {}
                 Patch::NextBuddyHint => self.next_buddy_hint = true,
                 Patch::NoNextBuddyHint => self.next_buddy_hint = false,
                 Patch::DelayedAccounting if !self.features.has(DELAY_DEQUEUE) => {
@@ -797,6 +830,28 @@ impl KernelProfile {
     /// every waiting writer, and all but the first found the slots full again.
     pub fn pipe_exclusive_waits(&self) -> bool {
         self.version >= (5, 5)
+    }
+
+    /// `pipe_read()` wakes a writer only when the read released a page of a
+    /// pipe whose slots were all taken: v6.14+ (aaec5a95d596 "pipe_read:
+    /// don't wake up the writer if the pipe is still full"). From v5.5
+    /// (f467a6a66419 "pipe: fix and clarify pipe read wakeup logic") to v6.13
+    /// the test was `was_full`, taken before the read: every read of a full
+    /// pipe woke one exclusive writer, which found the slots still full
+    /// unless that read emptied the tail page, and went back to sleep at the
+    /// tail of the queue. Before v5.5 a released page woke the writers
+    /// (`do_wakeup`), as from v6.14.
+    /// `--patch pipe-read-on-release` applies the commit to v5.5-v6.13,
+    /// `--patch pipe-read-was-full` reverts it from v6.14+.
+    pub fn pipe_read_wakes_on_release(&self) -> bool {
+        if self.version < (5, 5) {
+            return true;
+        }
+        if self.version >= (6, 14) {
+            !self.has_patch(Patch::PipeReadWasFull)
+        } else {
+            self.has_patch(Patch::PipeReadOnRelease)
+        }
     }
 
     /// update_cfs_group() leaves the weight of a group whose cfs_rq is empty
@@ -996,6 +1051,7 @@ pub const INTRODUCED: &[(&str, (u32, u32, u32), &str)] = &[
     ("delayed_accounting", (6, 16, 0), "\"sched/eevdf: More PELT vs DELAYED_DEQUEUE\" + 61b82dfb6b7e (v6.14), aa3ee4f0b754 (v6.16)"),
     ("tg_load_avg_ratelimit", (6, 7, 0), "1528c661c24b (\"sched/fair: Ratelimit update to tg->load_avg\")"),
     ("pipe_exclusive_waits", (5, 5, 0), "0ddad21d3e99 (\"pipe: use exclusive waits when reading or writing\")"),
+    ("pipe_read_wakes_on_release", (6, 14, 0), "aaec5a95d596 (\"pipe_read: don't wake up the writer if the pipe is still full\"); v5.5-v6.13 woke one on every read of a full pipe (f467a6a66419)"),
     ("empty_group_keeps_weight", (6, 13, 0), "66951e4860d3 (\"sched/fair: Fix update_cfs_group() vs DELAY_DEQUEUE\")"),
     ("epoll_sync_wakeup", (6, 13, 0), "900bbaae67e9 (\"epoll: Add synchronous wakeup support for ep_poll_callback\")"),
     ("run_to_parity_vprot", (6, 17, 0), "9cdb4fe20cd2, 74eec63661d4, 9de74a9850b9, 052c3d87c82e, 3a0baa8e6c57, 0b9ca2dcabc3"),
@@ -1066,6 +1122,9 @@ impl KernelProfile {
         if self.pipe_exclusive_waits() {
             v.push("pipe_exclusive_waits".into());
         }
+        if self.version >= (6, 14) && self.pipe_read_wakes_on_release() {
+            v.push("pipe_read_wakes_on_release".into());
+        }
         if self.epoll_sync_wakeup() {
             v.push("epoll_sync_wakeup".into());
         }
@@ -1125,6 +1184,25 @@ mod tests {
         assert_eq!((p.wake_load, p.wake_wide), (WakeLoad::RunnableAvg, WakeWideVariant::V3_12));
         assert_eq!(profile("v3.10").unwrap().wake_load, WakeLoad::Instant);
         assert!(profile("v5.11").unwrap().apply_patches("wakee-flips").unwrap_err().contains("v3.10"));
+    }
+    // pipe_read()'s writer wakeup by release (aaec5a95d596, v6.14): the
+    // pre-v5.5 queue wakes on a released page, v5.5-v6.13 on every read of a
+    // full pipe; the commit applies to v5.5-v6.13 and reverts from v6.14+.
+    #[test]
+    fn pipe_read_wakeup_follows_the_release_and_its_overlays() {
+        let on = |name: &str, patches: &str| {
+            let mut p = profile(name).unwrap();
+            p.apply_patches(patches).map(|_| p.pipe_read_wakes_on_release())
+        };
+        assert_eq!(on("v5.2", ""), Ok(true));
+        assert_eq!(on("v5.11", ""), Ok(false));
+        assert_eq!(on("v6.12", ""), Ok(false));
+        assert_eq!(on("v6.18", ""), Ok(true));
+        assert_eq!(on("v6.12", "pipe-read-on-release"), Ok(true));
+        assert_eq!(on("v6.18", "pipe-read-was-full"), Ok(false));
+        assert!(on("v6.18", "pipe-read-on-release").unwrap_err().contains("already has it"));
+        assert!(on("v5.2", "pipe-read-on-release").unwrap_err().contains("v5.5-v6.13"));
+        assert!(on("v6.12", "pipe-read-was-full").unwrap_err().contains("does not have it"));
     }
     #[test]
     fn lookup_and_factor() {
