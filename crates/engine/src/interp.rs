@@ -184,8 +184,8 @@ impl Sim<'_> {
                         Op::WriteReg { .. } => (chan + self.rt[t.idx()].reg, 0),
                         _ => (chan, 0),
                     };
-                    // Back from a wait on a full channel: the switch-in's refill
-                    // is paid once the write gets through (`Sim::switch_to`).
+                    // Back from a wait on a full pipe: the switch-in's refill is
+                    // paid once the write gets through (`TaskRt::refill_deferred`).
                     if self.rt[t.idx()].refill_deferred && !self.chan_write_blocks(t, chan) {
                         self.rt[t.idx()].refill_deferred = false;
                         let ns = self.refill(c, t);
@@ -553,7 +553,7 @@ impl Sim<'_> {
                 // (and always once back from waiting) it needs a free page slot
                 // (pipe_full() counts slots, not bytes) and waits exclusively
                 // for one.
-                let waited = self.rt[t.idx()].write_waited;
+                let waited = self.rt[t.idx()].pipe_waited;
                 let used = ch.pages.len() as u32;
                 let merge = pipe_merges(ch, waited, msgs_per_page);
                 match () {
@@ -561,12 +561,12 @@ impl Sim<'_> {
                     _ if used < ch.pipe_slots => ch.pages.push_back(1),
                     _ => {
                         ch.writers.push_back(t);
-                        self.rt[t.idx()].write_waited = true;
+                        self.rt[t.idx()].pipe_waited = true;
                         self.block(c);
                         return ChanOutcome::Blocked;
                     }
                 }
-                self.rt[t.idx()].write_waited = false;
+                self.rt[t.idx()].pipe_waited = false;
                 // v5.5+: a writer that waited wakes the next one if a slot is
                 // still free (before, every waiter had been woken already).
                 let exclusive = self.kernel.profile.pipe_exclusive_waits();
@@ -576,11 +576,9 @@ impl Sim<'_> {
             ChannelKind::Socket => {
                 if ch.count >= spec.capacity {
                     ch.writers.push_back(t);
-                    self.rt[t.idx()].write_waited = true;
                     self.block(c);
                     return ChanOutcome::Blocked;
                 }
-                self.rt[t.idx()].write_waited = false;
                 None
             }
         };
@@ -614,7 +612,7 @@ impl Sim<'_> {
         let ch = &self.chans[chan as usize];
         match self.wl.channels[chan as usize].kind {
             ChannelKind::Pipe { msgs_per_page } => {
-                !pipe_merges(ch, self.rt[t.idx()].write_waited, msgs_per_page) && ch.pages.len() as u32 >= ch.pipe_slots
+                !pipe_merges(ch, self.rt[t.idx()].pipe_waited, msgs_per_page) && ch.pages.len() as u32 >= ch.pipe_slots
             }
             ChannelKind::Socket => ch.count >= self.wl.channels[chan as usize].capacity,
         }

@@ -186,15 +186,15 @@ struct TaskRt {
     /// Cache refill owed from a switch-in that found the task at or inside a
     /// lock section: paid by its next `Run` outside one (`Sim::owe_refill`).
     owed_refill: u64,
-    /// Blocked in a channel write and not yet through it: pipe_write() past
+    /// Blocked in a pipe write and not yet through it: pipe_write() past
     /// its wait takes a fresh page (no merge) and, from v5.5, then wakes the
     /// next writer if a slot is still free; the switch-in refill waits for
     /// the write to get through (`refill_deferred`).
-    write_waited: bool,
-    /// Switched in at a write it waited in, its cache refill not yet
-    /// charged: a writer woken to find the channel still full goes back to
-    /// sleep from inside the kernel's wait loop without touching its working
-    /// set (`Sim::switch_to`).
+    pipe_waited: bool,
+    /// Switched in at a pipe write it waited in, its cache refill not yet
+    /// charged: a writer woken to find the slots still full goes back to
+    /// sleep from inside pipe_write()'s wait loop without touching its
+    /// working set. Socket writers pay at the switch-in (F-025).
     refill_deferred: bool,
     /// `Op::Timer`: the last period boundary of the task's absolute timer
     /// grid (the task's creation time before its first `Timer`).
@@ -977,7 +977,7 @@ impl<'a> Sim<'a> {
             live_children: 0,
             held_locks: 0,
             owed_refill: 0,
-            write_waited: false,
+            pipe_waited: false,
             refill_deferred: false,
             timer_next: self.now,
             timer_slack: ts.timer_slack_ns,
@@ -1222,9 +1222,9 @@ impl<'a> Sim<'a> {
                     self.rq_lock_wait_ns += l.wait;
                     cost += l.wait + (l.hold - section);
                     // The incoming task refills what it lost from this CPU's
-                    // caches; a writer back from a wait on a full channel does
+                    // caches; a writer back from a wait on a full pipe does
                     // once its write gets through (interp.rs, `Op::Write`).
-                    if self.rt[nx.idx()].write_waited {
+                    if self.rt[nx.idx()].pipe_waited {
                         self.rt[nx.idx()].refill_deferred = true;
                     } else {
                         let ns = self.refill(c, nx);
@@ -1251,7 +1251,7 @@ impl<'a> Sim<'a> {
 
     /// `t`, switched in on `c`, refills what it lost from `c`'s caches: the
     /// machine's counters move and the time is returned.
-    // FIDELITY(F-025): a writer woken to find its channel still full pays no refill (it sleeps again inside the kernel).
+    // FIDELITY(F-025): a pipe writer woken to find the slots still full pays no refill; a socket writer does.
     pub(crate) fn refill(&mut self, c: CpuId, t: TaskId) -> u64 {
         let refill = self.cost.switch_in(&mut self.mem[t.idx()], t.0, c);
         self.l1_refills += refill.l1_misses;

@@ -304,7 +304,7 @@ impl Sim<'_> {
             live_children: 0,
             held_locks: 0,
             owed_refill: 0,
-            write_waited: false,
+            pipe_waited: false,
             refill_deferred: false,
             timer_next: 0,
             // (Never read: a kernel thread runs no `Sleep` or `Timer` op.)
