@@ -198,6 +198,14 @@ pub fn run_summary(p: &Prepared, args: &RunArgs, r: &RunResult) -> String {
     let _ = writeln!(o, "  {:<22} {:.3} ms", "simulated time", r.simulated_ns as f64 / 1e6);
     let _ = writeln!(o, "  {:<22} {} voluntary, {} involuntary", "context switches", r.voluntary_switches, r.involuntary_switches);
     let _ = writeln!(o, "  {:<22} {}", "wakeups", r.wakeups);
+    let w = &r.chan_waits;
+    if w.reads + w.writes > 0 {
+        let rewaits = match w.pipe_rewaits {
+            0 => String::new(),
+            n => format!(" ({n} by pipe writers woken to find the slots still full)"),
+        };
+        let _ = writeln!(o, "  {:<22} {} reads on an empty channel, {} writes on a full one{rewaits}", "channel waits", w.reads, w.writes);
+    }
     let _ = writeln!(o, "  {:<22} {}", "migrations", r.migrations);
     let _ = writeln!(o, "  {:<22} {}", "mm switches", r.mm_switches);
     if r.groups.len() > 1 {

@@ -561,6 +561,8 @@ impl Sim<'_> {
                     _ if used < ch.pipe_slots => ch.pages.push_back(1),
                     _ => {
                         ch.writers.push_back(t);
+                        self.chan_waits.writes += 1;
+                        self.chan_waits.pipe_rewaits += waited as u64;
                         self.rt[t.idx()].pipe_waited = true;
                         self.block(c);
                         return ChanOutcome::Blocked;
@@ -576,6 +578,7 @@ impl Sim<'_> {
             ChannelKind::Socket => {
                 if ch.count >= spec.capacity {
                     ch.writers.push_back(t);
+                    self.chan_waits.writes += 1;
                     self.block(c);
                     return ChanOutcome::Blocked;
                 }
@@ -626,6 +629,7 @@ impl Sim<'_> {
         let ch = &mut self.chans[chan as usize];
         if ch.count == 0 {
             ch.readers.push_back(t);
+            self.chan_waits.reads += 1;
             self.block(c);
             return ChanOutcome::Blocked;
         }

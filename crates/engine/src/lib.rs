@@ -15,7 +15,7 @@ mod result;
 use hw::{wall_for, DivU64};
 #[cfg(test)]
 use interp::draw_run_dist;
-pub use result::{GroupStat, LatencySummary, RunResult, SwitchRec};
+pub use result::{ChanWaits, GroupStat, LatencySummary, RunResult, SwitchRec};
 pub mod metrics;
 mod noise;
 pub mod numa;
@@ -343,6 +343,8 @@ pub struct Sim<'a> {
     blocked_forever: u64,
     mm_switches: u64,
     group_switches: u64,
+    /// Blocking channel reads and writes (`RunResult::chan_waits`).
+    chan_waits: result::ChanWaits,
     switch_log: Option<Vec<SwitchRec>>,
     idle_exit_ns: u64,
     tick_ns: u64,
@@ -588,6 +590,7 @@ impl<'a> Sim<'a> {
             created: 0,
             mm_switches: 0,
             group_switches: 0,
+            chan_waits: Default::default(),
             switch_log: cfg.switch_log.then(Vec::new),
             idle_exit_ns: 0,
             tick_ns,

@@ -73,6 +73,8 @@ pub struct RunResult {
     pub noise: NoiseStats,
     /// Open-loop requests from the network (all zero in closed-loop runs).
     pub arrivals: ArrivalStats,
+    /// Where tasks slept on channels (`Op::Read` / `Op::Write` that blocked).
+    pub chan_waits: ChanWaits,
 }
 
 impl RunResult {
@@ -83,6 +85,17 @@ impl RunResult {
 }
 
 /// CPU time of one task group.
+/// Blocking channel operations of a run: reads that found their channel
+/// empty, writes that found it full, and of those writes the ones by a pipe
+/// writer back from a wait that found the slots still full (a wakeup that
+/// let no write through: v5.5-v6.13's `was_full`, or a slot taken first).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChanWaits {
+    pub reads: u64,
+    pub writes: u64,
+    pub pipe_rewaits: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupStat {
     pub name: String,
@@ -335,6 +348,7 @@ impl Sim<'_> {
             numa: self.numa_report(end),
             noise,
             arrivals: self.arrivals.as_ref().map_or_else(ArrivalStats::default, |a| a.stats),
+            chan_waits: self.chan_waits,
         }
     }
 }

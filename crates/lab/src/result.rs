@@ -76,6 +76,16 @@ pub struct MachineCounters {
     pub open_loop: Option<OpenLoop>,
 }
 
+/// Blocking channel operations (`schedlab_engine::ChanWaits`): reads that
+/// found their channel empty, writes that found it full, and of those the
+/// pipe writers back from a wait that found the slots still full.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelWaits {
+    pub reads: u64,
+    pub writes: u64,
+    pub pipe_rewaits: u64,
+}
+
 /// Requests offered from the network (`rate=` of the request/response built-ins).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenLoop {
@@ -163,6 +173,9 @@ pub struct RunReport {
     pub tasks: Tasks,
     pub machine: MachineCounters,
     pub group_switches: u64,
+    /// Blocking channel reads and writes; absent when no channel op blocked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_waits: Option<ChannelWaits>,
     pub groups: Vec<Group>,
     pub latencies: Vec<Latency>,
     pub schedstat: Schedstat,
@@ -239,6 +252,11 @@ impl RunReport {
                 }),
             },
             group_switches: r.group_switches,
+            channel_waits: (r.chan_waits != Default::default()).then_some(ChannelWaits {
+                reads: r.chan_waits.reads,
+                writes: r.chan_waits.writes,
+                pipe_rewaits: r.chan_waits.pipe_rewaits,
+            }),
             groups: r
                 .groups
                 .iter()
