@@ -17,16 +17,17 @@ pub(crate) fn draw_run_dist(rng: &mut Pcg32, lo: u32, mid: u32, hi: u32) -> u64 
     a as u64 + (((b - a) as u64 * f) >> 31)
 }
 
-/// Take `n` messages from a pipe's pages, oldest first (`pipe_read()`, all
-/// kernels): a page all of whose messages are read is released. Returns
-/// whether one was released while every slot was taken (`pipe_full()` before
-/// the release), which is when `pipe_read()` wakes writers.
 /// pipe_write(): a fresh write() (not `waited`) merges into the last page
 /// while the pipe is not empty and the message fits there.
 fn pipe_merges(ch: &ChanRt, waited: bool, msgs_per_page: u32) -> bool {
     !waited && ch.count > 0 && ch.pages.back().is_some_and(|&m| m < msgs_per_page)
 }
 
+/// Take `n` messages from a pipe's pages, oldest first (`pipe_read()`, all
+/// kernels): a page all of whose messages are read is released. Returns
+/// whether one was released while every slot was taken (`pipe_full()` before
+/// the release), which is when `pipe_read()` wakes writers.
+#[inline]
 pub(crate) fn pipe_consume(ch: &mut ChanRt, mut n: u32) -> bool {
     let mut was_full = false;
     while n > 0 {
@@ -189,8 +190,8 @@ impl Sim<'_> {
                     if self.rt[t.idx()].refill_deferred && !self.chan_write_blocks(t, chan) {
                         self.rt[t.idx()].refill_deferred = false;
                         let ns = self.refill(c, t);
-                        if ns > 0 {
-                            self.start_cost(t, ns);
+                        self.owe_refill(t, ns);
+                        if self.rt[t.idx()].remaining > 0 {
                             continue;
                         }
                     }
