@@ -1334,9 +1334,20 @@ fn pipe_writers_wait_for_a_free_page_slot_fresh_writes_merge() {
     // Blocked at 200 us behind `first` (blocked at 100 us): in after the second page.
     let queued = late("v6.18");
     assert!(queued.metric_value > 2e-3 && queued.metric_value < 2.2e-3, "second blocked writer: {} s", queued.metric_value);
+    // `first` and `late` each wait once; the reader twice (before the first
+    // page and before the last message).
+    assert_eq!((queued.chan_waits.writes, queued.chan_waits.pipe_rewaits), (2, 0), "v6.18: {:?}", queued.chan_waits);
     for kernel in ["v5.2", "v5.11", "v6.12"] {
         let r = late(kernel);
         assert_eq!(r.wakeups, queued.wakeups + 1, "{kernel}: one writer woken more than on v6.18");
+        // A writer woken to find the slots still full waits again: on v5.2
+        // the one of the two woken at the release that runs second; on
+        // v5.11 `first`, woken by the first read (`was_full`), which
+        // preempts the reader; on v6.12 `late`, which loses the freed slot
+        // to `first` and is woken again by the third read (still full)
+        // before the fourth frees the page.
+        let want = if kernel == "v6.12" { (4, 2) } else { (3, 1) };
+        assert_eq!((r.chan_waits.writes, r.chan_waits.pipe_rewaits), want, "{kernel}: {:?}", r.chan_waits);
         // Both woken writers race for the slot; the pick decides: v5.2 and
         // v5.11 (CFS) run `late` first, v6.12 (EEVDF) `first`, and `late`
         // then waits for the second page as on v6.18.
