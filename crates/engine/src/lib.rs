@@ -169,6 +169,18 @@ struct TaskRt {
     stage: u8,
     /// In the middle of a memory-bound `Mem` op (work is bytes, not ns).
     mem: bool,
+    /// Blocked in a pipe write and not yet through it: pipe_write() past
+    /// its wait takes a fresh page (no merge) and, from v5.5, then wakes the
+    /// next writer if a slot is still free; the switch-in refill waits for
+    /// the write to get through (`refill_deferred`). This flag and the next
+    /// are read at every switch-in and every write: they sit in the first
+    /// line, where `mem`'s padding was.
+    pipe_waited: bool,
+    /// Switched in at a pipe write it waited in, its cache refill not yet
+    /// charged: a writer woken to find the slots still full goes back to
+    /// sleep from inside pipe_write()'s wait loop without touching its
+    /// working set. Socket writers pay at the switch-in (F-025).
+    refill_deferred: bool,
     /// Locks (`lock_sems`: mutexes, LWLocks) this task acquired or was
     /// handed and has not posted (read at every switch-in: `Sim::owe_refill`).
     held_locks: u32,
@@ -186,16 +198,6 @@ struct TaskRt {
     /// Cache refill owed from a switch-in that found the task at or inside a
     /// lock section: paid by its next `Run` outside one (`Sim::owe_refill`).
     owed_refill: u64,
-    /// Blocked in a pipe write and not yet through it: pipe_write() past
-    /// its wait takes a fresh page (no merge) and, from v5.5, then wakes the
-    /// next writer if a slot is still free; the switch-in refill waits for
-    /// the write to get through (`refill_deferred`).
-    pipe_waited: bool,
-    /// Switched in at a pipe write it waited in, its cache refill not yet
-    /// charged: a writer woken to find the slots still full goes back to
-    /// sleep from inside pipe_write()'s wait loop without touching its
-    /// working set. Socket writers pay at the switch-in (F-025).
-    refill_deferred: bool,
     /// `Op::Timer`: the last period boundary of the task's absolute timer
     /// grid (the task's creation time before its first `Timer`).
     timer_next: u64,
@@ -206,6 +208,9 @@ struct TaskRt {
     /// spins on; `NO_CPU_LOCK` for none.
     cpu_lock: u32,
 }
+
+// The switch-in and the write read these with the first line's fields.
+const _: () = assert!(std::mem::offset_of!(TaskRt, refill_deferred) < 64 && std::mem::offset_of!(TaskRt, pipe_waited) < 64);
 
 #[derive(Clone, Debug)]
 pub(crate) struct ChanRt {
