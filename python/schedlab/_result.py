@@ -51,7 +51,8 @@ class Result:
 
     @property
     def counters(self):
-        """Scalar counters: context switches, migrations, wakeups, run delay, machine model."""
+        """Scalar counters: context switches, migrations, wakeups, run delay, machine model,
+        channel waits (`channel_reads`, `channel_writes`, `channel_pipe_rewaits`)."""
         import pandas as pd
 
         d = self.data
@@ -66,6 +67,8 @@ class Result:
             **{f"run_delay_{k}_ns": v for k, v in d["run_delay_ns"].items()},
             **{k: v for k, v in d["machine"].items() if k != "name"},
             "group_switches": d["group_switches"],
+            # Blocking channel reads / writes (absent from the JSON when none blocked).
+            **{f"channel_{k}": v for k, v in (d.get("channel_waits") or {"reads": 0, "writes": 0, "pipe_rewaits": 0}).items()},
             "tasks_created": d["tasks"]["created"],
             "tasks_exited": d["tasks"]["exited"],
             "events": d["events"],

@@ -36,6 +36,9 @@ def test_run_is_the_cli_run(cli):
     assert list(r.levels["level"]) == [lv["level"] for lv in r.data["schedstat"]["levels"]]
     c = r.counters.set_index("counter")["value"]
     assert c["migrations"] == r.data["migrations"]
+    # hackbench's receivers block on empty sockets: the channel waits are counters too.
+    assert c["channel_reads"] == r.data["channel_waits"]["reads"] > 0
+    assert c["channel_pipe_rewaits"] == 0
     again = schedlab.run(machine="laptop-4c8t", kernel="v6.6", workload="hackbench", params=SMALL, seed=3)
     assert again.json == r.json
 
