@@ -17,6 +17,12 @@ pub(crate) fn draw_run_dist(rng: &mut Pcg32, lo: u32, mid: u32, hi: u32) -> u64 
     a as u64 + (((b - a) as u64 * f) >> 31)
 }
 
+/// pipe_full(): every page slot of the pipe is taken (slots, not bytes).
+#[inline]
+fn pipe_full(ch: &ChanRt) -> bool {
+    ch.pages.len() as u32 >= ch.pipe_slots
+}
+
 /// pipe_write(): a fresh write() (not `waited`) merges into the last page
 /// while the pipe is not empty and the message fits there.
 fn pipe_merges(ch: &ChanRt, waited: bool, msgs_per_page: u32) -> bool {
@@ -36,7 +42,7 @@ pub(crate) fn pipe_consume(ch: &mut ChanRt, mut n: u32) -> bool {
         ch.tail_read += take;
         n -= take;
         if ch.tail_read == front {
-            was_full |= ch.pages.len() as u32 >= ch.pipe_slots;
+            was_full |= pipe_full(ch);
             ch.pages.pop_front();
             ch.tail_read = 0;
         }
@@ -555,11 +561,10 @@ impl Sim<'_> {
                 // (pipe_full() counts slots, not bytes) and waits exclusively
                 // for one.
                 let waited = self.rt[t.idx()].pipe_waited;
-                let used = ch.pages.len() as u32;
                 let merge = pipe_merges(ch, waited, msgs_per_page);
                 match () {
                     _ if merge => *ch.pages.back_mut().expect("merge needs a page") += 1,
-                    _ if used < ch.pipe_slots => ch.pages.push_back(1),
+                    _ if !pipe_full(ch) => ch.pages.push_back(1),
                     _ => {
                         ch.writers.push_back(t);
                         self.chan_waits.writes += 1;
@@ -573,8 +578,7 @@ impl Sim<'_> {
                 // v5.5+: a writer that waited wakes the next one if a slot is
                 // still free (before, every waiter had been woken already).
                 let exclusive = self.kernel.profile.pipe_exclusive_waits();
-                (exclusive && waited && (ch.pages.len() as u32) < ch.pipe_slots && !ch.writers.is_empty())
-                    .then(|| ch.writers.pop_front().expect("not empty"))
+                (exclusive && waited && !pipe_full(ch) && !ch.writers.is_empty()).then(|| ch.writers.pop_front().expect("not empty"))
             }
             ChannelKind::Socket => {
                 if ch.count >= spec.capacity {
@@ -611,13 +615,13 @@ impl Sim<'_> {
         ChanOutcome::Done { woke }
     }
 
-    /// Whether a write by `t` to `chan` would block now (`chan_write`'s test).
-    pub(crate) fn chan_write_blocks(&self, t: TaskId, chan: u32) -> bool {
+    /// Whether a write by `t` to `chan` would block now, as `chan_write`
+    /// tests it: pipe_write() neither merges nor finds a free slot
+    /// (pipe_full()); a socket's send buffer is full (sock_alloc_send_pskb()).
+    fn chan_write_blocks(&self, t: TaskId, chan: u32) -> bool {
         let ch = &self.chans[chan as usize];
         match self.wl.channels[chan as usize].kind {
-            ChannelKind::Pipe { msgs_per_page } => {
-                !pipe_merges(ch, self.rt[t.idx()].pipe_waited, msgs_per_page) && ch.pages.len() as u32 >= ch.pipe_slots
-            }
+            ChannelKind::Pipe { msgs_per_page } => !pipe_merges(ch, self.rt[t.idx()].pipe_waited, msgs_per_page) && pipe_full(ch),
             ChannelKind::Socket => ch.count >= self.wl.channels[chan as usize].capacity,
         }
     }
@@ -651,7 +655,7 @@ impl Sim<'_> {
         // pipe_read(): a page whose messages are all read is released.
         let pipe_wake = match spec.kind {
             ChannelKind::Pipe { .. } => {
-                let was_full = ch.pages.len() as u32 >= ch.pipe_slots;
+                let was_full = pipe_full(ch);
                 let released = std::mem::take(&mut ch.wake_writer) | pipe_consume(ch, 1);
                 // v5.5-v6.13: `was_full`, taken before the read, wakes a writer
                 // whether or not the read released a page.
@@ -702,7 +706,7 @@ impl Sim<'_> {
         // All but the last leave without the writer check; the last one's read does it.
         if let ChannelKind::Pipe { .. } = self.wl.channels[chan as usize].kind {
             // v5.5-v6.13 wake a writer if the pipe was full before the read.
-            let was_full = ch.pages.len() as u32 >= ch.pipe_slots && !self.kernel.profile.pipe_read_wakes_on_release();
+            let was_full = pipe_full(ch) && !self.kernel.profile.pipe_read_wakes_on_release();
             ch.wake_writer |= pipe_consume(ch, n - 1) | was_full;
         }
         ch.count = 1;
