@@ -399,6 +399,14 @@ impl Sim<'_> {
                     self.marks[id as usize] = Some(self.now);
                     self.advance(t);
                 }
+                Op::MarkNth { id, nth } => {
+                    let hits = &mut self.mark_hits[id as usize];
+                    *hits += 1;
+                    if *hits == nth {
+                        self.marks[id as usize] = Some(self.now);
+                    }
+                    self.advance(t);
+                }
                 Op::Count { id, n } => {
                     self.counters[id as usize] += n;
                     self.advance(t);

@@ -335,6 +335,8 @@ pub struct Sim<'a> {
     /// Some semaphore is a lock (`lock_sems`): switch-ins check whether the task resumes at one.
     has_locks: bool,
     marks: Vec<Option<u64>>,
+    /// Executions so far of `Op::MarkNth` per mark id.
+    mark_hits: [u32; 8],
     counters: Vec<u64>,
     rng: Pcg32,
     run_delay: Histogram,
@@ -584,6 +586,7 @@ impl<'a> Sim<'a> {
                 .collect(),
             has_locks: false,
             marks: vec![None; 8],
+            mark_hits: [0; 8],
             counters: vec![0; 8],
             rng: Pcg32::new(cfg.seed, 0x5c4ed1ab),
             run_delay: Histogram::default(),

@@ -1605,3 +1605,62 @@ fn a_client_in_another_task_group_preempts_the_servers_group_at_every_reply() {
     assert!(two > 0.9, "two groups: {two:.3} involuntary server switches per transaction (real 0.999)");
     assert!(one < 0.5, "one group: {one:.3} (real 0.12)");
 }
+
+/// `Op::MarkNth`: the mark takes the time of the nth execution over all
+/// tasks (here the second of three sleepers, at 2 ms), later ones change
+/// nothing; the metric runs from it to a plain mark at 4 ms. hackbench's
+/// `warmup=` times from such a mark, the median sender's.
+#[test]
+fn mark_nth_records_the_nth_execution() {
+    let m = one_cpu_machine();
+    let text = r#"format = 1
+name = "quorum"
+[metric]
+kind = "elapsed"
+name = "elapsed"
+start = 2
+end = 1
+[[program]]
+ops = ["sleep ns=1ms", "mark_nth id=2 nth=2"]
+[[program]]
+ops = ["sleep ns=2ms", "mark_nth id=2 nth=2"]
+[[program]]
+ops = ["sleep ns=3ms", "mark_nth id=2 nth=2", "sleep ns=1ms", "mark id=1"]
+[[task]]
+name = "a"
+program = 0
+mm = 0
+[[task]]
+name = "b"
+program = 1
+mm = 0
+[[task]]
+name = "c"
+program = 2
+mm = 0
+"#;
+    let w = schedlab_workload::file::from_toml_str(text, "quorum.toml").unwrap();
+    let r = go_quiet(&m, "v6.12", &w, 1, None);
+    // (Each sleep ends a little late: timer slack and the wakeup; the first or
+    // third sleeper's mark would give 3 or 1 ms.)
+    assert!(r.metric_value > 1.9e-3 && r.metric_value < 2.2e-3, "from the second sleeper (2 ms) to 4 ms: {} s", r.metric_value);
+}
+
+/// hackbench's `warmup=` window is a later, shorter interval of the same run:
+/// the run itself is unchanged apart from the marks (same switches).
+#[test]
+fn hackbench_warmup_times_the_later_loops() {
+    let m = schedlab_machine::load("laptop-4c8t").unwrap();
+    let whole = go_quiet(&m, "v6.12", &wl(&m, "hackbench", "groups=2,loops=40,pipe=1"), 1, None);
+    let window = go_quiet(&m, "v6.12", &wl(&m, "hackbench", "groups=2,loops=40,pipe=1,warmup=20"), 1, None);
+    assert_eq!(
+        (whole.voluntary_switches, whole.involuntary_switches, whole.simulated_ns),
+        (window.voluntary_switches, window.involuntary_switches, window.simulated_ns)
+    );
+    assert!(
+        window.metric_value > 0.3 * whole.metric_value && window.metric_value < 0.9 * whole.metric_value,
+        "{} of {} s",
+        window.metric_value,
+        whole.metric_value
+    );
+}

@@ -659,6 +659,7 @@ const OPS: &[(&str, &[&str])] = &[
     ("loop", &["count"]),
     ("end_loop", &[]),
     ("mark", &["id"]),
+    ("mark_nth", &["id", "nth"]),
     ("count", &["id", "n"]),
     ("spin_barrier", &["id", "parties", "spin"]),
     ("exit", &["cost"]),
@@ -759,6 +760,7 @@ fn parse_op(s: &str, i: i128, out: &mut Vec<Op>) -> Result<(), String> {
             "loop" => Op::Loop { count: f64_("count")? },
             "end_loop" => Op::EndLoop,
             "mark" => Op::Mark { id: f32("id")? },
+            "mark_nth" => Op::MarkNth { id: f32("id")?, nth: f32("nth")? },
             "count" => Op::Count { id: f32("id")?, n: f64_("n")? },
             "exit" => Op::Exit { cost: f64_("cost")? },
             "barrier" => Op::Barrier { id: f32("id")?, parties: f32("parties")? },
@@ -813,6 +815,7 @@ fn op_fields(op: &Op) -> (&'static str, Vec<u64>) {
         Op::Loop { count } => ("loop", vec![count]),
         Op::EndLoop => ("end_loop", vec![]),
         Op::Mark { id } => ("mark", vec![id as u64]),
+        Op::MarkNth { id, nth } => ("mark_nth", vec![id as u64, nth as u64]),
         Op::Count { id, n } => ("count", vec![id as u64, n]),
         Op::Exit { cost } => ("exit", vec![cost]),
         Op::Barrier { id, parties } => ("barrier", vec![id as u64, parties as u64]),
@@ -1190,6 +1193,7 @@ mod tests {
             for set in [
                 "",
                 "groups=2,pipe=1",
+                "groups=2,loops=20,warmup=5",
                 "clients=3,threads=2",
                 "version=2016,message_threads=2,threads=3",
                 "threads=3",
@@ -1396,6 +1400,17 @@ mm = 0
         assert!(e.contains("amount"), "{e}");
         let e = from_toml_str(&text.replace("req_end hist=2", "req_end hist=3"), "m.toml").unwrap_err().0;
         assert!(e.contains("histogram 2 is never recorded"), "{e}");
+    }
+
+    /// `mark_nth`: parses, exports, starts a metric, and refuses nth=0.
+    #[test]
+    fn mark_nth_parses_exports_and_is_checked() {
+        let text = MINI.replace("\"mark id=0\"", "\"mark_nth id=0 nth=2\"");
+        let w = from_toml_str(&text, "m.toml").unwrap();
+        assert!(w.programs.iter().flatten().any(|o| *o == Op::MarkNth { id: 0, nth: 2 }));
+        assert_eq!(from_toml_str(&to_toml(&w, ""), "x.toml").unwrap(), w);
+        let e = from_toml_str(&text.replace("nth=2", "nth=0"), "m.toml").unwrap_err().0;
+        assert!(e.contains("nth=0"), "{e}");
     }
 
     // Per-CPU locks: one at a time, each released by its program; the ops

@@ -131,6 +131,13 @@ pub enum Op {
     Mark {
         id: u32,
     },
+    /// Record the current time under mark `id` at the `nth` execution of a
+    /// `MarkNth` with this id, counted over every task (a quorum: e.g. the
+    /// median of the tasks that pass this point); later executions change nothing.
+    MarkNth {
+        id: u32,
+        nth: u32,
+    },
     /// Add `n` to counter `id`.
     Count {
         id: u32,
@@ -638,10 +645,14 @@ impl Workload {
                     {
                         return err(format!("program {pi}: channel {chan} does not exist"));
                     }
+                    Op::MarkNth { nth: 0, .. } => {
+                        return err(format!("program {pi}: mark_nth with nth=0 never records its mark: count executions from 1"));
+                    }
                     Op::WakeLatency { sem, .. } if sem as usize >= self.sems.len() => {
                         return err(format!("program {pi}: semaphore {sem} does not exist"));
                     }
                     Op::Mark { id }
+                    | Op::MarkNth { id, .. }
                     | Op::Count { id, .. }
                     | Op::WakeLatency { hist: id, .. }
                     | Op::ReqStart { hist: id }
@@ -823,7 +834,7 @@ impl Workload {
         };
         for (what, m) in [("start", start), ("end", end)] {
             if let Some(id) = m {
-                if !has(&|op| matches!(op, Op::Mark { id: x } if *x == id)) {
+                if !has(&|op| matches!(op, Op::Mark { id: x } | Op::MarkNth { id: x, .. } if *x == id)) {
                     return err(format!(
                         "the metric's {what} mark {id} is never recorded: add a \"mark id={id}\" op where the measured interval {what}s"
                     ));
@@ -835,8 +846,8 @@ impl Workload {
                 return err(format!("the metric's start and end are the same mark {s}; give the end its own mark id"));
             }
             for (pi, prog) in self.programs.iter().enumerate() {
-                let first_s = prog.iter().position(|op| matches!(op, Op::Mark { id } if *id == s));
-                let last_e = prog.iter().rposition(|op| matches!(op, Op::Mark { id } if *id == e));
+                let first_s = prog.iter().position(|op| matches!(op, Op::Mark { id } | Op::MarkNth { id, .. } if *id == s));
+                let last_e = prog.iter().rposition(|op| matches!(op, Op::Mark { id } | Op::MarkNth { id, .. } if *id == e));
                 if let (Some(fs), Some(le)) = (first_s, last_e) {
                     if le < fs {
                         return err(format!(

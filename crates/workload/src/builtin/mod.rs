@@ -50,6 +50,8 @@ pub fn find(name: &str) -> Option<&'static Builtin> {
 /// Mark and counter ids used by the built-ins.
 pub(crate) const MARK_START: u32 = 0;
 pub(crate) const MARK_END: u32 = 1;
+/// hackbench's `warmup=`: when half the senders have finished their warm-up loops.
+pub(crate) const MARK_WARM: u32 = 2;
 pub(crate) const COUNTER_OPS: u32 = 0;
 
 /// A task that exists at time 0 (no affinity, nice 0).
