@@ -231,7 +231,12 @@ impl Sim<'_> {
                                 let xfer = self.msg_read.take().map_or(0, |st| self.cost.message_read_ns(st, c, MSG_BYTES));
                                 let j = self.jitter(cost) + xfer;
                                 let r = &mut self.rt[t.idx()];
-                                r.remaining = j;
+                                // Added to what the read's wakeups of blocked
+                                // writers already charged the reader (`after_wake`:
+                                // the idle scan, the enqueue's rq-lock section, the
+                                // IPI send), which an assignment here dropped
+                                // until session 33.
+                                r.remaining += j;
                                 r.stage = 1;
                                 if woke && self.preempt_point(c) {
                                     return;

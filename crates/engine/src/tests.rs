@@ -798,6 +798,61 @@ fn ipi_send_cost_is_charged_to_the_waker_only_when_an_ipi_is_sent() {
     assert!((polled - base).abs() < 100.0, "a polling CPU needs no IPI: {base} -> {polled} ns");
 }
 
+/// A read that wakes a blocked writer pays for the wakeup as a write that
+/// wakes a reader does (`after_wake`): here the writer, alone on CPU 0, fills
+/// a one-message socket and blocks; the reader on CPU 1 takes a message every
+/// 100 us, each read wakes the writer across (CPU 0 halted: an IPI), so the
+/// reader's CPU time grows by about `ipi_send_ns` per read. (Until session 33
+/// the read's own cost overwrote what its wakeups had charged.)
+#[test]
+fn a_read_that_wakes_a_writer_pays_for_the_wakeup() {
+    let two_cpus = |send: u64| {
+        let mut t = schedlab_machine::load("laptop-4c8t").unwrap().to_toml();
+        t = t.replace("cores_per_llc = 4", "cores_per_llc = 2").replace("threads_per_core = 2", "threads_per_core = 1");
+        t = t.replace("ipi_send_ns = 0", &format!("ipi_send_ns = {send}"));
+        let cut = t.find("[[idle_states]]").unwrap();
+        t.truncate(cut);
+        t.push_str("[[idle_states]]\nname = \"HLT\"\nexit_latency_ns = 1000\ntarget_residency_ns = 0\n");
+        schedlab_machine::from_toml_str(&t, "two-cpu").unwrap()
+    };
+    let text = r#"format = 1
+name = "full"
+jitter_pct = 0
+[metric]
+kind = "elapsed"
+name = "elapsed"
+start = 0
+end = 1
+[[channel]]
+capacity = 1
+sync = false
+kind = "socket"
+[[program]]
+ops = ["mark id=0", "loop count=101", "write chan=0 cost=1us", "end_loop"]
+[[program]]
+ops = ["loop count=101", "sleep ns=100us", "read chan=0 cost=1us", "end_loop", "mark id=1"]
+[[task]]
+name = "writer"
+program = 0
+mm = 0
+cpus = [0]
+[[task]]
+name = "reader"
+program = 1
+mm = 0
+cpus = [1]
+"#;
+    let w = schedlab_workload::file::from_toml_str(text, "full.toml").unwrap();
+    let reader_cpu = |send: u64| {
+        let m = two_cpus(send);
+        let (r, k) = run_with(&m, schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap()), &w, 1_000_000_000);
+        assert!(r.chan_waits.writes >= 90, "the writer blocks on the full socket: {:?}", r.chan_waits);
+        k.tasks[1].se.sum_exec_runtime as f64
+    };
+    let extra = (reader_cpu(10_000) - reader_cpu(0)) / 100.0;
+    assert!((8_000.0..=11_000.0).contains(&extra), "the reader pays ~10 us per writer it wakes: +{extra} ns per read");
+}
+
 // The loop stack keeps its first levels inline and spills deeper ones in
 // order: pushes and pops past the inline depth see the right innermost loop.
 #[test]
