@@ -340,25 +340,6 @@ fn checks(bench: &str, cfg: &BTreeMap<String, String>) -> Vec<Check> {
 const OPEN: &[(&str, &[&str], &str, &str)] = &[
     (
         "hackbench",
-        &["groups=2", "pipe=0", "threads=0"],
-        "client switches/op",
-        "sockets, 2 groups: 0.048 per message against 0.075 over 12 seeds (0.053 over seeds 1-3 until session 26; 0.032 under v6.12: the 1.4 ms slice and the 6.18.33 wakeup check's purge of delayed sleepers each bring it closer, session 13). The row is decided by wakeup preemption: a real sender is preempted about 4 us after it was picked, and `--features NO_RUN_TO_PARITY` moves the model's wakeups to 0.08 per message",
-    ),
-    ("hackbench", &["groups=2", "pipe=0", "threads=0"], "wakeups/op", "as the switches: 0.037 against 0.061"),
-    (
-        "hackbench",
-        &["groups=1", "pin=1", "pipe=0"],
-        "client switches/op",
-        "sockets pinned to one vCPU: 0.021 per message against 0.032 over 12 seeds (0.016 before session 31, whose cooling of queued messages and refit AF_UNIX costs moved it to the tolerance's edge: 35.3 % off) (0.023 over seeds 1-3 before session 26, inside 35 % by luck). Traced (sessions 23 and 27), the model's senders block on a full socket as often as the real ones (1.0-1.1 per ms) and the CPU splits the same, but while all senders live a real receiver is picked 3-4 times sooner after its wakeup (p50 0.9-1.9 against 5.8-6.5 ms), so it runs shorter (p50 20-66 against 259-280 us) and sleeps twice as often. Ruled out: a dearer sleep on a socket (0.15-0.6 us above a pipe's, scripts/calib-src/sockpp.c), a feature bit, and the wakeup check among always-runnable tasks (the hogwake test agrees, tests/wakeup_preemption.rs); unix_stream_sendmsg(), sock_alloc_send_pskb(), unix_write_space() and unix_writable() read against the model show no semantic difference",
-    ),
-    (
-        "hackbench",
-        &["groups=1", "loops=1000", "pipe=1", "threads=0"],
-        "client switches/op",
-        "pipes, 1 group: 0.138 per message against 0.102 over 12 seeds (0.127 before session 32). Since session 32 a writer woken on a pipe whose slots are still full (a fresh writer took the freed slot first) rechecks at once and sleeps again without its cache refill (F-025), as pipe_write()'s wait loop does; before, the refill ran first and the slot was often free again by then. The run is bimodal across seeds (0.21 or 0.27-0.29 s at seeds 1-3), and which mode a seed falls into moves the row",
-    ),
-    (
-        "hackbench",
         &["groups=16", "pipe=0"],
         "client CPU us/op",
         "640 tasks on the two vCPUs: 2.52 against 3.29 us per message (2.47 before session 31, when every read cost a transfer from the channel's last writer; 2.69 with the cooling before the AF_UNIX costs were refitted on the pinned row). Queued messages now go cold through the tasks' refills (F-031); the skbs' own bytes (~768 of truesize per message, up to 212 KB queued per socket) are not counted as traffic, nor the allocation's misses",
