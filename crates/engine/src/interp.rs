@@ -71,6 +71,11 @@ impl Sim<'_> {
     #[inline(always)]
     pub(crate) fn run_ops(&mut self, c: CpuId, t: TaskId) {
         let wl = self.wl;
+        // The op that set `remaining` is a `Run`/`RunDist` or a read, whose
+        // stage 1 (once the time is run) is `advance()` alone: an inline
+        // segment end below advances at once instead of dispatching the
+        // op again (what that dispatch would do, one turn sooner).
+        let mut then_advance = false;
         loop {
             let remaining = self.rt[t.idx()].remaining;
             if remaining > 0 {
@@ -116,12 +121,19 @@ impl Sim<'_> {
                     {
                         self.inline_hits += 1;
                     }
-                    self.rt[t.idx()].remaining = 0;
+                    let r = &mut self.rt[t.idx()];
+                    r.remaining = 0;
+                    if then_advance {
+                        // (`advance()`: the op's stage 1.)
+                        r.pc += 1;
+                        r.stage = 0;
+                    }
                     self.cpus[c.idx()].seg_start = at;
                     continue;
                 }
                 return;
             }
+            then_advance = false;
             let r = &self.rt[t.idx()];
             if r.program == noise::KTHREAD_PROGRAM {
                 if self.kthread_step(c, t) {
@@ -155,6 +167,7 @@ impl Sim<'_> {
                         }
                         r.remaining = j;
                         r.stage = 1;
+                        then_advance = true;
                     } else {
                         self.advance(t);
                     }
@@ -238,6 +251,7 @@ impl Sim<'_> {
                                 // until session 33.
                                 r.remaining += j;
                                 r.stage = 1;
+                                then_advance = true;
                                 if woke && self.preempt_point(c) {
                                     return;
                                 }

@@ -1204,7 +1204,7 @@ impl<'a> Sim<'a> {
                     // A kernel thread borrows the last mm (lazy TLB): no switch.
                     let mm_switch = mm != noise::KTHREAD_MM && cpu.last_mm != Some(mm);
                     // Before v4.14 the kernel does not use PCID (the machine model charges the re-walk).
-                    let pcid = self.kernel.profile.version >= (4, 14);
+                    let pcid = self.kernel.at_least(4, 14);
                     // The TLB re-walk covers the shared pages too (mapped in each process).
                     let m = &self.mem[nx.idx()];
                     cost = self.cost.switch_cost(mm_switch, pcid, m.footprint + m.shared().map_or(0, |(_, b)| b));

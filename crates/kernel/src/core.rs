@@ -208,6 +208,11 @@ pub struct Kernel {
     /// `profile.delayed_accounting()`, asked at every PELT update: kept
     /// here so that it is one load (the profile does not change in a run).
     pub(crate) delayed_acct: bool,
+    /// `profile.version` as one number (major in the high half), for the
+    /// version tests of the switch path: [`Kernel::at_least`] is one
+    /// comparison instead of the tuple's two (the profile does not change
+    /// in a run).
+    ver: u64,
     /// Runqueues locked by balancing during the current entry point, handed
     /// over in its [`Effects`].
     pub(crate) lb_locked: Vec<CpuId>,
@@ -237,6 +242,7 @@ impl Kernel {
     pub fn new(topo: &CpuTopology, profile: KernelProfile) -> Kernel {
         let n = topo.nr_cpus();
         let delayed_acct = profile.delayed_accounting();
+        let ver = (profile.version.0 as u64) << 32 | profile.version.1 as u64;
         let tun = EffectiveTunables::new(&profile, n);
         let sd = SchedDomains::build(topo, &profile);
         let rqs: Vec<Rq> = (0..n)
@@ -332,6 +338,7 @@ impl Kernel {
             nr_cpus: n,
             prefetch: n >= crate::prefetch::MIN_CPUS,
             delayed_acct,
+            ver,
             migration_log: None,
             explain: None,
             numa: None,
@@ -342,6 +349,12 @@ impl Kernel {
         k.rqs.set_tracking(ix.used());
         k.lb_index = Some(Box::new(ix));
         k
+    }
+
+    /// `profile.version >= (major, minor)`, in one comparison.
+    #[inline(always)]
+    pub fn at_least(&self, major: u32, minor: u32) -> bool {
+        self.ver >= (major as u64) << 32 | minor as u64
     }
 
     /// `jiffies` at `now`: `now / tick_ns`, without the division while
@@ -717,7 +730,7 @@ impl Kernel {
     ///   together, so select_idle_cpu()'s per-jiffy aging starts from now.
     #[inline(always)]
     fn update_avg_idle(&mut self, cpu: CpuId, now: u64) {
-        let old_form = self.profile.version < (3, 13);
+        let old_form = !self.at_least(3, 13);
         let migration_cost = self.tun.migration_cost_ns;
         let jiffies = self.jiffies(now);
         let rq = &mut self.rqs[cpu.idx()];

@@ -1435,9 +1435,8 @@ impl Kernel {
             return out;
         }
         let avg_idle = self.rqs[cpu.idx()].avg_idle;
-        let overload_gate = self.profile.version >= (4, 0) && !self.rd_overload;
-        let cutoff =
-            if self.profile.version >= (5, 16) { self.sd_lb[cpu.idx()][0].max_newidle_lb_cost } else { self.tun.migration_cost_ns };
+        let overload_gate = self.at_least(4, 0) && !self.rd_overload;
+        let cutoff = if self.at_least(5, 16) { self.sd_lb[cpu.idx()][0].max_newidle_lb_cost } else { self.tun.migration_cost_ns };
         if overload_gate || avg_idle < cutoff {
             return out;
         }
@@ -1445,7 +1444,7 @@ impl Kernel {
         for lvl in 0..self.sd.per_cpu[cpu.idx()].len() {
             let sd = &self.sd.domains[self.sd.per_cpu[cpu.idx()][lvl] as usize];
             // Per-domain cost cutoff: 9bd721c55c8a / f48627e686a6 (v3.13).
-            if self.profile.version >= (3, 13) && avg_idle < curr_cost + self.sd_lb[cpu.idx()][lvl].max_newidle_lb_cost {
+            if self.at_least(3, 13) && avg_idle < curr_cost + self.sd_lb[cpu.idx()][lvl].max_newidle_lb_cost {
                 break;
             }
             if sd.flags & SD_BALANCE_NEWIDLE == 0 {

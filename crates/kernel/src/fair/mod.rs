@@ -432,7 +432,7 @@ impl Kernel {
         if !eevdf || self.cfs(q).nr_running <= 1 {
             return;
         }
-        let short = if self.profile.version >= (6, 17) {
+        let short = if self.at_least(6, 17) {
             // v6.17+ (0b9ca2dcabc3 "Always trigger resched at the end of a
             // protected period"): also when curr's protection ended, eligible or not.
             !self.protect_slice(c)
@@ -608,7 +608,7 @@ impl Kernel {
     /// NO_RUN_TO_PARITY case") vruntime has not reached vprot.
     fn protect_slice(&self, e: Ent) -> bool {
         let se = self.se(e);
-        if self.profile.version >= (6, 17) {
+        if self.at_least(6, 17) {
             vdiff(se.vlag as u64, se.vruntime) > 0
         } else {
             se.vlag == se.deadline as i64
@@ -624,7 +624,7 @@ impl Kernel {
     /// after the entity left the tree and before it becomes curr.
     #[inline(always)]
     fn set_protect_slice(&mut self, q: CfsId, e: Ent) {
-        if self.profile.version < (6, 17) {
+        if !self.at_least(6, 17) {
             let se = self.se_mut(e);
             se.vlag = se.deadline as i64;
             return;
@@ -1074,7 +1074,7 @@ impl Kernel {
     /// caller's (`pick_next_task_fair()`, `wakeup_pick_next_entity()`).
     #[inline(always)]
     fn pick_next_entity_eevdf(&self, q: CfsId) -> Option<Ent> {
-        let buddy_on = if self.profile.version >= (6, 14) { self.feats.has(PICK_BUDDY) } else { self.feats.has(NEXT_BUDDY) };
+        let buddy_on = if self.at_least(6, 14) { self.feats.has(PICK_BUDDY) } else { self.feats.has(NEXT_BUDDY) };
         if buddy_on && !self.profile.stable_6_18(33) {
             if let Some(n) = self.cfs(q).next {
                 if self.entity_eligible(q, n) {
@@ -1245,7 +1245,7 @@ impl Kernel {
         // Nothing queued (v3.15+, the first test of the loop below): put
         // prev and go idle without the call (half the picks of a CPU pair
         // that hands one task back and forth).
-        if (self.eevdf() || self.profile.version >= (3, 15)) && self.rqs[cpu.idx()].cfs.nr_running == 0 {
+        if (self.eevdf() || self.at_least(3, 15)) && self.rqs[cpu.idx()].cfs.nr_running == 0 {
             let prev = self.rqs[cpu.idx()].curr.filter(|&p| self.task_is_cfs_curr(p));
             if let Some(pv) = prev {
                 self.put_prev_task_fair(pv, now);
@@ -1458,8 +1458,8 @@ impl Kernel {
         // util_avg of the last PELT update; v5.x-v6.11 after the dequeue, on
         // the util_avg brought up to now.
         let learn = self.feats.has(UTIL_EST) && task_sleep && !self.tasks[p.idx()].se.sched_delayed;
-        let before_dequeue = self.profile.version >= (6, 12);
-        let fastup = self.profile.version >= (6, 9) || self.feats.has(UTIL_EST_FASTUP);
+        let before_dequeue = self.at_least(6, 12);
+        let fastup = self.at_least(6, 9) || self.feats.has(UTIL_EST_FASTUP);
         self.util_est_dequeue(p);
         if learn && before_dequeue {
             self.tasks[p.idx()].se.avg.util_est_update(fastup, 1024);

@@ -406,7 +406,7 @@ impl Kernel {
 
     #[inline]
     fn idle_candidate(&self, c: CpuId) -> bool {
-        self.available_idle_cpu(c) || (self.profile.version >= (5, 4) && self.sched_idle_cpu(c))
+        self.available_idle_cpu(c) || (self.at_least(5, 4) && self.sched_idle_cpu(c))
     }
 
     /// `select_idle_sibling()` in the profile's form (v2.6.38, v3.10, v5.2-v6.12). Counts the
