@@ -1140,3 +1140,31 @@ impl Kernel {
         self.profile.pick
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // `Kernel::at_least` is the tuple comparison `profile.version >= (major,
+    // minor)`, for every profile and the versions the switch path asks about
+    // (and their neighbours on either side).
+    #[test]
+    fn at_least_is_the_version_tuple_comparison() {
+        let topo = schedlab_topology::CpuTopology::new(
+            (0..2u32).map(|c| schedlab_topology::CpuInfo { core: c, cluster: 0, llc: 0, node: 0, package: 0 }).collect(),
+            vec![vec![10]],
+        )
+        .unwrap();
+        for p in crate::profile::profiles() {
+            let version = p.version;
+            let k = Kernel::new(&topo, p);
+            for major in 2..8 {
+                for minor in 0..40 {
+                    assert_eq!(k.at_least(major, minor), version >= (major, minor), "{version:?} vs ({major}, {minor})");
+                }
+            }
+            assert!(k.at_least(version.0, version.1));
+            assert!(!k.at_least(version.0, version.1 + 1));
+        }
+    }
+}
