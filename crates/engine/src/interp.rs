@@ -64,6 +64,14 @@ pub(crate) struct CpuLockRt {
     spinners: Vec<TaskId>,
 }
 
+/// `TaskRt::stage` of a `Run`, `RunDist` or read whose CPU time is set
+/// (`remaining`) and whose only step left once it has run is `advance()`:
+/// at the end of that time (its segment end, popped or inline) `run_ops`
+/// advances at once instead of dispatching the op again for a stage that
+/// would do just that (one indirect jump less per such op). An op whose time
+/// is 0 (no segment) is dispatched again and advances there.
+pub(crate) const STAGE_ADVANCE: u8 = 4;
+
 impl Sim<'_> {
     /// Interpret the program of `t`, running on `c`, from its current state.
     /// (Inlined into its only caller, `Sim::run`'s segment-end handler: no
@@ -71,11 +79,13 @@ impl Sim<'_> {
     #[inline(always)]
     pub(crate) fn run_ops(&mut self, c: CpuId, t: TaskId) {
         let wl = self.wl;
-        // The op that set `remaining` is a `Run`/`RunDist` or a read, whose
-        // stage 1 (once the time is run) is `advance()` alone: an inline
-        // segment end below advances at once instead of dispatching the
-        // op again (what that dispatch would do, one turn sooner).
-        let mut then_advance = false;
+        // A segment end (the caller's event) of a `Run` or read: the op is
+        // done (`STAGE_ADVANCE`).
+        let r = &mut self.rt[t.idx()];
+        if r.stage == STAGE_ADVANCE && r.remaining == 0 {
+            r.pc += 1;
+            r.stage = 0;
+        }
         loop {
             let remaining = self.rt[t.idx()].remaining;
             if remaining > 0 {
@@ -123,8 +133,8 @@ impl Sim<'_> {
                     }
                     let r = &mut self.rt[t.idx()];
                     r.remaining = 0;
-                    if then_advance {
-                        // (`advance()`: the op's stage 1.)
+                    if r.stage == STAGE_ADVANCE {
+                        // (As at a popped segment end, above.)
                         r.pc += 1;
                         r.stage = 0;
                     }
@@ -133,7 +143,6 @@ impl Sim<'_> {
                 }
                 return;
             }
-            then_advance = false;
             let r = &self.rt[t.idx()];
             if r.program == noise::KTHREAD_PROGRAM {
                 if self.kthread_step(c, t) {
@@ -166,8 +175,7 @@ impl Sim<'_> {
                             j += std::mem::take(&mut r.owed_refill);
                         }
                         r.remaining = j;
-                        r.stage = 1;
-                        then_advance = true;
+                        r.stage = STAGE_ADVANCE;
                     } else {
                         self.advance(t);
                     }
@@ -250,8 +258,7 @@ impl Sim<'_> {
                                 // IPI send), which an assignment here dropped
                                 // until session 33.
                                 r.remaining += j;
-                                r.stage = 1;
-                                then_advance = true;
+                                r.stage = STAGE_ADVANCE;
                                 if woke && self.preempt_point(c) {
                                     return;
                                 }

@@ -165,7 +165,9 @@ struct TaskRt {
     /// The program's ops are `Sim::code[code_at..code_at + code_len]`.
     code_at: u32,
     code_len: u32,
-    /// 0: cost of the current op not yet charged / effect not done; 1: in progress.
+    /// 0: cost of the current op not yet charged / effect not done; 1: in
+    /// progress (2 and 3: an `EpollNext`'s or a `CpuLock`'s later steps);
+    /// `interp::STAGE_ADVANCE`: a `Run` or read whose time, once run, ends it.
     stage: u8,
     /// In the middle of a memory-bound `Mem` op (work is bytes, not ns).
     mem: bool,
