@@ -253,10 +253,11 @@ impl Sim<'_> {
                                 let j = self.jitter(cost) + xfer;
                                 let r = &mut self.rt[t.idx()];
                                 // Added to what the read's wakeups of blocked
-                                // writers already charged the reader (`after_wake`:
-                                // the idle scan, the enqueue's rq-lock section, the
-                                // IPI send), which an assignment here dropped
-                                // until session 33.
+                                // writers (pipe_read()'s wakeup of wr_wait,
+                                // unix_write_space()) already charged the reader
+                                // in `after_wake`: try_to_wake_up()'s idle scan, the
+                                // enqueue's rq-lock section, the IPI send. An
+                                // assignment here dropped them until session 33.
                                 r.remaining += j;
                                 r.stage = STAGE_ADVANCE;
                                 if woke && self.preempt_point(c) {

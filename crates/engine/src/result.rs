@@ -199,6 +199,14 @@ impl Sim<'_> {
                     "the run ended with {} tasks blocked forever (deadlock or lost wakeup: nothing was left that could wake them); fix the workload's waits and wakeups",
                     self.blocked_forever
                 )
+            } else if let Some(nth) = self.wl.programs.iter().flatten().find_map(|op| match *op {
+                Op::MarkNth { id: m, nth } if m == id => Some(nth),
+                _ => None,
+            }) {
+                format!(
+                    "`mark_nth id={id} nth={nth}` ran {} time(s) before the run ended, fewer than {nth}; give nth at most the number of tasks that pass it",
+                    self.mark_hits[id as usize]
+                )
             } else {
                 format!("no task executed `mark id={id}` before the run ended; check the workload's program")
             };

@@ -763,6 +763,20 @@ fn run_dist_bursts_vary_between_seeds_and_add_up_to_their_mean() {
     assert!((a.metric_value / want - 1.0).abs() < 0.03, "{} vs {want}", a.metric_value);
 }
 
+/// The laptop preset cut to two CPUs (one LLC, no SMT) whose only idle state
+/// is `idle` (`HLT` or `POLL`), with `send` ns of `ipi_send_ns`.
+fn two_cpu_machine(send: u64, idle: &str) -> Machine {
+    let mut t = schedlab_machine::load("laptop-4c8t").unwrap().to_toml();
+    t = t.replace("cores_per_llc = 4", "cores_per_llc = 2").replace("threads_per_core = 2", "threads_per_core = 1");
+    t = t.replace("ipi_send_ns = 0", &format!("ipi_send_ns = {send}"));
+    let cut = t.find("[[idle_states]]").unwrap();
+    t.truncate(cut);
+    t.push_str(idle);
+    schedlab_machine::from_toml_str(&t, "two-cpu").unwrap()
+}
+const HLT: &str = "[[idle_states]]\nname = \"HLT\"\nexit_latency_ns = 1000\ntarget_residency_ns = 0\n";
+const POLL: &str = "[[idle_states]]\nname = \"POLL\"\nexit_latency_ns = 0\ntarget_residency_ns = 0\n";
+
 /// `ipi_send_ns` is charged to a waker whose wakeup sends an IPI: under v3.10
 /// the two pipe partners on a 2-CPU machine each keep a CPU and wake each other
 /// across (the other CPU halted), so each round trip sends two IPIs and costs
@@ -770,17 +784,6 @@ fn run_dist_bursts_vary_between_seeds_and_add_up_to_their_mean() {
 /// with a polling idle state no IPI is sent and nothing is charged.
 #[test]
 fn ipi_send_cost_is_charged_to_the_waker_only_when_an_ipi_is_sent() {
-    let two_cpus = |send: u64, idle: &str| {
-        let mut t = schedlab_machine::load("laptop-4c8t").unwrap().to_toml();
-        t = t.replace("cores_per_llc = 4", "cores_per_llc = 2").replace("threads_per_core = 2", "threads_per_core = 1");
-        t = t.replace("ipi_send_ns = 0", &format!("ipi_send_ns = {send}"));
-        let cut = t.find("[[idle_states]]").unwrap();
-        t.truncate(cut);
-        t.push_str(idle);
-        schedlab_machine::from_toml_str(&t, "two-cpu").unwrap()
-    };
-    const HLT: &str = "[[idle_states]]\nname = \"HLT\"\nexit_latency_ns = 1000\ntarget_residency_ns = 0\n";
-    const POLL: &str = "[[idle_states]]\nname = \"POLL\"\nexit_latency_ns = 0\ntarget_residency_ns = 0\n";
     let cpu_per_rt = |m: &Machine| {
         let w = wl(m, "pipe", "loops=2000");
         let (r, k) = run_with(m, schedlab_kernel::Kernel::new(&m.topology, profile("v3.10").unwrap()), &w, 1_000_000_000);
@@ -790,11 +793,11 @@ fn ipi_send_cost_is_charged_to_the_waker_only_when_an_ipi_is_sent() {
     // About one IPI per round trip at 5 us (some wakeups find the other CPU
     // still switching out), growing with the cost (a dearer send keeps the
     // waker on its CPU longer, so more wakeups find the other CPU halted).
-    let base = cpu_per_rt(&two_cpus(0, HLT));
-    let (d5, d10) = (cpu_per_rt(&two_cpus(5000, HLT)) - base, cpu_per_rt(&two_cpus(10_000, HLT)) - base);
+    let base = cpu_per_rt(&two_cpu_machine(0, HLT));
+    let (d5, d10) = (cpu_per_rt(&two_cpu_machine(5000, HLT)) - base, cpu_per_rt(&two_cpu_machine(10_000, HLT)) - base);
     assert!((3_000.0..=10_000.0).contains(&d5), "5 us per IPI, up to 2 IPIs per round trip: +{d5} ns");
     assert!(d10 > 1.8 * d5, "charged per IPI: +{d5} ns at 5 us, +{d10} ns at 10 us");
-    let (base, polled) = (cpu_per_rt(&two_cpus(0, POLL)), cpu_per_rt(&two_cpus(5000, POLL)));
+    let (base, polled) = (cpu_per_rt(&two_cpu_machine(0, POLL)), cpu_per_rt(&two_cpu_machine(5000, POLL)));
     assert!((polled - base).abs() < 100.0, "a polling CPU needs no IPI: {base} -> {polled} ns");
 }
 
@@ -806,15 +809,6 @@ fn ipi_send_cost_is_charged_to_the_waker_only_when_an_ipi_is_sent() {
 /// the read's own cost overwrote what its wakeups had charged.)
 #[test]
 fn a_read_that_wakes_a_writer_pays_for_the_wakeup() {
-    let two_cpus = |send: u64| {
-        let mut t = schedlab_machine::load("laptop-4c8t").unwrap().to_toml();
-        t = t.replace("cores_per_llc = 4", "cores_per_llc = 2").replace("threads_per_core = 2", "threads_per_core = 1");
-        t = t.replace("ipi_send_ns = 0", &format!("ipi_send_ns = {send}"));
-        let cut = t.find("[[idle_states]]").unwrap();
-        t.truncate(cut);
-        t.push_str("[[idle_states]]\nname = \"HLT\"\nexit_latency_ns = 1000\ntarget_residency_ns = 0\n");
-        schedlab_machine::from_toml_str(&t, "two-cpu").unwrap()
-    };
     let text = r#"format = 1
 name = "full"
 jitter_pct = 0
@@ -844,7 +838,7 @@ cpus = [1]
 "#;
     let w = schedlab_workload::file::from_toml_str(text, "full.toml").unwrap();
     let reader_cpu = |send: u64| {
-        let m = two_cpus(send);
+        let m = two_cpu_machine(send, HLT);
         let (r, k) = run_with(&m, schedlab_kernel::Kernel::new(&m.topology, profile("v6.12").unwrap()), &w, 1_000_000_000);
         assert!(r.chan_waits.writes >= 90, "the writer blocks on the full socket: {:?}", r.chan_waits);
         k.tasks[1].se.sum_exec_runtime as f64
@@ -1699,6 +1693,10 @@ mm = 0
     // (Each sleep ends a little late: timer slack and the wakeup; the first or
     // third sleeper's mark would give 3 or 1 ms.)
     assert!(r.metric_value > 1.9e-3 && r.metric_value < 2.2e-3, "from the second sleeper (2 ms) to 4 ms: {} s", r.metric_value);
+    // A quorum larger than the tasks that pass it: the run says so.
+    let w = schedlab_workload::file::from_toml_str(&text.replace("nth=2", "nth=4"), "quorum.toml").unwrap();
+    let why = go_quiet(&m, "v6.12", &w, 1, None).metric_missing.expect("mark 2 never recorded");
+    assert!(why.contains("`mark_nth id=2 nth=4` ran 3 time(s)"), "{why}");
 }
 
 /// hackbench's `warmup=` window is a later, shorter interval of the same run:
