@@ -37,8 +37,11 @@ int main(int argc,char**argv){
         void**p = k? &pb:&pa;
         for(size_t i=0;i<2*n;i++)*p=*(void**)*p;   /* warm */
         if(sleeps[s]){struct timespec d={0,sleeps[s]*1000};nanosleep(&d,0);}
-        double t0=now(); for(size_t i=0;i<n;i++)*p=*(void**)*p; double t1=now();
-        for(size_t i=0;i<n;i++)*p=*(void**)*p; double t2=now();
+        double t0=now();
+        for(size_t i=0;i<n;i++)*p=*(void**)*p;
+        double t1=now();
+        for(size_t i=0;i<n;i++)*p=*(void**)*p;
+        double t2=now();
         if(k){tb+=t1-t0;tb2+=t2-t1;}else{ta+=t1-t0;ta2+=t2-t1;}
       }
     }
