@@ -925,7 +925,11 @@ impl EventQueue {
             self.seq = seq;
             return true;
         }
-        let others = min_key(self.tree.min_but_near_root(slot as usize, u32::MAX), self.omin);
+        // The popped entry is still at `slot`'s leaf: a tree of one event
+        // holds no other (no walk; strict ping-pong keeps one CPU busy).
+        let tree_others = if self.tree.len == 1 { EMPTY } else { self.tree.min_but_near_root(slot as usize, u32::MAX) };
+        debug_assert_eq!(tree_others, self.tree.min_but_near_root(slot as usize, u32::MAX));
+        let others = min_key(tree_others, self.omin);
         self.hz = others;
         self.hz_slot = slot;
         if key < others {
