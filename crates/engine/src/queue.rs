@@ -225,6 +225,26 @@ impl Tree {
         m
     }
 
+    /// `set(leaf, key)` when no other leaf holds an event (`len` is 0, or
+    /// 1 and that is `leaf`'s): every node on the path becomes `key`
+    /// (`EMPTY` too), stored without the siblings' matches. A tree with one
+    /// busy CPU (strict ping-pong) sets and clears its leaves this way.
+    #[inline(always)]
+    fn set_alone(&mut self, leaf: usize, key: u128) {
+        let node = self.cap + leaf;
+        assert!(node < self.hi.len() && node < self.lo.len(), "event queue: tree slot {leaf} out of range");
+        debug_assert!(self.len == 0 || (self.len == 1 && self.get(leaf) != EMPTY));
+        self.len = (key_at(key) != u64::MAX) as usize;
+        let (ehi, elo) = ((key >> 64) as u64, key as u64);
+        let mut i = node;
+        // (Checked indices: `i` only halves from `node`, which is in range.)
+        while i >= 1 {
+            self.hi[i] = ehi;
+            self.lo[i] = elo;
+            i >>= 1;
+        }
+    }
+
     /// Set leaf `leaf`'s key and replay its matches up to the root.
     #[inline(always)]
     fn set(&mut self, leaf: usize, key: u128) {
@@ -739,7 +759,11 @@ impl EventQueue {
             return self.schedule(slot, at);
         }
         let key = self.new_key(slot, at);
-        self.tree.set(slot as usize, key);
+        if self.tree.len == 0 {
+            self.tree.set_alone(slot as usize, key);
+        } else {
+            self.tree.set(slot as usize, key);
+        }
     }
 
     /// A key was scheduled: `hz` stays a lower bound.
@@ -787,7 +811,11 @@ impl EventQueue {
             self.popped = None;
         }
         if self.tree.get(slot as usize) != EMPTY {
-            self.tree.set(slot as usize, EMPTY);
+            if self.tree.len == 1 {
+                self.tree.set_alone(slot as usize, EMPTY);
+            } else {
+                self.tree.set(slot as usize, EMPTY);
+            }
         }
     }
 
