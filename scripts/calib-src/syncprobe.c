@@ -44,7 +44,7 @@ static void *wakee(void *x) {
     }
     return 0;
 }
-static void *spinner(void *x) { pin(1, -1); setpriority(PRIO_PROCESS, syscall(SYS_gettid), 19); for (;;) ; }
+static void *spinner(void *x) { pin(1, -1); setpriority(PRIO_PROCESS, syscall(SYS_gettid), 19); for (;;) ; return x; }
 
 int main(int argc, char **argv) {
     mode = atoi(argv[1]);
