@@ -70,9 +70,6 @@ struct LbTree {
     pct: u64,
     /// Leaves (a power of two, at least `cpus.len()`).
     size: usize,
-    /// Per position: the load and `nr > 1`, for the sums.
-    load: Vec<u64>,
-    over: Vec<bool>,
     /// Tournament of ranks ([`rank`]: the candidate key, then the lower
     /// position): node `i` (1-based heap order, leaves at `size..`) holds
     /// the highest rank of its subtree, the walk's choice among its groups
@@ -80,7 +77,7 @@ struct LbTree {
     /// a match is one comparison of two adjacent nodes, no load through an
     /// index.
     node: Vec<u128>,
-    /// Sum of `load` and count of `over` over all positions.
+    /// Sum of the leaves' loads and count of their `nr > 1` ([`At`]).
     total_load: u64,
     nr_over: u32,
     /// Tournament of placement ranks ([`idle_rank`]), the same shape as
@@ -142,12 +139,33 @@ fn replay(nodes: &mut [u128], mut i: usize, r: u128, win: impl Fn(u128, u128) ->
     }
 }
 
+/// Per CPU: the tree and position of its leaf (`tree` [`NO_TREE`] when no
+/// tree holds it) and what the leaf adds to the tree's sums (the load and
+/// `nr > 1`), in one 16-byte entry: a refresh reads one line for all of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct At {
+    load: u64,
+    pos: u32,
+    tree: u16,
+    over: bool,
+}
+
+/// [`At::tree`] of a CPU no tree holds.
+const NO_TREE: u16 = u16::MAX;
+
+impl At {
+    const NONE: At = At { load: 0, pos: NONE, tree: NO_TREE, over: false };
+}
+
 impl LbTree {
-    fn set(&mut self, pos: usize, key: u128, load: u64, over: bool) {
-        self.total_load = self.total_load - self.load[pos] + load;
-        self.nr_over = self.nr_over - self.over[pos] as u32 + over as u32;
-        self.load[pos] = load;
-        self.over[pos] = over;
+    /// Set the leaf `at` (of this tree) to candidate key `key`, load `load`
+    /// and `nr > 1` `over`, and replay its matches up to the root.
+    fn set(&mut self, at: &mut At, key: u128, load: u64, over: bool) {
+        self.total_load = self.total_load - at.load + load;
+        self.nr_over = self.nr_over - at.over as u32 + over as u32;
+        at.load = load;
+        at.over = over;
+        let pos = at.pos as usize;
         replay(&mut self.node, self.size + pos, rank(key, pos), u128::max);
     }
 
@@ -278,10 +296,9 @@ struct GroupCache {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LbIndex {
     trees: Vec<LbTree>,
-    /// Per CPU: (tree, position), `(NONE, NONE)` when no tree holds it. A CPU
-    /// is in at most one: its lowest domain (the only one whose groups are its
-    /// single CPUs).
-    at: Vec<(u32, u32)>,
+    /// Per CPU: its leaf ([`At`]). A CPU is in at most one tree: its lowest
+    /// domain's (the only one whose groups are its single CPUs).
+    at: Vec<At>,
     /// Balance passes answered from the index.
     pub(crate) passes: u64,
     /// The profile reads the leaves and snapshots were computed with (None: not yet).
@@ -312,8 +329,7 @@ impl LbIndex {
     /// [`LB_INDEX_MIN_GROUPS`] wide; the leaves are filled by the first
     /// [`Kernel::lb_index_walk`] (every runqueue starts marked written).
     pub(crate) fn new(sd: &crate::topology::SchedDomains) -> LbIndex {
-        let mut ix =
-            LbIndex { at: vec![(NONE, NONE); sd.nr_cpus], idle_stale: vec![u64::MAX; sd.nr_cpus.div_ceil(64)], ..Default::default() };
+        let mut ix = LbIndex { at: vec![At::NONE; sd.nr_cpus], idle_stale: vec![u64::MAX; sd.nr_cpus.div_ceil(64)], ..Default::default() };
         let mut memb: Vec<Vec<u32>> = vec![Vec::new(); sd.nr_cpus];
         for (id, d) in sd.domains.iter().enumerate() {
             let sizes: usize = (0..d.groups.len()).map(|g| d.group_cpus(g).len()).sum();
@@ -344,9 +360,9 @@ impl LbIndex {
             }
             let cpus: Vec<CpuId> = d.group_cpus_from(0).to_vec();
             let size = cpus.len().next_power_of_two();
-            let t = ix.trees.len() as u32;
+            let t = u16::try_from(ix.trees.len()).ok().filter(|&t| t != NO_TREE).expect("fewer balancing trees than NO_TREE");
             for (p, c) in cpus.iter().enumerate() {
-                ix.at[c.idx()] = (t, p as u32);
+                ix.at[c.idx()] = At { pos: p as u32, tree: t, ..At::NONE };
             }
             let mut node = vec![0; 2 * size];
             for p in 0..size {
@@ -359,8 +375,6 @@ impl LbIndex {
                 dom: id as u32,
                 pct: d.imbalance_pct as u64,
                 size,
-                load: vec![0; size],
-                over: vec![false; size],
                 node,
                 total_load: 0,
                 nr_over: 0,
@@ -442,10 +456,10 @@ impl Kernel {
     #[inline]
     fn lb_index_refresh(ix: &mut LbIndex, rd: LbRead, c: usize, rq: &crate::sched::Rq) {
         let x = Self::lb_cpu_of(rq, rd);
-        let (t, p) = ix.at[c];
-        if t != NONE {
-            let tree = &mut ix.trees[t as usize];
-            tree.set(p as usize, singleton_key(tree.pct, &x), x.load, x.nr > 1);
+        let at = &mut ix.at[c];
+        if at.tree != NO_TREE {
+            let tree = &mut ix.trees[at.tree as usize];
+            tree.set(at, singleton_key(tree.pct, &x), x.load, x.nr > 1);
             ix.idle_stale[c >> 6] |= 1 << (c & 63);
         }
         ix.apply(c, snap_of(rq, &x));
@@ -496,8 +510,8 @@ impl Kernel {
                 while bits != 0 {
                     let c = w * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    let Some(&(t, p)) = ix.at.get(c) else { continue };
-                    if t == NONE {
+                    let Some(&At { tree: t, pos: p, .. }) = ix.at.get(c) else { continue };
+                    if t == NO_TREE {
                         continue;
                     }
                     let tree = &mut ix.trees[t as usize];
@@ -526,7 +540,7 @@ impl Kernel {
         let ix = self.lb_index.as_deref()?;
         let t = ix.tree_of(dom)?;
         let tree = &ix.trees[t];
-        let pos_in_tree = |c: CpuId| ix.at.get(c.idx()).filter(|&&(tt, _)| tt == t as u32).map(|&(_, p)| p);
+        let pos_in_tree = |c: CpuId| ix.at.get(c.idx()).filter(|a| a.tree as usize == t).map(|a| a.pos);
         let local = pos_in_tree(this_cpu);
         let own = if task.se.on_rq { pos_in_tree(task.cpu).filter(|&p| Some(p) != local) } else { None };
         let mut best = tree.idle_best_except(local.unwrap_or(NONE), own.unwrap_or(NONE));
@@ -611,20 +625,20 @@ mod tests {
         let k = Kernel::new(&flat(100), profile("v6.12").unwrap());
         let mut ix = LbIndex::new(&k.sd);
         assert_eq!((ix.trees.len(), ix.caches.len()), (1, 0));
-        assert_eq!((ix.at[0], ix.at[99]), ((0, 0), (0, 99)));
-        let t = &mut ix.trees[0];
+        assert_eq!(((ix.at[0].tree, ix.at[0].pos), (ix.at[99].tree, ix.at[99].pos)), ((0, 0), (0, 99)));
+        let (t, at) = (&mut ix.trees[0], &mut ix.at);
         assert_eq!(t.size, 128);
         assert_eq!(t.best_except(NONE), None, "no CPU runs a task");
-        t.set(7, 5, 10, false);
-        t.set(60, 5, 20, true);
-        t.set(99, 3, 30, true);
+        t.set(&mut at[7], 5, 10, false);
+        t.set(&mut at[60], 5, 20, true);
+        t.set(&mut at[99], 3, 30, true);
         assert_eq!((t.total_load, t.nr_over), (60, 2));
         assert_eq!(t.best_except(NONE), Some(7), "equal keys: the first");
         assert_eq!(t.best_except(7), Some(60));
         assert_eq!(t.best_except(60), Some(7));
-        t.set(7, 0, 0, false);
+        t.set(&mut at[7], 0, 0, false);
         assert_eq!(t.best_except(60), Some(99));
-        t.set(99, 9, 30, false);
+        t.set(&mut at[99], 9, 30, false);
         assert_eq!((t.best_except(NONE), t.best_except(99)), (Some(99), Some(60)));
         assert_eq!((t.total_load, t.nr_over), (50, 1));
     }
