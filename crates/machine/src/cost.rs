@@ -301,16 +301,19 @@ struct SharedLine {
     free_at: u64,
 }
 
+/// Where [`CostModel::place`]'s entry holds a CPU's LLC and NUMA node
+/// (its core is at 0, its package at 2).
+const PLACE_LLC: usize = 1;
+const PLACE_NODE: usize = 3;
+
 /// Per-machine cost model plus the hardware state it tracks (cache traffic,
 /// rq-lock release times).
 #[derive(Clone, Debug)]
 pub struct CostModel {
     pub sw: ModelSwitches,
-    core_of: Vec<u32>,
-    llc_of: Vec<u32>,
-    node_of: Vec<u32>,
-    /// `(core, llc, package)` of each CPU side by side: `c2c_ns` reads one
-    /// entry per CPU instead of one from each of three arrays.
+    /// `(core, llc, package, node)` of each CPU side by side (`PLACE_*`;
+    /// core and LLC dense indexes): a switch or `c2c_ns` reads one entry per
+    /// CPU (one cache line) instead of one from each of four arrays.
     place: Vec<[u32; 4]>,
     /// `c2c_ns` by distance: same CPU, SMT siblings, same LLC, same package, other package.
     c2c_by_level: [u64; 5],
@@ -464,13 +467,10 @@ impl CostModel {
         let nr_cores = core_of.iter().max().map_or(0, |x| x + 1) as usize;
         let nr_llcs = llc_of.iter().max().map_or(0, |x| x + 1) as usize;
         let pkg_of: Vec<u32> = cpus.iter().map(|c| c.package).collect();
-        let place = (0..cpus.len()).map(|i| [core_of[i], llc_of[i], pkg_of[i], 0]).collect();
+        let place = (0..cpus.len()).map(|i| [core_of[i], llc_of[i], pkg_of[i], cpus[i].node]).collect();
         let k = &m.costs;
         CostModel {
             sw,
-            core_of,
-            llc_of,
-            node_of: cpus.iter().map(|c| c.node).collect(),
             place,
             c2c_by_level: [0, k.c2c_smt_ns, k.c2c_llc_ns, k.c2c_cross_llc_ns, k.c2c_cross_package_ns],
             l1_cap: m.caches.l1d_kib as u64 * 1024,
@@ -542,13 +542,13 @@ impl CostModel {
 
     #[inline]
     pub fn node(&self, c: CpuId) -> u32 {
-        self.node_of[c.idx()]
+        self.place[c.idx()][PLACE_NODE]
     }
 
     /// Dense LLC index of a CPU (0..nr_llcs).
     #[inline]
     pub fn llc_index(&self, c: CpuId) -> u32 {
-        self.llc_of[c.idx()]
+        self.place[c.idx()][PLACE_LLC]
     }
 
     pub fn nr_llcs(&self) -> usize {
@@ -618,7 +618,7 @@ impl CostModel {
     /// LLC, which have seen the traffic counted so far.
     #[inline]
     pub fn message_stamp(&self, writer: CpuId) -> MsgStamp {
-        let (core, llc) = (self.core_of[writer.idx()] as usize, self.llc_of[writer.idx()] as usize);
+        let [core, llc, ..] = self.place[writer.idx()].map(|x| x as usize);
         MsgStamp::new(writer, self.cores[core].l2_traffic, self.llc_traffic[llc])
     }
 
@@ -637,7 +637,7 @@ impl CostModel {
         }
         let lines = bytes.div_ceil(LINE) + MSG_META_LINES;
         let w = st.cpu();
-        let (core, llc) = (self.core_of[w.idx()] as usize, self.llc_of[w.idx()] as usize);
+        let [core, llc, ..] = self.place[w.idx()].map(|x| x as usize);
         let size = lines * LINE;
         let c2c = self.c2c_ns(w, reader);
         // Lines kept, rounded to the nearest (the expected count).
@@ -649,8 +649,8 @@ impl CostModel {
         let in_llc = (Self::surviving(size, self.llc_traffic[llc] - st.llc, self.llc_cap) + LINE / 2) / LINE;
         let llc_lines = in_llc.max(l2_lines) - l2_lines;
         let dram_lines = lines - l2_lines - llc_lines;
-        let llc_ns = if self.llc_of[reader.idx()] as usize == llc { self.c.llc_hit_ns } else { c2c };
-        let dram = if dram_lines == 0 { 0 } else { self.dram_ns(self.node_of[reader.idx()], self.node_of[w.idx()]) };
+        let llc_ns = if self.place[reader.idx()][PLACE_LLC] as usize == llc { self.c.llc_hit_ns } else { c2c };
+        let dram = if dram_lines == 0 { 0 } else { self.dram_ns(self.place[reader.idx()][PLACE_NODE], self.place[w.idx()][PLACE_NODE]) };
         l2_lines * c2c + llc_lines * llc_ns + dram_lines * dram
     }
 
@@ -673,8 +673,7 @@ impl CostModel {
             return;
         }
         let bytes = idle_ns.saturating_mul(rate) / 1000;
-        let core = self.core_of[cpu.idx()] as usize;
-        let llc = self.llc_of[cpu.idx()] as usize;
+        let [core, llc, ..] = self.place[cpu.idx()].map(|x| x as usize);
         let cc = &mut self.cores[core];
         cc.l2_traffic = cc.l2_traffic.saturating_add(bytes);
         self.llc_traffic[llc] = self.llc_traffic[llc].saturating_add(bytes);
@@ -708,7 +707,7 @@ impl CostModel {
     /// ran recently; private and shared parts split the caches in proportion.
     // FIDELITY(F-018): warmth kept for the last L2 and the last LLC only (per instance for shared sets).
     pub fn switch_in(&mut self, m: &mut TaskMem, task: u32, cpu: CpuId) -> Refill {
-        let node = self.node_of[cpu.idx()];
+        let [core, llc, _, node] = self.place[cpu.idx()];
         if m.home == NO_ID {
             m.home = node;
         }
@@ -717,8 +716,6 @@ impl CostModel {
         if !self.sw.on(Component::CACHE) || (m.footprint == 0 && shared.is_none()) {
             return Refill::default();
         }
-        let core = self.core_of[cpu.idx()];
-        let llc = self.llc_of[cpu.idx()];
         let fp = m.footprint;
         let total = fp + shared.map_or(0, |(_, b)| b);
         // The part of a cache a set of `bytes` gets: all of it when everything fits.
@@ -865,7 +862,7 @@ impl CostModel {
     /// only: no effect on any result.
     #[inline]
     pub fn prefetch_cpu(&self, cpu: CpuId) {
-        if let (Some(l), Some(&core)) = (self.locks.get(cpu.idx()), self.core_of.get(cpu.idx())) {
+        if let (Some(l), Some(&[core, ..])) = (self.locks.get(cpu.idx()), self.place.get(cpu.idx())) {
             prefetch(l);
             if let Some(c) = self.cores.get(core as usize) {
                 prefetch(c);
