@@ -649,8 +649,8 @@ impl CostModel {
         let in_llc = (Self::surviving(size, self.llc_traffic[llc] - st.llc, self.llc_cap) + LINE / 2) / LINE;
         let llc_lines = in_llc.max(l2_lines) - l2_lines;
         let dram_lines = lines - l2_lines - llc_lines;
-        let llc_ns = if self.place[reader.idx()][PLACE_LLC] as usize == llc { self.c.llc_hit_ns } else { c2c };
-        let dram = if dram_lines == 0 { 0 } else { self.dram_ns(self.place[reader.idx()][PLACE_NODE], self.place[w.idx()][PLACE_NODE]) };
+        let llc_ns = if self.llc_index(reader) as usize == llc { self.c.llc_hit_ns } else { c2c };
+        let dram = if dram_lines == 0 { 0 } else { self.dram_ns(self.node(reader), self.node(w)) };
         l2_lines * c2c + llc_lines * llc_ns + dram_lines * dram
     }
 
